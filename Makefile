@@ -1,0 +1,59 @@
+# hkgen: `make` builds ./build/hkgen; `make test` installs what is missing,
+# builds, and runs CTest.
+VERSION  := 0.1.0
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+WARN     := -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE
+DEFS     := -DHK_VERSION='"$(VERSION)"' -DHK_TEMPLATE_DIR='"$(CURDIR)/templates"'
+LIBS     := -lyaml -ldl -lpthread -lm
+B        := build
+SRCS     := $(wildcard gen/*.c)
+OBJS     := $(SRCS:gen/%.c=$(B)/obj/%.o)
+ASAN_OBJS:= $(SRCS:gen/%.c=$(B)/asan/%.o)
+SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# Debian packages hkgen needs to build, compile kernels and run its tests.
+APT_PKGS := libyaml-dev m4 libamd-comgr-dev rocm-device-libs clang-22 lld-22 llvm-22 \
+            libclang-rt-22-dev cmake
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps test clean example
+all: $(B)/hkgen
+
+$(B)/hkgen: $(OBJS)
+	$(CC) $(CFLAGS) -o $@ $(OBJS) $(LIBS)
+
+$(B)/obj/%.o: gen/%.c $(wildcard gen/*.h) | $(B)/obj
+	$(CC) $(CFLAGS) $(WARN) $(DEFS) -c -o $@ $<
+
+# The same program with AddressSanitizer and UBSan, used by the tests.
+$(B)/hkgen-asan: $(ASAN_OBJS)
+	$(CC) -g $(SAN) -o $@ $(ASAN_OBJS) $(LIBS)
+
+$(B)/asan/%.o: gen/%.c $(wildcard gen/*.h) | $(B)/asan
+	$(CC) -O1 -g $(SAN) $(WARN) $(DEFS) -c -o $@ $<
+
+$(B)/obj $(B)/asan:
+	mkdir -p $@
+
+# Installs the missing packages only (apt-get update first, as on a fresh machine).
+deps:
+	@missing=""; for p in $(APT_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	fi
+
+example: deps all
+	./$(B)/hkgen build specs/llama3-8b-tp1.yaml -o $(B)/example
+	./$(B)/hkgen inspect $(B)/example
+
+test: deps
+	$(MAKE) all $(B)/hkgen-asan
+	$(MAKE) -C tests
+	cd tests && ctest --output-on-failure -j2
+
+clean:
+	rm -rf $(B)

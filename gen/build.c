@@ -1,0 +1,359 @@
+/* build.c: the build pipeline. Kernels are expanded and compiled in parallel;
+   every file is written atomically, and the manifest is written last, so a
+   failed or interrupted build never leaves a manifest that points at a
+   missing or partial file. */
+#define _GNU_SOURCE
+#include "build.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "sha256.h"
+#include "skel.h"
+#include "target.h"
+#include "util.h"
+
+#ifndef HK_VERSION
+#define HK_VERSION "0.1.0"
+#endif
+
+typedef struct {
+  op_inst *k;
+  char *src;
+  size_t srclen;
+  char *src_rel, *obj_rel; /* paths inside the catalogue */
+  char obj_sha[65], src_sha[65];
+  cc_compiler cc;
+  cg_kernel_meta meta;
+  int cached, ok;
+} bd_item;
+
+typedef struct {
+  const bd_options *o;
+  bd_item *items;
+  size_t n;
+  atomic_size_t next, done, compiled;
+  const char *tpldir;
+  cc_cache cache;
+  int tty;
+  double t0;
+  pthread_mutex_t progress_lock;
+} bd_ctx;
+
+static double bd_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int bd_waves_per_simd(const char *target, const cg_kernel_meta *m, int block) {
+  const tgt_info *t = tgt_find(target);
+  /* gfx90a/gfx942/gfx950: 512 unified VGPRs+AGPRs per lane per SIMD, in granules of 8. */
+  int regs = ((m->vgpr + 3) / 4) * 4 + m->agpr;
+  regs = ((regs ? regs : 1) + 7) / 8 * 8;
+  int waves = 512 / regs;
+  if (waves > 8) waves = 8;
+  int wg_waves = (block + 63) / 64;
+  if (m->lds > 0 && t) {
+    unsigned lds_cu = t->lds_bytes > 65536 ? t->lds_bytes : 65536;
+    int wgs = (int)(lds_cu / (unsigned)m->lds); /* workgroups per CU (4 SIMDs) */
+    int by_lds = wgs * wg_waves / 4;
+    if (by_lds < waves) waves = by_lds;
+  }
+  return waves;
+}
+
+static void bd_progress(bd_ctx *c, const bd_item *it) {
+  size_t done = atomic_fetch_add(&c->done, 1) + 1;
+  if (!c->tty || c->o->quiet) return;
+  double el = bd_now() - c->t0, rate = el > 0 ? (double)done / el : 0;
+  double eta = rate > 0 ? (double)(c->n - done) / rate : 0;
+  pthread_mutex_lock(&c->progress_lock);
+  fprintf(stderr, "\r\033[K[%zu/%zu] %.1f/s ETA %.0fs  %s %s%s", done, c->n, rate, eta,
+          it->k->target, it->k->name, it->cached ? " (cached)" : "");
+  pthread_mutex_unlock(&c->progress_lock);
+}
+
+static int bd_write(const char *outdir, const char *rel, const char *data, size_t len) {
+  char *path = fs_join(outdir, rel);
+  char *dir = fs_dirname(path);
+  int rc = fs_mkdirs(dir) == 0 ? fs_write_atomic(path, data, len) : -1;
+  if (rc < 0) diag_error(path, 0, 0, "cannot write: %s", strerror(errno));
+  free(dir);
+  free(path);
+  return rc;
+}
+
+/* Spills and LDS beyond the target's limit fail the build, saying by how much. */
+static int bd_check_resources(const bd_item *it) {
+  const cg_kernel_meta *m = &it->meta;
+  const tgt_info *t = tgt_find(it->k->target);
+  int ok = 1;
+  if (m->vgpr_spill || m->sgpr_spill) {
+    diag_error(it->k->file, it->k->line, it->k->col,
+               "kernel %s for %s spills %d VGPRs and %d SGPRs to scratch (%d bytes of scratch)",
+               it->k->name, it->k->target, m->vgpr_spill, m->sgpr_spill, m->scratch);
+    ok = 0;
+  }
+  if ((unsigned)m->lds > t->lds_bytes) {
+    diag_error(it->k->file, it->k->line, it->k->col,
+               "kernel %s for %s uses %d bytes of LDS, %u over the %s limit of %u",
+               it->k->name, it->k->target, m->lds, (unsigned)m->lds - t->lds_bytes, t->name,
+               t->lds_bytes);
+    ok = 0;
+  }
+  return ok ? 0 : -1;
+}
+
+static int bd_object(bd_ctx *c, bd_item *it) {
+  char key[65], *obj = NULL, *log = NULL;
+  size_t objlen = 0;
+  cc_cache_key(&it->cc, it->k->target, it->src, it->srclen, key);
+  if (cc_cache_get(&c->cache, key, &obj, &objlen) == 0) {
+    it->cached = 1;
+  } else if (cc_compile(&it->cc, it->k->target, it->src, it->srclen, &obj, &objlen, &log) < 0) {
+    diag_error(it->k->file, it->k->line, it->k->col, "compiling %s for %s failed:\n%s",
+               it->k->name, it->k->target, log ? log : "(no log)");
+    free(log);
+    return -1;
+  } else {
+    atomic_fetch_add(&c->compiled, 1);
+    cc_cache_put(&c->cache, key, obj, objlen);
+  }
+  int rc = -1;
+  cg_kernel_meta metas[4];
+  int nm = cg_read_meta(obj, objlen, metas, 4);
+  if (nm != 1 || strcmp(metas[0].name, it->k->name)) {
+    diag_error(it->k->file, it->k->line, it->k->col,
+               "code object of %s for %s: cannot read its kernel metadata", it->k->name,
+               it->k->target);
+  } else {
+    it->meta = metas[0];
+    sha256_hex(obj, objlen, it->obj_sha);
+    if (bd_check_resources(it) == 0 && bd_write(c->o->outdir, it->obj_rel, obj, objlen) == 0)
+      rc = 0;
+  }
+  free(obj);
+  return rc;
+}
+
+static void bd_one(bd_ctx *c, bd_item *it) {
+  if (skel_expand(c->tpldir, it->k, &it->src, &it->srclen) < 0) return;
+  sha256_hex(it->src, it->srclen, it->src_sha);
+  if (bd_write(c->o->outdir, it->src_rel, it->src, it->srclen) < 0) return;
+  if (!c->o->sources_only && bd_object(c, it) < 0) return;
+  it->ok = 1;
+}
+
+static void *bd_worker(void *arg) {
+  bd_ctx *c = arg;
+  for (;;) {
+    size_t i = atomic_fetch_add(&c->next, 1);
+    if (i >= c->n) break;
+    bd_one(c, &c->items[i]);
+    bd_progress(c, &c->items[i]);
+  }
+  return NULL;
+}
+
+static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only) {
+  const op_inst *k = it->k;
+  jw_begin_obj(w);
+  jw_kstr(w, "name", k->name);
+  jw_kstr(w, "op", k->op->name);
+  jw_kstr(w, "target", k->target);
+  jw_key(w, "params");
+  w->inline_depth = w->depth + 1;
+  jw_begin_obj(w);
+  for (int i = 0; i < k->op->nparams; i++)
+    if (strcmp(k->vals[i], OP_ANY)) jw_kstr(w, k->op->params[i].name, k->vals[i]);
+  jw_end_obj(w);
+  jw_key(w, "runtime_params");
+  jw_begin_arr(w);
+  for (int i = 0; i < k->op->nparams; i++)
+    if (!strcmp(k->vals[i], OP_ANY)) jw_str(w, k->op->params[i].name);
+  jw_end_arr(w);
+  w->inline_depth = 1000;
+  jw_kstr(w, "source", it->src_rel);
+  jw_kstr(w, "source_sha256", it->src_sha);
+  if (!sources_only) {
+    jw_kstr(w, "file", it->obj_rel);
+    jw_kstr(w, "sha256", it->obj_sha);
+    jw_kstr(w, "compiler", it->cc.identity);
+    jw_key(w, "resources");
+    w->inline_depth = w->depth + 1;
+    jw_begin_obj(w);
+    jw_kint(w, "vgpr", it->meta.vgpr);
+    jw_kint(w, "agpr", it->meta.agpr);
+    jw_kint(w, "sgpr", it->meta.sgpr);
+    jw_kint(w, "lds", it->meta.lds);
+    jw_kint(w, "scratch", it->meta.scratch);
+    jw_kint(w, "vgpr_spill", it->meta.vgpr_spill);
+    jw_kint(w, "sgpr_spill", it->meta.sgpr_spill);
+    jw_kint(w, "waves_per_simd", bd_waves_per_simd(k->target, &it->meta, k->op->block(k)));
+    jw_end_obj(w);
+    w->inline_depth = 1000;
+  }
+  op_arg args[OP_MAX_ARGS];
+  int na = k->op->args(k, args);
+  jw_key(w, "kernarg");
+  jw_begin_obj(w);
+  jw_kint(w, "size", op_args_size(args, na));
+  jw_key(w, "args");
+  jw_begin_arr(w);
+  w->inline_depth = w->depth + 1;
+  for (int i = 0; i < na; i++) {
+    jw_begin_obj(w);
+    jw_kstr(w, "name", args[i].name);
+    jw_kstr(w, "type", args[i].ctype);
+    jw_kint(w, "offset", args[i].offset);
+    jw_kint(w, "size", args[i].size);
+    jw_end_obj(w);
+  }
+  w->inline_depth = 1000;
+  jw_end_arr(w);
+  jw_end_obj(w);
+  jw_key(w, "block");
+  w->inline_depth = w->depth + 1;
+  jw_begin_arr(w);
+  jw_int(w, k->op->block(k));
+  jw_int(w, 1);
+  jw_int(w, 1);
+  jw_end_arr(w);
+  char grid[3][96];
+  k->op->grid(k, grid);
+  jw_key(w, "grid");
+  jw_begin_arr(w);
+  for (int i = 0; i < 3; i++) jw_str(w, grid[i]);
+  jw_end_arr(w);
+  w->inline_depth = 1000;
+  jw_end_obj(w);
+}
+
+static int bd_manifest(bd_ctx *c) {
+  jw_t w;
+  jw_init(&w);
+  jw_begin_obj(&w);
+  jw_kstr(&w, "hkgen", HK_VERSION);
+  jw_kint(&w, "format", 1);
+  jw_kstr(&w, "kind", c->o->sources_only ? "sources" : "catalogue");
+  jw_key(&w, "kernels");
+  jw_begin_arr(&w);
+  for (size_t i = 0; i < c->n; i++) bd_manifest_kernel(&w, &c->items[i], c->o->sources_only);
+  jw_end_arr(&w);
+  jw_end_obj(&w);
+  size_t len;
+  char *text = jw_finish(&w, &len);
+  int rc = bd_write(c->o->outdir, c->o->sources_only ? "sources.json" : "manifest.json", text, len);
+  free(text);
+  return rc;
+}
+
+/* One build at a time per folder: a second one is refused, not interleaved. */
+static int bd_lock(const char *outdir) {
+  char *p = fs_join(outdir, ".hkgen.lock");
+  int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    diag_error(outdir, 0, 0, "%s",
+               fd < 0 ? strerror(errno) : "another hkgen build is writing this catalogue; wait for it");
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+  free(p);
+  return fd;
+}
+
+/* Resolves each target's compiler once; reports every target that has none. */
+static int bd_compilers(bd_ctx *c) {
+  size_t nt;
+  const tgt_info *ts = tgt_all(&nt);
+  cc_compiler ccs[8];
+  int have[8] = {0}, bad = 0;
+  for (size_t i = 0; i < c->n; i++) {
+    size_t t = 0;
+    while (t < nt && strcmp(ts[t].name, c->items[i].k->target)) t++;
+    if (!have[t]) {
+      char why[512];
+      if (cc_resolve(ts[t].name, &ccs[t], why, sizeof why) < 0) {
+        diag_error(NULL, 0, 0, "%s", why);
+        have[t] = -1;
+        bad = 1;
+      } else {
+        have[t] = 1;
+      }
+    }
+    if (have[t] == 1) c->items[i].cc = ccs[t];
+  }
+  return bad ? -1 : 0;
+}
+
+static int bd_run(bd_ctx *c) {
+  int jobs = c->o->jobs > 0 ? c->o->jobs : 1;
+  if ((size_t)jobs > c->n) jobs = (int)c->n;
+  pthread_t th[256];
+  int started = 0;
+  for (int i = 1; i < jobs && i < 256; i++)
+    if (pthread_create(&th[started], NULL, bd_worker, c) == 0) started++;
+  bd_worker(c);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  if (c->tty && !c->o->quiet) fputs("\r\033[K", stderr);
+  size_t failed = 0;
+  for (size_t i = 0; i < c->n; i++) failed += !c->items[i].ok;
+  return failed ? -1 : 0;
+}
+
+int bd_build(spec_set *set, const bd_options *o) {
+  bd_ctx c;
+  memset(&c, 0, sizeof c);
+  c.o = o;
+  c.n = set->n;
+  c.tpldir = skel_template_dir();
+  c.tty = isatty(2);
+  c.t0 = bd_now();
+  pthread_mutex_init(&c.progress_lock, NULL);
+  c.items = xcalloc(c.n ? c.n : 1, sizeof *c.items);
+  for (size_t i = 0; i < c.n; i++) {
+    bd_item *it = &c.items[i];
+    it->k = &set->v[i];
+    it->src_rel = xasprintf("%s/%s.hip", it->k->target, it->k->name);
+    it->obj_rel = xasprintf("%s/%s.hsaco", it->k->target, it->k->name);
+  }
+  int status = HK_EFAIL, lockfd = -1;
+  if (!o->sources_only && bd_compilers(&c) < 0) goto out;
+  if (fs_mkdirs(o->outdir) < 0) {
+    diag_error(o->outdir, 0, 0, "cannot create the output folder: %s", strerror(errno));
+    goto out;
+  }
+  if ((lockfd = bd_lock(o->outdir)) < 0) goto out;
+  /* The old manifest goes first: from here until the new one is in place
+     the folder holds no manifest, never a stale one. */
+  char *mpath = fs_join(o->outdir, o->sources_only ? "sources.json" : "manifest.json");
+  if (unlink(mpath) < 0 && errno != ENOENT)
+    diag_error(mpath, 0, 0, "cannot replace: %s", strerror(errno));
+  free(mpath);
+  cc_cache_open(&c.cache, o->use_cache);
+  if (bd_run(&c) == 0 && bd_manifest(&c) == 0) status = HK_OK;
+  if (!o->quiet && status == HK_OK)
+    diag_note("hkgen: %zu kernel%s into %s: %zu compiled, %zu from cache, %.2f s\n", c.n,
+              c.n == 1 ? "" : "s", o->outdir, (size_t)c.compiled,
+              o->sources_only ? 0 : c.n - (size_t)c.compiled, bd_now() - c.t0);
+out:
+  if (lockfd >= 0) close(lockfd);
+  for (size_t i = 0; i < c.n; i++) {
+    free(c.items[i].src);
+    free(c.items[i].src_rel);
+    free(c.items[i].obj_rel);
+  }
+  free(c.items);
+  pthread_mutex_destroy(&c.progress_lock);
+  return status;
+}

@@ -1,0 +1,23 @@
+/* build.h: spec kernels -> sources -> code objects -> catalogue. */
+#ifndef HK_BUILD_H
+#define HK_BUILD_H
+
+#include "comgr.h"
+#include "compile.h"
+#include "spec.h"
+
+typedef struct {
+  const char *outdir;
+  int jobs;
+  int use_cache;
+  int sources_only; /* hkgen gen */
+  int quiet;
+} bd_options;
+
+/* Builds every kernel of set; returns an exit status (HK_OK, HK_EFAIL). */
+int bd_build(spec_set *set, const bd_options *o);
+
+/* Waves per SIMD a kernel can keep resident, from registers, LDS and block size. */
+int bd_waves_per_simd(const char *target, const cg_kernel_meta *m, int block);
+
+#endif

@@ -1,0 +1,215 @@
+/* compile.c: comgr in process, clang as a process, and the cache. */
+#define _GNU_SOURCE
+#include "compile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "comgr.h"
+#include "sha256.h"
+#include "util.h"
+
+extern char **environ;
+
+/* -O3, C++17, no GPU headers: generated sources carry their own prelude. */
+static const char *const cc_common_flags[] = {"-O3", "-std=c++17", "-nogpuinc"};
+
+const char *cc_flags_text(void) { return "-O3 -std=c++17 -nogpuinc"; }
+
+/* Runs argv, capturing stdout+stderr into out (may be NULL). */
+static int cc_run(char *const argv[], hk_buf *out) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) < 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(p[1]);
+  if (rc) {
+    close(p[0]);
+    errno = rc;
+    return -1;
+  }
+  char tmp[8192];
+  ssize_t r;
+  while ((r = read(p[0], tmp, sizeof tmp)) != 0) {
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (out) buf_add(out, tmp, (size_t)r);
+  }
+  close(p[0]);
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* "clang version 22.1.2 (...)" -> identity and major version. */
+static int cc_probe_clang(const char *path, char *identity, size_t n) {
+  char *argv[] = {(char *)path, "--version", NULL};
+  hk_buf out;
+  buf_init(&out);
+  int rc = cc_run(argv, &out);
+  int major = -1;
+  if (rc == 0) {
+    const char *v = strstr(out.s, "clang version ");
+    if (v) {
+      major = atoi(v + 14);
+      size_t len = strcspn(v, "\n");
+      snprintf(identity, n, "%.*s (%s)", (int)len, v, path);
+    }
+  }
+  buf_free(&out);
+  return major;
+}
+
+static pthread_mutex_t cc_lock = PTHREAD_MUTEX_INITIALIZER;
+static char cc_clang_path[512], cc_clang_id[512];
+static int cc_clang_probed;
+
+static int cc_find_clang(void) {
+  if (cc_clang_probed) return cc_clang_path[0] ? 0 : -1;
+  cc_clang_probed = 1;
+  const char *env = getenv("HKGEN_CLANG");
+  const char *cands[] = {env && *env ? env : NULL, "/opt/rocm/llvm/bin/clang", "clang-22",
+                         "clang-21", "clang-20", "clang"};
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+    if (!cands[i]) continue;
+    if (cands[i][0] == '/' && !fs_exists(cands[i])) continue;
+    char id[512];
+    int major = cc_probe_clang(cands[i], id, sizeof id);
+    if (major >= 20) {
+      snprintf(cc_clang_path, sizeof cc_clang_path, "%s", cands[i]);
+      snprintf(cc_clang_id, sizeof cc_clang_id, "%s", id);
+      return 0;
+    }
+    if (env && i == 0) return -1; /* an explicit choice that does not work is an error */
+  }
+  return -1;
+}
+
+int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n) {
+  const char *force = getenv("HKGEN_COMPILER");
+  int allow_comgr = !force || !*force || !strcmp(force, "comgr");
+  int allow_clang = !force || !*force || !strcmp(force, "clang");
+  memset(cc, 0, sizeof *cc);
+  if (allow_comgr && cg_has_isa(target)) {
+    cc->kind = CC_COMGR;
+    snprintf(cc->identity, sizeof cc->identity, "%s", cg_identity());
+    snprintf(cc->path, sizeof cc->path, "%s", cg_identity());
+    return 0;
+  }
+  pthread_mutex_lock(&cc_lock);
+  int have = allow_clang && cc_find_clang() == 0;
+  pthread_mutex_unlock(&cc_lock);
+  if (have) {
+    cc->kind = CC_CLANG;
+    snprintf(cc->path, sizeof cc->path, "%s", cc_clang_path);
+    snprintf(cc->identity, sizeof cc->identity, "%s", cc_clang_id);
+    return 0;
+  }
+  snprintf(why, n,
+           "no compiler for %s: %s does not list it and no clang >= 20 was found "
+           "(install clang-22 and lld-22, or set HKGEN_CLANG; on ROCm, /opt/rocm/llvm/bin/clang)",
+           target, cg_identity() ? cg_identity() : "comgr (not found)");
+  return -1;
+}
+
+static int cc_compile_clang(const cc_compiler *cc, const char *target, const char *src,
+                            size_t len, char **obj, size_t *objlen, char **log) {
+  char dir[] = "/tmp/hkgen.XXXXXX";
+  const char *tmp = getenv("TMPDIR");
+  char *tdir = tmp && *tmp ? xasprintf("%s/hkgen.XXXXXX", tmp) : xstrdup(dir);
+  if (!mkdtemp(tdir)) {
+    *log = xasprintf("cannot make a temporary folder: %s", strerror(errno));
+    free(tdir);
+    return -1;
+  }
+  char *in = fs_join(tdir, "kernel.hip"), *out = fs_join(tdir, "kernel.hsaco");
+  char *arch = xasprintf("--offload-arch=%s", target);
+  char *argv[] = {(char *)cc->path, "-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output",
+                  arch, "-nogpulib", (char *)cc_common_flags[0], (char *)cc_common_flags[1],
+                  (char *)cc_common_flags[2], in, "-o", out, NULL};
+  int rc = -1;
+  hk_buf msg;
+  buf_init(&msg);
+  if (fs_write_atomic(in, src, len) < 0) {
+    buf_printf(&msg, "cannot write %s: %s", in, strerror(errno));
+  } else {
+    int st = cc_run(argv, &msg);
+    if (st < 0) buf_printf(&msg, "cannot run %s: %s", cc->path, strerror(errno));
+    else if (st == 0 && fs_read_file(out, 1u << 30, obj, objlen) == 0) rc = 0;
+  }
+  unlink(in);
+  unlink(out);
+  rmdir(tdir);
+  free(in);
+  free(out);
+  free(arch);
+  free(tdir);
+  *log = rc ? buf_steal(&msg) : NULL;
+  buf_free(&msg);
+  return rc;
+}
+
+int cc_compile(const cc_compiler *cc, const char *target, const char *src, size_t len,
+               char **obj, size_t *objlen, char **log) {
+  *obj = NULL;
+  *log = NULL;
+  if (cc->kind == CC_COMGR)
+    return cg_compile(target, src, len, cc_common_flags, 3, obj, objlen, log);
+  if (cc->kind == CC_CLANG) return cc_compile_clang(cc, target, src, len, obj, objlen, log);
+  *log = xstrdup("no compiler");
+  return -1;
+}
+
+void cc_cache_open(cc_cache *c, int enabled) {
+  memset(c, 0, sizeof *c);
+  const char *d = getenv("HKGEN_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  if (d && *d) snprintf(c->dir, sizeof c->dir, "%s", d);
+  else if (x && *x) snprintf(c->dir, sizeof c->dir, "%s/hkgen", x);
+  else if (h && *h) snprintf(c->dir, sizeof c->dir, "%s/.cache/hkgen", h);
+  else enabled = 0;
+  c->enabled = enabled && fs_mkdirs(c->dir) == 0;
+}
+
+void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, size_t len,
+                  char key[65]) {
+  sha256_ctx s;
+  unsigned char d[32];
+  sha256_init(&s);
+  const char *parts[] = {"hkgen-cache-1", cc->identity, target, cc_flags_text()};
+  for (int i = 0; i < 4; i++) sha256_update(&s, parts[i], strlen(parts[i]) + 1);
+  sha256_update(&s, src, len);
+  sha256_final(&s, d);
+  sha256_to_hex(d, key);
+}
+
+int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len) {
+  if (!c->enabled) return -1;
+  char *p = xasprintf("%s/%s.hsaco", c->dir, key);
+  int rc = fs_read_file(p, 1u << 30, obj, len);
+  free(p);
+  return rc;
+}
+
+void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t len) {
+  if (!c->enabled) return;
+  char *p = xasprintf("%s/%s.hsaco", c->dir, key);
+  fs_write_atomic(p, obj, len); /* a failed cache write only costs a recompile */
+  free(p);
+}

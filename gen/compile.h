@@ -1,0 +1,37 @@
+/* compile.h: which compiler serves a target, compiling, and the
+   content-addressed cache of code objects. */
+#ifndef HK_COMPILE_H
+#define HK_COMPILE_H
+
+#include <stddef.h>
+
+typedef enum { CC_NONE, CC_COMGR, CC_CLANG } cc_kind;
+
+typedef struct {
+  cc_kind kind;
+  char path[512];      /* clang executable, or comgr library */
+  char identity[512];  /* recorded per code object; part of the cache key */
+} cc_compiler;
+
+/* Picks the compiler for target: in-process comgr when it lists the ISA,
+   else clang >= 20 ($HKGEN_CLANG, /opt/rocm/llvm/bin/clang, clang-22 ... on
+   PATH). $HKGEN_COMPILER=clang|comgr forces one. Fills why on failure. */
+int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n);
+/* The options every compile uses (also part of the cache key). */
+const char *cc_flags_text(void);
+int cc_compile(const cc_compiler *cc, const char *target, const char *src, size_t len,
+               char **obj, size_t *objlen, char **log);
+
+/* Cache: $HKGEN_CACHE_DIR, else $XDG_CACHE_HOME/hkgen, else ~/.cache/hkgen. */
+typedef struct {
+  char dir[1024];
+  int enabled;
+} cc_cache;
+
+void cc_cache_open(cc_cache *c, int enabled);
+void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, size_t len,
+                  char key[65]);
+int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len);
+void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t len);
+
+#endif

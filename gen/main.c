@@ -1,0 +1,212 @@
+/* main.c: the hkgen command line. One cmd_<verb> per subcommand. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build.h"
+#include "comgr.h"
+#include "compile.h"
+#include "op.h"
+#include "spec.h"
+#include "target.h"
+#include "util.h"
+
+#ifndef HK_VERSION
+#define HK_VERSION "0.1.0"
+#endif
+
+int cmd_inspect_path(const char *path);
+
+typedef struct {
+  const char *outdir;
+  const char *targets;
+  int jobs;
+  int no_cache;
+  int quiet;
+  const char **files;
+  int nfiles;
+} cli_args;
+
+static void cli_usage(FILE *f) {
+  fputs("usage: hkgen [build] SPEC... [-o DIR] [-j N] [--target LIST] [--no-cache] [-q]\n"
+        "       hkgen gen SPEC... [-o DIR] [--target LIST]   write sources only\n"
+        "       hkgen check SPEC... [--target LIST]          validate only\n"
+        "       hkgen list                                   ops, parameters, targets\n"
+        "       hkgen inspect PATH                           resources of a catalogue or .hsaco\n"
+        "       hkgen --help | --version\n"
+        "\n"
+        "  -o DIR         catalogue folder (default: catalog)\n"
+        "  -j N           parallel compiles (default: the number of cores)\n"
+        "  --target LIST  comma-separated targets replacing the spec's (gfx90a,gfx942,gfx950)\n"
+        "  --no-cache     compile everything; do not read or fill the cache\n"
+        "  -q, --quiet    no progress or summary\n"
+        "\n"
+        "Exit status: 0 ok, 1 compile or internal failure, 2 usage or spec error.\n"
+        "Environment: HKGEN_CLANG, HKGEN_COMGR, HKGEN_COMPILER=clang|comgr, HKGEN_CACHE_DIR,\n"
+        "HKGEN_TEMPLATES, HKGEN_M4. See README.md and docs/SPEC.md.\n",
+        f);
+}
+
+static int cli_int(const char *opt, const char *v, int *out) {
+  char *end;
+  long x = v ? strtol(v, &end, 10) : 0;
+  if (!v || *end || x < 1 || x > 256) {
+    diag_error(NULL, 0, 0, "%s takes a number from 1 to 256 (got '%s')", opt, v ? v : "");
+    return -1;
+  }
+  *out = (int)x;
+  return 0;
+}
+
+/* Parses options after the verb; every unknown option is an error. */
+static int cli_parse(int argc, char **argv, cli_args *a) {
+  a->outdir = "catalog";
+  long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+  a->jobs = nproc > 0 ? (int)(nproc > 256 ? 256 : nproc) : 1;
+  a->files = calloc((size_t)argc + 1, sizeof *a->files);
+  int bad = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *s = argv[i];
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(s, "-o")) {
+      if (!next) { diag_error(NULL, 0, 0, "-o needs a folder"); bad = 1; }
+      else a->outdir = argv[++i];
+    } else if (!strncmp(s, "-j", 2)) {
+      const char *v = s[2] ? s + 2 : next;
+      if (!s[2]) i++;
+      bad |= cli_int("-j", v, &a->jobs) < 0;
+    } else if (!strcmp(s, "--target")) {
+      if (!next) { diag_error(NULL, 0, 0, "--target needs a list"); bad = 1; }
+      else a->targets = argv[++i];
+    } else if (!strncmp(s, "--target=", 9)) {
+      a->targets = s + 9;
+    } else if (!strcmp(s, "--no-cache")) {
+      a->no_cache = 1;
+    } else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
+      a->quiet = 1;
+    } else if (s[0] == '-' && s[1]) {
+      diag_error(NULL, 0, 0, "unknown option '%s' (see hkgen --help)", s);
+      bad = 1;
+    } else {
+      a->files[a->nfiles++] = s;
+    }
+  }
+  return bad ? -1 : 0;
+}
+
+/* Loads every spec named; all problems of all files are reported. */
+static int cli_load(const cli_args *a, spec_set *set) {
+  if (a->nfiles == 0) {
+    diag_error(NULL, 0, 0, "no spec given (see hkgen --help)");
+    return -1;
+  }
+  int errors = a->targets ? spec_targets_ok(a->targets) : 0;
+  if (errors) return -1;
+  for (int i = 0; i < a->nfiles; i++) errors += spec_load(a->files[i], a->targets, set);
+  if (!errors) errors += spec_check_unique(set);
+  return errors ? -1 : 0;
+}
+
+static int cmd_build_like(int argc, char **argv, int sources_only) {
+  cli_args a = {0};
+  spec_set set = {0};
+  int rc = HK_EUSAGE;
+  if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) {
+    bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache,
+                    .sources_only = sources_only, .quiet = a.quiet};
+    diag_set_quiet(a.quiet);
+    rc = bd_build(&set, &o);
+  }
+  spec_set_free(&set);
+  free(a.files);
+  return rc;
+}
+
+static int cmd_build(int argc, char **argv) { return cmd_build_like(argc, argv, 0); }
+static int cmd_gen(int argc, char **argv) { return cmd_build_like(argc, argv, 1); }
+
+static int cmd_check(int argc, char **argv) {
+  cli_args a = {0};
+  spec_set set = {0};
+  int rc = HK_EUSAGE;
+  if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) {
+    printf("ok: %zu kernel%s\n", set.n, set.n == 1 ? "" : "s");
+    rc = HK_OK;
+  }
+  spec_set_free(&set);
+  free(a.files);
+  return rc;
+}
+
+static const char *cli_type_name(op_ptype t) {
+  return t == OP_INT ? "int" : t == OP_ENUM ? "enum" : t == OP_BOOL ? "bool" : "float";
+}
+
+static int cmd_list(int argc, char **argv) {
+  (void)argv;
+  if (argc) {
+    diag_error(NULL, 0, 0, "list takes no arguments");
+    return HK_EUSAGE;
+  }
+  size_t nops, nt;
+  const op_desc *const *ops = op_all(&nops);
+  for (size_t i = 0; i < nops; i++) {
+    printf("op %s: %s\n", ops[i]->name, ops[i]->doc);
+    printf("  %-9s %-5s %-9s %-8s %s\n", "parameter", "type", "default", "run-time", "allowed");
+    for (int j = 0; j < ops[i]->nparams; j++) {
+      const op_param *p = &ops[i]->params[j];
+      char allowed[256];
+      op_param q = *p;
+      q.runtime_ok = 0;
+      op_describe_allowed(&q, allowed, sizeof allowed);
+      printf("  %-9s %-5s %-9s %-8s %s\n", p->name, cli_type_name(p->type), p->def,
+             p->runtime_ok ? "yes" : "no", allowed);
+    }
+    printf("\n");
+  }
+  const tgt_info *ts = tgt_all(&nt);
+  printf("targets (default: %s):\n", tgt_default_list());
+  for (size_t i = 0; i < nt; i++) {
+    cc_compiler cc;
+    char why[512];
+    int ok = cc_resolve(ts[i].name, &cc, why, sizeof why) == 0;
+    printf("  %-7s %-6s %-14s LDS %6u  %s\n", ts[i].name, ts[i].arch, ts[i].product,
+           ts[i].lds_bytes, ok ? cc.identity : "no compiler on this machine");
+  }
+  return HK_OK;
+}
+
+static int cmd_inspect(int argc, char **argv) {
+  if (argc != 1) {
+    diag_error(NULL, 0, 0, "inspect takes one catalogue folder or .hsaco file");
+    return HK_EUSAGE;
+  }
+  return cmd_inspect_path(argv[0]);
+}
+
+static const struct {
+  const char *name;
+  int (*fn)(int, char **);
+} cli_cmds[] = {
+    {"build", cmd_build}, {"gen", cmd_gen},         {"check", cmd_check},
+    {"list", cmd_list},   {"inspect", cmd_inspect},
+};
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    cli_usage(stderr);
+    return HK_EUSAGE;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    cli_usage(stdout);
+    return HK_OK;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("hkgen %s\n", HK_VERSION);
+    return HK_OK;
+  }
+  for (size_t i = 0; i < sizeof cli_cmds / sizeof cli_cmds[0]; i++)
+    if (!strcmp(argv[1], cli_cmds[i].name)) return cli_cmds[i].fn(argc - 2, argv + 2);
+  return cmd_build(argc - 1, argv + 1); /* `hkgen spec.yaml` builds */
+}

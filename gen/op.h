@@ -1,0 +1,81 @@
+/* op.h: the op registry. One descriptor per op (op_gemm.c, op_rope.c, ...)
+   holds its parameter schema, constraints, naming, kernel-argument layout,
+   block size and grid formula; its skeleton lives in templates/<op>.hip.m4. */
+#ifndef HK_OP_H
+#define HK_OP_H
+
+#include <stddef.h>
+
+#define OP_MAX_PARAMS 24
+#define OP_MAX_ARGS 48
+#define OP_ANY "any" /* the value of a parameter left to run time */
+
+typedef enum { OP_INT, OP_ENUM, OP_BOOL, OP_FLOAT } op_ptype;
+
+typedef struct {
+  const char *name;
+  op_ptype type;
+  const char *const *choices; /* OP_ENUM: NULL-terminated allowed values */
+  long min, max;              /* OP_INT: inclusive range */
+  const char *def;            /* default as text; OP_ANY = run-time argument */
+  int runtime_ok;             /* may be left to run time */
+  const char *tag;            /* short prefix used in kernel names */
+  const char *doc;
+} op_param;
+
+/* One kernel argument; offsets follow the C ABI of the generated struct. */
+typedef struct {
+  char name[32];
+  char ctype[32]; /* as written in the kernel's argument struct */
+  int size, align, offset;
+} op_arg;
+
+struct op_desc;
+
+/* One kernel to generate: an op, a target and one value per parameter. */
+typedef struct op_inst {
+  const struct op_desc *op;
+  const char *target;             /* static string from the target table */
+  char *vals[OP_MAX_PARAMS];      /* text; OP_ANY when a run-time argument */
+  char name[96];                  /* kernel symbol */
+  const char *file;               /* spec it came from, for messages */
+  int line, col;
+} op_inst;
+
+typedef struct op_desc {
+  const char *name;
+  const char *doc;
+  const char *skeleton; /* templates/<skeleton> */
+  const op_param *params;
+  int nparams;
+  /* Constraints across parameters: write a message and return -1 when the
+     values cannot form a kernel. */
+  int (*check)(const op_inst *k, char *msg, size_t n);
+  /* Kernel arguments in order; returns their count. */
+  int (*args)(const op_inst *k, op_arg *out);
+  int (*block)(const op_inst *k);
+  /* Grid size per axis as a formula over parameter names (text). */
+  void (*grid)(const op_inst *k, char out[3][96]);
+} op_desc;
+
+const op_desc *const *op_all(size_t *n);
+const op_desc *op_find(const char *name);
+int op_param_index(const op_desc *op, const char *name);
+const op_param *op_param_find(const op_desc *op, const char *name);
+/* Value text of a parameter; OP_ANY when left to run time. */
+const char *op_val(const op_inst *k, const char *name);
+int op_is_any(const op_inst *k, const char *name);
+/* Integer value of a baked parameter (0 when it is a run-time argument). */
+long op_int(const op_inst *k, const char *name);
+/* The parameter as an expression: its value when baked, its name otherwise. */
+const char *op_term(const op_inst *k, const char *name);
+/* Validate one value against the schema; writes the reason on failure. */
+int op_value_ok(const op_param *p, const char *v, char *msg, size_t n);
+/* Appends an argument; computes its offset from the previous ones. */
+void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name);
+int op_args_size(const op_arg *args, int n);
+/* The allowed values of a parameter as one line of text. */
+void op_describe_allowed(const op_param *p, char *out, size_t n);
+void op_inst_free(op_inst *k);
+
+#endif

@@ -1,0 +1,39 @@
+/* skel.h: from a kernel instance to its .hip source through m4, the way
+   GNU Bison expands its skeletons. */
+#ifndef HK_SKEL_H
+#define HK_SKEL_H
+
+#include <stddef.h>
+
+#include "op.h"
+#include "util.h"
+
+/* The m4 prologue: one definition per fact the skeleton may read. Values are
+   escaped here, so no caller can forget it. */
+typedef struct {
+  hk_buf text;
+} skel_prologue;
+
+void skel_prologue_init(skel_prologue *p);
+/* Defines hkm_<name> as the literal string value (any bytes allowed). */
+void skel_define_str(skel_prologue *p, const char *name, const char *value);
+void skel_prologue_free(skel_prologue *p);
+
+/* Escapes a string for m4 (appends to out). */
+void skel_escape(hk_buf *out, const char *s);
+/* Decodes skel_escape's sequences in place; returns the new length. */
+size_t skel_unescape(char *s, size_t n);
+
+/* Builds the prologue of kernel k (every hkm_* definition the templates read). */
+void skel_prologue_for(skel_prologue *p, const op_inst *k);
+
+/* Runs m4 over the op's skeleton; on success *out holds the decoded source.
+   Errors (m4's own, template errors, leftover macro names) are reported with
+   diag_error at template file:line. Returns 0 or -1. */
+int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len);
+
+/* Where templates live: $HKGEN_TEMPLATES, else next to the executable
+   (../templates or ../share/hkgen/templates), else the build-time path. */
+const char *skel_template_dir(void);
+
+#endif

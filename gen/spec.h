@@ -1,0 +1,28 @@
+/* spec.h: a YAML spec validated and expanded into kernel instances. */
+#ifndef HK_SPEC_H
+#define HK_SPEC_H
+
+#include <stddef.h>
+
+#include "op.h"
+
+#define SPEC_MAX_KERNELS 100000
+
+typedef struct {
+  op_inst *v;
+  size_t n, cap;
+} spec_set;
+
+/* Reads path and appends its kernels to set. targets, when not NULL, is a
+   comma-separated list that replaces every kernel's targets. Reports every
+   problem with diag_error; returns the number of errors. */
+int spec_load(const char *path, const char *targets, spec_set *set);
+int spec_load_buffer(const char *name, const char *data, size_t len, const char *targets,
+                     spec_set *set);
+/* Checks a --target list; returns the number of errors (reported). */
+int spec_targets_ok(const char *list);
+/* Refuses two kernels with the same name and target; returns errors found. */
+int spec_check_unique(const spec_set *set);
+void spec_set_free(spec_set *set);
+
+#endif

@@ -1,0 +1,22 @@
+/* target.h: the GPU targets hkgen knows and their limits. */
+#ifndef HK_TARGET_H
+#define HK_TARGET_H
+
+#include <stddef.h>
+
+typedef struct {
+  const char *name;     /* gfx942 */
+  const char *arch;     /* cdna3: the family, which picks the tile header */
+  const char *header;   /* tile header under templates/include/ */
+  const char *product;  /* for docs and `hkgen list` */
+  unsigned lds_bytes;   /* LDS a workgroup may allocate */
+  unsigned elf_mach;    /* EF_AMDGPU_MACH_* in e_flags */
+} tgt_info;
+
+const tgt_info *tgt_all(size_t *n);
+const tgt_info *tgt_find(const char *name);
+const tgt_info *tgt_from_elf_mach(unsigned mach);
+/* Targets used when a spec names none. */
+const char *tgt_default_list(void);
+
+#endif

@@ -1,0 +1,322 @@
+/* util.c: diagnostics, memory, buffers, files and strings. */
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static atomic_int diag_errors;
+static int diag_quiet;
+
+static void diag_vemit(const char *kind, const char *file, int line, int col,
+                       const char *fmt, va_list ap) {
+  hk_buf b;
+  buf_init(&b);
+  if (file && line > 0)
+    buf_printf(&b, "%s:%d:%d: ", file, line, col);
+  else if (file)
+    buf_printf(&b, "%s: ", file);
+  else
+    buf_printf(&b, "hkgen: ");
+  buf_printf(&b, "%s: ", kind);
+  char msg[2048];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  buf_puts(&b, msg);
+  buf_puts(&b, "\n");
+  fputs(b.s, stderr); /* one write per line keeps threads from interleaving */
+  buf_free(&b);
+}
+
+void diag_error(const char *file, int line, int col, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_vemit("error", file, line, col, fmt, ap);
+  va_end(ap);
+  atomic_fetch_add(&diag_errors, 1);
+}
+
+void diag_warn(const char *file, int line, int col, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_vemit("warning", file, line, col, fmt, ap);
+  va_end(ap);
+}
+
+void diag_note(const char *fmt, ...) {
+  if (diag_quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+}
+
+int diag_count(void) { return atomic_load(&diag_errors); }
+void diag_reset(void) { atomic_store(&diag_errors, 0); }
+void diag_set_quiet(int quiet) { diag_quiet = quiet; }
+
+void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) {
+    fputs("hkgen: out of memory\n", stderr);
+    exit(HK_EFAIL);
+  }
+  return p;
+}
+
+void *xcalloc(size_t n, size_t m) {
+  void *p = calloc(n ? n : 1, m ? m : 1);
+  if (!p) {
+    fputs("hkgen: out of memory\n", stderr);
+    exit(HK_EFAIL);
+  }
+  return p;
+}
+
+void *xrealloc(void *p, size_t n) {
+  p = realloc(p, n ? n : 1);
+  if (!p) {
+    fputs("hkgen: out of memory\n", stderr);
+    exit(HK_EFAIL);
+  }
+  return p;
+}
+
+char *xstrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  return memcpy(xmalloc(n), s, n);
+}
+
+char *xasprintf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  if (vasprintf(&s, fmt, ap) < 0) {
+    fputs("hkgen: out of memory\n", stderr);
+    exit(HK_EFAIL);
+  }
+  va_end(ap);
+  return s;
+}
+
+void buf_init(hk_buf *b) {
+  b->cap = 256;
+  b->len = 0;
+  b->s = xmalloc(b->cap);
+  b->s[0] = 0;
+}
+
+void buf_add(hk_buf *b, const char *s, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    while (b->len + n + 1 > b->cap) b->cap *= 2;
+    b->s = xrealloc(b->s, b->cap);
+  }
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = 0;
+}
+
+void buf_puts(hk_buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+
+void buf_printf(hk_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = NULL;
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    fputs("hkgen: out of memory\n", stderr);
+    exit(HK_EFAIL);
+  }
+  buf_add(b, s, (size_t)n);
+  free(s);
+}
+
+void buf_free(hk_buf *b) {
+  free(b->s);
+  b->s = NULL;
+  b->len = b->cap = 0;
+}
+
+char *buf_steal(hk_buf *b) {
+  char *s = b->s;
+  b->s = NULL;
+  b->len = b->cap = 0;
+  return s;
+}
+
+int fs_read_file(const char *path, size_t max, char **data, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (errno == 0 || S_ISDIR(st.st_mode)) errno = EISDIR;
+    close(fd);
+    return -1;
+  }
+  if ((size_t)st.st_size > max) {
+    close(fd);
+    errno = EFBIG;
+    return -1;
+  }
+  size_t cap = (size_t)st.st_size + 1, n = 0;
+  char *p = xmalloc(cap);
+  for (;;) {
+    if (n + 1 >= cap) {
+      if (cap > max + 1) { /* the file grew past the limit while we read */
+        free(p);
+        close(fd);
+        errno = EFBIG;
+        return -1;
+      }
+      cap *= 2;
+      p = xrealloc(p, cap);
+    }
+    ssize_t r = read(fd, p + n, cap - n - 1);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      free(p);
+      close(fd);
+      return -1;
+    }
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  if (n > max) {
+    free(p);
+    errno = EFBIG;
+    return -1;
+  }
+  p[n] = 0;
+  *data = p;
+  *len = n;
+  return 0;
+}
+
+/* Write to a temporary name in the same folder, fsync, then rename: readers
+   see the old file or the whole new one, never a partial one. */
+int fs_write_atomic(const char *path, const void *data, size_t len) {
+  static atomic_uint seq; /* threads of one process write distinct temporaries */
+  char *tmp = xasprintf("%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&seq, 1));
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    free(tmp);
+    return -1;
+  }
+  const char *p = data;
+  size_t left = len;
+  while (left) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      goto err;
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (fsync(fd) < 0) goto err;
+  if (close(fd) < 0) {
+    fd = -1;
+    goto err;
+  }
+  fd = -1;
+  if (rename(tmp, path) < 0) goto err;
+  free(tmp);
+  return 0;
+err : {
+  int e = errno;
+  if (fd >= 0) close(fd);
+  unlink(tmp);
+  free(tmp);
+  errno = e;
+  return -1;
+}
+}
+
+int fs_mkdirs(const char *path) {
+  char *p = xstrdup(path);
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+      free(p);
+      return -1;
+    }
+    *s = '/';
+  }
+  int r = mkdir(p, 0755);
+  free(p);
+  return (r < 0 && errno != EEXIST) ? -1 : 0;
+}
+
+int fs_exists(const char *path) { return access(path, F_OK) == 0; }
+
+char *fs_join(const char *dir, const char *name) {
+  size_t n = strlen(dir);
+  if (n && dir[n - 1] == '/') return xasprintf("%s%s", dir, name);
+  return xasprintf("%s/%s", dir, name);
+}
+
+char *fs_dirname(const char *path) {
+  const char *s = strrchr(path, '/');
+  if (!s) return xstrdup(".");
+  if (s == path) return xstrdup("/");
+  char *d = xmalloc((size_t)(s - path) + 1);
+  memcpy(d, path, (size_t)(s - path));
+  d[s - path] = 0;
+  return d;
+}
+
+int str_is_c_identifier(const char *s) {
+  if (!s || !*s) return 0;
+  if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return 0;
+  for (s++; *s; s++)
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9')))
+      return 0;
+  return 1;
+}
+
+unsigned str_edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 64 || lb > 64) return 1000;
+  unsigned row[65];
+  for (size_t j = 0; j <= lb; j++) row[j] = (unsigned)j;
+  for (size_t i = 1; i <= la; i++) {
+    unsigned prev = row[0];
+    row[0] = (unsigned)i;
+    for (size_t j = 1; j <= lb; j++) {
+      unsigned cur = row[j];
+      unsigned cost = (a[i - 1] | 32) == (b[j - 1] | 32) ? 0 : 1;
+      unsigned v = prev + cost;
+      if (row[j] + 1 < v) v = row[j] + 1;
+      if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+      row[j] = v;
+      prev = cur;
+    }
+  }
+  return row[lb];
+}
+
+/* The candidate nearest to word, or NULL when none is close enough to be a
+   plausible typo. */
+const char *str_closest(const char *word, const char *const *cands, size_t n) {
+  const char *best = NULL;
+  unsigned bd = 1000;
+  for (size_t i = 0; i < n; i++) {
+    unsigned d = str_edit_distance(word, cands[i]);
+    if (d < bd) {
+      bd = d;
+      best = cands[i];
+    }
+  }
+  size_t wl = strlen(word);
+  unsigned limit = wl <= 3 ? 1 : wl <= 6 ? 2 : 3;
+  return bd <= limit ? best : NULL;
+}

@@ -1,0 +1,55 @@
+/* util.h: diagnostics, files and small strings shared by every module of hkgen. */
+#ifndef HK_UTIL_H
+#define HK_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+/* Exit statuses of the CLI. */
+enum { HK_OK = 0, HK_EFAIL = 1, HK_EUSAGE = 2 };
+
+/* Diagnostics: one line per problem on stderr; the counter lets a stage
+   report every problem and fail once at the end. */
+void diag_error(const char *file, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void diag_warn(const char *file, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void diag_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int diag_count(void);
+void diag_reset(void);
+void diag_set_quiet(int quiet);
+const char *diag_prog(void);
+
+/* Memory that never returns NULL: out of memory ends the program. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable string. */
+typedef struct {
+  char *s;
+  size_t len, cap;
+} hk_buf;
+void buf_init(hk_buf *b);
+void buf_add(hk_buf *b, const char *s, size_t n);
+void buf_puts(hk_buf *b, const char *s);
+void buf_printf(hk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_free(hk_buf *b);
+char *buf_steal(hk_buf *b);
+
+/* Files. fs_read_file caps the size it accepts; returns -1 and sets errno. */
+int fs_read_file(const char *path, size_t max, char **data, size_t *len);
+int fs_write_atomic(const char *path, const void *data, size_t len);
+int fs_mkdirs(const char *path);
+int fs_exists(const char *path);
+char *fs_join(const char *dir, const char *name);
+char *fs_dirname(const char *path);
+
+/* Strings. */
+int str_is_c_identifier(const char *s);
+unsigned str_edit_distance(const char *a, const char *b);
+const char *str_closest(const char *word, const char *const *cands, size_t n);
+
+#endif
