@@ -49,9 +49,9 @@ static void jw_open(jw_t *w, const char *c) {
 }
 
 static void jw_close(jw_t *w, const char *c) {
-  int empty = w->first[w->depth];
+  int empty = w->first[w->depth], was_inline = jw_is_inline(w);
   w->depth--;
-  if (!empty) jw_newline(w);
+  if (!empty && !was_inline) jw_newline(w);
   buf_puts(&w->out, c);
 }
 

@@ -26,7 +26,7 @@ extern char **environ;
 
 void skel_prologue_init(skel_prologue *p) {
   buf_init(&p->text);
-  buf_puts(&p->text, "m4_divert_push(-1)\n"); /* definitions print nothing */
+  /* hk.m4 leaves m4 in the discarded diversion: definitions print nothing */
 }
 
 void skel_prologue_free(skel_prologue *p) { buf_free(&p->text); }
@@ -108,19 +108,24 @@ static void skel_kernargs(hk_buf *b, const op_inst *k) {
   buf_puts(b, "};");
 }
 
-/* `const int NAME = value;` for baked int/bool parameters, `= hk_a.NAME` for
-   run-time ones: the skeleton reads both the same way. */
+static int skel_is_number(const char *s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+/* `const int NAME = value;` for baked int/bool parameters (and numeric
+   choices such as tile sizes), `= hk_a.NAME` for run-time ones: the skeleton
+   reads both the same way. One indented line each. */
 static void skel_bindings(hk_buf *b, const op_inst *k) {
-  int first = 1;
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
-    if (p->type != OP_INT && p->type != OP_BOOL) continue;
-    if (!first) buf_puts(b, "\n");
-    first = 0;
-    if (strcmp(k->vals[i], OP_ANY) == 0)
-      buf_printf(b, "const int %s = hk_a.%s;", p->name, p->name);
-    else
-      buf_printf(b, "const int %s = %ld;", p->name, op_int(k, p->name));
+    const char *v = k->vals[i];
+    if (strcmp(v, OP_ANY) == 0)
+      buf_printf(b, "    const int %s = hk_a.%s;\n", p->name, p->name);
+    else if (p->type == OP_INT || p->type == OP_BOOL || (p->type == OP_ENUM && skel_is_number(v)))
+      buf_printf(b, "    const int %s = %ld;\n", p->name, op_int(k, p->name));
   }
 }
 
@@ -152,7 +157,6 @@ void skel_prologue_for(skel_prologue *p, const op_inst *k) {
     snprintf(name, sizeof name, "p_%s", k->op->params[i].name);
     skel_define_str(p, name, k->vals[i]);
   }
-  buf_puts(&p->text, "m4_divert_pop(-1)m4_dnl\n");
 }
 
 /* Runs argv with input on stdin; collects stdout and stderr. Returns the exit

@@ -1,0 +1,213 @@
+/* hk_cdna.h - hkgen tile primitives for AMD CDNA2/3/4 (gfx90a, gfx942, gfx950).
+ *
+ * Pasted verbatim into every generated kernel (undiverted by m4, never rescanned).
+ * Self-contained: no HIP header. Compiles with clang-22 (gfx90a/gfx942/gfx950)
+ * and with comgr 2.4's LLVM 15 clang (gfx90a); newer builtins are guarded.
+ *
+ * Every arch-specific operation a skeleton needs is one of the hk_* / HK_*
+ * names below, so the CPU emulator (hk_emu.h) can implement the same set with
+ * bounds checks and fiber-based 64-lane waves.  Rules that keep that possible:
+ *  - LDS is reached only through HK_LDS_DECLARE + hk_lds_load_* / hk_lds_store_*
+ *    with byte offsets; never a __shared__ array or a raw LDS pointer.
+ *  - No lockstep assumption inside a wave except through the wave-level
+ *    primitives (hk_wave_id, hk_mfma_32x32); cross-lane data goes via LDS and
+ *    hk_barrier().
+ *  - bf16 is the 16-bit pattern hk_bf16 (LLVM 15 has no usable __bf16 math).
+ *
+ * Primitives (one line each):
+ *   HK_KERNEL(threads)        kernel entry qualifiers: extern "C", global, flat work-group size <= threads
+ *   HK_DEVICE                 qualifiers of a device helper (static inline, always inlined)
+ *   HK_WAVE_SIZE              lanes per wave (64)
+ *   hk_thread_id()            work-item id in the (1-D) workgroup
+ *   hk_block_id_x/y/z()       workgroup id in the grid
+ *   hk_lane_id()              lane in the wave, 0..63
+ *   hk_wave_id()              wave in the workgroup, made uniform (readfirstlane)
+ *   hk_barrier()              workgroup barrier: release fence, s_barrier, acquire fence
+ *   HK_LDS_DECLARE(bytes)     declares the workgroup's LDS region and the handle `hk_lds` (once per kernel)
+ *   hk_lds_load_b32/b64/b128  load 4/8/16 bytes of LDS at a byte offset (naturally aligned)
+ *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of LDS at a byte offset (naturally aligned)
+ *   hk_lds_load_mfma_ab       load one MFMA A/B operand (HK_MFMA_AB_BYTES bytes) from LDS
+ *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
+ *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
+ *   hk_global_load_f32        1 float from global
+ *   hk_global_store_bf16      store 1 bf16 to global
+ *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
+ *   hk_f32_to_bf16            narrow float to bf16, round to nearest even, NaN kept quiet
+ *   HK_MFMA_K                 K of the 32x32 bf16 MFMA: 8 (gfx90a, gfx942) or 16 (gfx950)
+ *   HK_MFMA_KPL               k values per lane in an A/B operand (HK_MFMA_K / 2)
+ *   HK_MFMA_AB_BYTES          bytes of one A/B operand per lane (2 * HK_MFMA_KPL)
+ *   hk_mfma_ab_t, hk_mfma_acc_t   operand type and 16-float accumulator type
+ *   hk_mfma_acc_zero()        a zero accumulator
+ *   hk_mfma_32x32(a, b, acc)  acc + A(32 x K) * B(K x 32), one wave
+ *   hk_waitcnt_all()          wait for all outstanding memory operations of this wave
+ *   hk_sched_barrier()        stop the compiler moving instructions across this point (no-op if unsupported)
+ *   HK_SETPRIO(p)             wave priority hint 0..3 (no-op on the emulator)
+ *
+ * MFMA lane layouts (lane l = 0..63, j = 0..HK_MFMA_KPL-1, r = 0..15):
+ *   A (32 x K):  lane l holds row  l % 32,  k = (l / 32) * HK_MFMA_KPL + j   (element j of the operand)
+ *   B (K x 32):  lane l holds col  l % 32,  k = (l / 32) * HK_MFMA_KPL + j
+ *   D (32 x 32): lane l, accumulator element r holds
+ *                row = (r / 4) * 8 + (l / 32) * 4 + r % 4,  col = l % 32
+ * gfx90a/gfx942 (v_mfma_f32_32x32x8[_]bf16[_1k], KPL 4): checked against AMD's
+ *   Matrix Instruction Calculator tables, shared/mfma-layouts/cdna3.v_mfma_f32_32x32x8_bf16.{A,B,D}.csv
+ *   and cdna2.v_mfma_f32_32x32x8bf16_1k.*.csv ("A k: 4*floor(lane/32) + 2*GPR_num + GPR_bits/16").
+ * gfx950 (v_mfma_f32_32x32x16_bf16, KPL 8): the calculator has no CDNA4 tables; the layout
+ *   (A/B: lane l holds row/col l % 32 and k = 8 * (l / 32) + j; C/D as 32x32x8) follows AMD's
+ *   CDNA4 ISA reference and the ROCm blog "Matrix Core Programming on AMD CDNA3 and CDNA4
+ *   Architecture" (rocm.blogs.amd.com, 2025), and matches the CDNA3 32x32x16 fp8 table
+ *   (k = 8*floor(lane/32) + byte index). Not yet checked on hardware here.
+ */
+#ifndef HK_CDNA_H
+#define HK_CDNA_H
+
+#if !defined(__gfx90a__) && !defined(__gfx942__) && !defined(__gfx950__)
+#error "hk_cdna.h: unsupported target (expected gfx90a, gfx942 or gfx950)"
+#endif
+
+#ifndef __has_builtin
+#define __has_builtin(x) 0
+#endif
+
+/* ---- qualifiers (what HIP headers would define) ------------------------- */
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+#define HK_DEVICE __attribute__((device)) static inline __attribute__((always_inline, unused))
+#define HK_KERNEL(threads) \
+    extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, threads)))
+
+#define HK_WAVE_SIZE 64
+
+/* ---- types --------------------------------------------------------------- */
+typedef unsigned short hk_bf16;                                         /* bf16 bit pattern */
+typedef unsigned short hk_bf16x4 __attribute__((ext_vector_type(4)));  /* 8 bytes */
+typedef unsigned short hk_bf16x8 __attribute__((ext_vector_type(8)));  /* 16 bytes */
+typedef unsigned int hk_u32x2 __attribute__((ext_vector_type(2)));
+typedef unsigned int hk_u32x4 __attribute__((ext_vector_type(4)));
+typedef float hk_f32x16 __attribute__((ext_vector_type(16)));
+
+/* ---- ids ------------------------------------------------------------------ */
+HK_DEVICE int hk_thread_id(void) { return (int)__builtin_amdgcn_workitem_id_x(); }
+HK_DEVICE int hk_block_id_x(void) { return (int)__builtin_amdgcn_workgroup_id_x(); }
+HK_DEVICE int hk_block_id_y(void) { return (int)__builtin_amdgcn_workgroup_id_y(); }
+HK_DEVICE int hk_block_id_z(void) { return (int)__builtin_amdgcn_workgroup_id_z(); }
+HK_DEVICE int hk_lane_id(void) { return hk_thread_id() & (HK_WAVE_SIZE - 1); }
+HK_DEVICE int hk_wave_id(void)
+{
+    /* the same in every lane; readfirstlane lets the compiler keep it in an SGPR */
+    return __builtin_amdgcn_readfirstlane(hk_thread_id() / HK_WAVE_SIZE);
+}
+
+/* ---- synchronisation and scheduling --------------------------------------- */
+HK_DEVICE void hk_barrier(void)
+{
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+HK_DEVICE void hk_waitcnt_all(void)
+{
+    __builtin_amdgcn_s_waitcnt(0); /* gfx9 encoding: vmcnt = expcnt = lgkmcnt = 0 */
+}
+
+HK_DEVICE void hk_sched_barrier(void)
+{
+#if __has_builtin(__builtin_amdgcn_sched_barrier)
+    __builtin_amdgcn_sched_barrier(0);
+#endif
+}
+
+#define HK_SETPRIO(p) __builtin_amdgcn_s_setprio(p)
+
+/* ---- LDS -------------------------------------------------------------------
+ * One region per workgroup, addressed by byte offsets through the handle
+ * `hk_lds`.  The emulator's handle also carries the size for bounds checks. */
+typedef struct {
+    unsigned char *base;
+} hk_lds_t;
+
+#define HK_LDS_DECLARE(bytes)                                                        \
+    __attribute__((shared)) __attribute__((aligned(16))) unsigned char hk_lds_bytes_[(bytes)]; \
+    const hk_lds_t hk_lds = {hk_lds_bytes_}
+
+HK_DEVICE unsigned hk_lds_load_b32(hk_lds_t l, int off) { return *(const unsigned *)(l.base + off); }
+HK_DEVICE hk_u32x2 hk_lds_load_b64(hk_lds_t l, int off) { return *(const hk_u32x2 *)(l.base + off); }
+HK_DEVICE hk_u32x4 hk_lds_load_b128(hk_lds_t l, int off) { return *(const hk_u32x4 *)(l.base + off); }
+HK_DEVICE void hk_lds_store_b32(hk_lds_t l, int off, unsigned v) { *(unsigned *)(l.base + off) = v; }
+HK_DEVICE void hk_lds_store_b64(hk_lds_t l, int off, hk_u32x2 v) { *(hk_u32x2 *)(l.base + off) = v; }
+HK_DEVICE void hk_lds_store_b128(hk_lds_t l, int off, hk_u32x4 v) { *(hk_u32x4 *)(l.base + off) = v; }
+
+/* ---- global memory ---------------------------------------------------------- */
+
+/* 8 bf16 starting at p; element j is p[j] if j < n_valid, else 0.  With
+ * vec_ok (p 16-byte aligned, caller's promise) and n_valid >= 8 this is one
+ * 16-byte load; otherwise element-wise loads, none past n_valid. */
+HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool vec_ok)
+{
+    if (vec_ok && n_valid >= 8)
+        return *(const hk_bf16x8 *)p;
+    hk_bf16x8 v = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        if (j < n_valid)
+            v[j] = p[j];
+    return v;
+}
+
+HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
+HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
+HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
+
+/* ---- bf16 <-> fp32 ---------------------------------------------------------- */
+HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __builtin_bit_cast(float, (unsigned)x << 16); }
+
+HK_DEVICE hk_bf16 hk_f32_to_bf16(float f)
+{
+    unsigned u = __builtin_bit_cast(unsigned, f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign, force quiet */
+        return (hk_bf16)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
+    return (hk_bf16)(u >> 16);
+}
+
+/* ---- MFMA 32x32 bf16 -> fp32 -------------------------------------------------- */
+typedef hk_f32x16 hk_mfma_acc_t;
+
+#if defined(__gfx950__)
+#define HK_MFMA_K 16
+typedef __bf16 hk_mfma_ab_t __attribute__((ext_vector_type(8)));
+#else
+#define HK_MFMA_K 8
+typedef short hk_mfma_ab_t __attribute__((ext_vector_type(4)));
+#endif
+#define HK_MFMA_KPL (HK_MFMA_K / 2)
+#define HK_MFMA_AB_BYTES (2 * HK_MFMA_KPL)
+
+HK_DEVICE hk_mfma_acc_t hk_mfma_acc_zero(void)
+{
+    hk_mfma_acc_t z = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f,
+                       0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    return z;
+}
+
+/* HK_MFMA_KPL consecutive k values of one row (A) or column (B), k innermost in LDS */
+HK_DEVICE hk_mfma_ab_t hk_lds_load_mfma_ab(hk_lds_t l, int off)
+{
+#if defined(__gfx950__)
+    return __builtin_bit_cast(hk_mfma_ab_t, hk_lds_load_b128(l, off));
+#else
+    return __builtin_bit_cast(hk_mfma_ab_t, hk_lds_load_b64(l, off));
+#endif
+}
+
+HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_acc_t acc)
+{
+#if defined(__gfx950__)
+    return __builtin_amdgcn_mfma_f32_32x32x16_bf16(a, b, acc, 0, 0, 0);
+#else
+    return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, acc, 0, 0, 0);
+#endif
+}
+
+#endif /* HK_CDNA_H */
