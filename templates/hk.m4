@@ -123,13 +123,18 @@ m4_define([hkm_output_end],
 # hkm_file_head()
 # --------------
 # The common top of every generated source: the banner, the family's tile
-# header pasted verbatim (m4_undivert never rescans it), then the kernel
-# argument struct.
+# header pasted verbatim (m4_undivert never rescans it; on the host, with
+# HK_EMULATE, runtime/include/hk_emu.h instead), then the kernel argument struct.
 m4_define([hkm_file_head],
 [hkm_banner
 // hkgen: hkm_op kernel for hkm_target (hkm_arch); block of hkm_block_size threads.
 
+#if defined(HK_EMULATE)
+// On the host, for `hkgen test`: the emulator's version of the same primitives.
+#include "hk_emu.h"
+#else
 m4_undivert(hkm_tile_header)
+#endif
 hkm_kernarg_struct
 ])
 
@@ -140,7 +145,10 @@ hkm_kernarg_struct
 # the parameter bindings (the C side's hkm_bindings lines, each indented by 4
 # spaces and ending in a newline).
 m4_define([hkm_kernel_begin],
-[HK_KERNEL(hkm_block_size) void hkm_kernel_name[](struct hk_args hk_a)
+[#if defined(HK_EMULATE)
+HK_EMU_ENTRY(hkm_kernel_name)
+#endif
+HK_KERNEL(hkm_block_size) void hkm_kernel_name[](struct hk_args hk_a)
 {
     // parameters: baked constants or kernel arguments
 hkm_bindings])

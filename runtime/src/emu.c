@@ -1,0 +1,409 @@
+/* emu.c: the CPU emulator of CDNA workgroups.
+
+   Each work-item of a workgroup is a fiber running the kernel as compiled for
+   the host. A fiber runs until it reaches a workgroup barrier, a wave
+   collective (MFMA) or the end. The scheduler runs the waves of a workgroup
+   one after another in a seeded random order, so a kernel that reads LDS
+   before the barrier that publishes it sees stale data and fails its check;
+   within a wave, a collective runs once all 64 lanes have reached it. Global
+   and LDS accesses are checked; the first bad one stops the launch. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_fiber.h"
+#include "hk_emu_abi.h"
+#include "hkrt_int.h"
+
+#define EMU_STACK (256u << 10)
+#define EMU_MAX_THREADS 1024
+
+typedef struct {
+  char *p;
+  size_t n;
+} emu_block;
+
+struct emu_device {
+  char target[16];
+  int kpl;             /* k per lane of the 32x32 bf16 MFMA */
+  unsigned lds_limit;
+  unsigned long long seed;
+  emu_block *blocks;
+  size_t nblocks, cap;
+};
+
+struct emu_module {
+  emu_device *dev;
+  void *handle;
+};
+
+typedef enum { TS_RUN, TS_BARRIER, TS_WAVE, TS_DONE } emu_tstate;
+
+typedef struct {
+  emu_fiber fiber;
+  emu_tstate state;
+} emu_thread;
+
+typedef struct {
+  int kpl;
+  unsigned short a[64][8], b[64][8];
+  float c[64][16], d[64][16];
+} emu_wave;
+
+typedef struct {
+  emu_device *dev;
+  const char *name;
+  void (*entry)(const void *);
+  const void *args;
+  unsigned grid[3], bid[3];
+  int nthreads, nwaves, cur;
+  emu_thread *th;
+  emu_wave *waves;
+  emu_fiber sched;
+  unsigned char *lds;
+  uint64_t rng;
+  const emu_block *last; /* the block the last global access hit */
+  int fault;
+  char msg[768];
+} emu_run;
+
+static _Thread_local emu_run *emu_cur;
+
+static int hkemu_thread_id(void);
+static int hkemu_block_id(int axis);
+static void hkemu_barrier(void);
+static unsigned char *hkemu_lds(unsigned bytes, unsigned *size);
+static void hkemu_fault_lds(unsigned off, unsigned n, unsigned size, int write);
+static void hkemu_check_global(const void *p, size_t n, int write);
+static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
+                                  const float *c, float *d);
+
+static const struct {
+  const char *name;
+  int kpl;
+  unsigned lds;
+} emu_targets[] = {{"gfx90a", 4, 65536}, {"gfx942", 4, 65536}, {"gfx950", 8, 163840}};
+
+hkrt_status emu_open(const char *target, emu_device **out) {
+  for (size_t i = 0; i < sizeof emu_targets / sizeof emu_targets[0]; i++) {
+    if (!target || strcmp(target, emu_targets[i].name)) continue;
+    emu_device *d = calloc(1, sizeof *d);
+    if (!d) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+    snprintf(d->target, sizeof d->target, "%s", target);
+    d->kpl = emu_targets[i].kpl;
+    d->lds_limit = emu_targets[i].lds;
+    d->seed = 1;
+    *out = d;
+    return HKRT_OK;
+  }
+  return hkrt_fail(HKRT_ERR_ARG, "emulator: unknown target '%s' (gfx90a, gfx942, gfx950)",
+                   target ? target : "(null)");
+}
+
+void emu_close(emu_device *d) {
+  if (!d) return;
+  for (size_t i = 0; i < d->nblocks; i++) free(d->blocks[i].p);
+  free(d->blocks);
+  free(d);
+}
+
+void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit) {
+  d->seed = seed;
+  if (lds_limit) d->lds_limit = lds_limit;
+}
+
+hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr) {
+  if (!bytes) return hkrt_fail(HKRT_ERR_ARG, "hkrt_alloc: zero bytes");
+  if (d->nblocks == d->cap) {
+    size_t cap = d->cap ? 2 * d->cap : 16;
+    emu_block *b = realloc(d->blocks, cap * sizeof *b);
+    if (!b) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+    d->blocks = b;
+    d->cap = cap;
+  }
+  char *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!p) return hkrt_fail(HKRT_ERR_NOMEM, "emulator: cannot allocate %zu bytes", bytes);
+  memset(p, 0xff, bytes); /* fresh device memory holds garbage, not zeros */
+  d->blocks[d->nblocks].p = p;
+  d->blocks[d->nblocks].n = bytes;
+  d->nblocks++;
+  *ptr = p;
+  return HKRT_OK;
+}
+
+hkrt_status emu_free(emu_device *d, void *ptr) {
+  for (size_t i = 0; i < d->nblocks; i++)
+    if (d->blocks[i].p == ptr) {
+      free(ptr);
+      d->blocks[i] = d->blocks[--d->nblocks];
+      return HKRT_OK;
+    }
+  return hkrt_fail(HKRT_ERR_ARG, "hkrt_free: %p was not allocated by this device", ptr);
+}
+
+static const emu_block *emu_find(const emu_device *d, const void *p, size_t n) {
+  const char *c = p;
+  for (size_t i = 0; i < d->nblocks; i++)
+    if (c >= d->blocks[i].p && c + n <= d->blocks[i].p + d->blocks[i].n) return &d->blocks[i];
+  return NULL;
+}
+
+hkrt_status emu_check_range(emu_device *d, const void *p, size_t n) {
+  if (emu_find(d, p, n)) return HKRT_OK;
+  return hkrt_fail(HKRT_ERR_ARG, "%zu bytes at %p are not inside one hkrt_alloc block", n, p);
+}
+
+static void emu_bind(hkemu_api_t *api) {
+  api->thread_id = hkemu_thread_id;
+  api->block_id = hkemu_block_id;
+  api->barrier = hkemu_barrier;
+  api->lds = hkemu_lds;
+  api->fault_lds = hkemu_fault_lds;
+  api->check_global = hkemu_check_global;
+  api->mfma_32x32_bf16 = hkemu_mfma_32x32_bf16;
+}
+
+hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return hkrt_fail(HKRT_ERR_IO, "emulator: cannot load %s: %s", path, dlerror());
+  hkemu_api_t *api = dlsym(h, "hkemu_api");
+  if (!api || api->version != HKEMU_ABI_VERSION) {
+    dlclose(h);
+    return hkrt_fail(HKRT_ERR_IO, "emulator: %s is not an emulated hkgen kernel of ABI version %d",
+                     path, HKEMU_ABI_VERSION);
+  }
+  emu_bind(api);
+  emu_module *m = calloc(1, sizeof *m);
+  if (!m) {
+    dlclose(h);
+    return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  }
+  m->dev = d;
+  m->handle = h;
+  *out = m;
+  return HKRT_OK;
+}
+
+void emu_module_unload(emu_module *m) {
+  if (!m) return;
+  dlclose(m->handle);
+  free(m);
+}
+
+hkrt_status emu_function(emu_module *m, const char *name, void **entry, unsigned *args_size) {
+  char sym[256];
+  snprintf(sym, sizeof sym, "%s__hkemu", name);
+  void *e = dlsym(m->handle, sym);
+  snprintf(sym, sizeof sym, "%s__hkemu_args", name);
+  const unsigned *sz = dlsym(m->handle, sym);
+  if (!e || !sz) return hkrt_fail(HKRT_ERR_NOT_FOUND, "emulator: module has no kernel '%s'", name);
+  *entry = e;
+  *args_size = *sz;
+  return HKRT_OK;
+}
+
+/* ---- inside a launch ------------------------------------------------------- */
+
+/* Stops the launch from inside a kernel: the fiber is never resumed. */
+static void emu_fault(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void emu_fault(const char *fmt, ...) {
+  emu_run *r = emu_cur;
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  snprintf(r->msg, sizeof r->msg, "kernel %s, workgroup (%u,%u,%u), thread %d (wave %d, lane %d): %s",
+           r->name, r->bid[0], r->bid[1], r->bid[2], r->cur, r->cur / 64, r->cur % 64, what);
+  r->fault = 1;
+  r->th[r->cur].state = TS_DONE;
+  emu_fiber_switch(&r->th[r->cur].fiber, &r->sched);
+  abort(); /* not reached */
+}
+
+static void emu_yield(emu_tstate s) {
+  emu_run *r = emu_cur;
+  r->th[r->cur].state = s;
+  emu_fiber_switch(&r->th[r->cur].fiber, &r->sched);
+}
+
+static int hkemu_thread_id(void) { return emu_cur->cur; }
+static int hkemu_block_id(int axis) { return (int)emu_cur->bid[axis]; }
+static void hkemu_barrier(void) { emu_yield(TS_BARRIER); }
+
+static unsigned char *hkemu_lds(unsigned bytes, unsigned *size) {
+  emu_run *r = emu_cur;
+  if (bytes > r->dev->lds_limit)
+    emu_fault("requests %u bytes of LDS; the %s limit is %u", bytes, r->dev->target,
+              r->dev->lds_limit);
+  *size = bytes;
+  return r->lds;
+}
+
+static void hkemu_fault_lds(unsigned off, unsigned n, unsigned size, int write) {
+  emu_fault("LDS %s of %u bytes at offset %u (0x%x) is out of bounds or misaligned (LDS size %u)",
+            write ? "write" : "read", n, off, off, size);
+}
+
+static void hkemu_check_global(const void *p, size_t n, int write) {
+  emu_run *r = emu_cur;
+  const char *c = p;
+  if (r->last && c >= r->last->p && c + n <= r->last->p + r->last->n) return;
+  const emu_block *b = emu_find(r->dev, p, n);
+  if (!b)
+    emu_fault("global %s of %zu bytes at address %p is outside every buffer",
+              write ? "write" : "read", n, p);
+  r->last = b;
+}
+
+static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
+                           const float *c, float *d) {
+  emu_run *r = emu_cur;
+  if (kpl != r->dev->kpl)
+    emu_fault("MFMA with %d k per lane on %s, which takes %d", kpl, r->dev->target, r->dev->kpl);
+  int w = r->cur / 64, l = r->cur % 64;
+  emu_wave *wv = &r->waves[w];
+  wv->kpl = kpl;
+  memcpy(wv->a[l], a, (size_t)kpl * 2);
+  memcpy(wv->b[l], b, (size_t)kpl * 2);
+  memcpy(wv->c[l], c, 16 * sizeof(float));
+  emu_yield(TS_WAVE);
+  memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
+}
+
+/* ---- the scheduler ----------------------------------------------------------- */
+
+static uint64_t emu_rand(emu_run *r) { /* splitmix64 */
+  uint64_t z = (r->rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static void emu_fiber_main(void) {
+  emu_run *r = emu_cur;
+  r->entry(r->args);
+  r = emu_cur;
+  r->th[r->cur].state = TS_DONE;
+  emu_fiber_switch(&r->th[r->cur].fiber, &r->sched);
+  abort(); /* a finished fiber is never resumed */
+}
+
+static void emu_set_fault(emu_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emu_set_fault(emu_run *r, const char *fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  snprintf(r->msg, sizeof r->msg, "kernel %s, workgroup (%u,%u,%u): %s", r->name, r->bid[0],
+           r->bid[1], r->bid[2], what);
+  r->fault = 1;
+}
+
+/* Runs wave w until every lane waits at a barrier or has finished; MFMA
+   collectives run when all lanes of the wave have reached them. */
+static void emu_run_wave(emu_run *r, int w) {
+  int lo = w * 64, hi = lo + 64 < r->nthreads ? lo + 64 : r->nthreads;
+  for (;;) {
+    for (int t = lo; t < hi && !r->fault; t++) {
+      if (r->th[t].state != TS_RUN) continue;
+      r->cur = t;
+      emu_fiber_switch(&r->sched, &r->th[t].fiber);
+    }
+    if (r->fault) return;
+    int at_wave = 0;
+    for (int t = lo; t < hi; t++) at_wave += r->th[t].state == TS_WAVE;
+    if (!at_wave) return;
+    if (at_wave != 64) {
+      emu_set_fault(r, "MFMA reached by %d of the 64 lanes of wave %d (divergent or partial wave)",
+                    at_wave, w);
+      return;
+    }
+    emu_wave *wv = &r->waves[w];
+    hkemu_mfma_wave_32x32_bf16(wv->kpl, (const unsigned short(*)[8])wv->a,
+                               (const unsigned short(*)[8])wv->b, (const float(*)[16])wv->c, wv->d);
+    for (int t = lo; t < hi; t++) r->th[t].state = TS_RUN;
+  }
+}
+
+static void emu_run_workgroup(emu_run *r) {
+  for (int t = 0; t < r->nthreads; t++) {
+    emu_fiber_reset(&r->th[t].fiber, emu_fiber_main);
+    r->th[t].state = TS_RUN;
+  }
+  memset(r->lds, 0xff, r->dev->lds_limit); /* LDS starts as garbage */
+  int order[EMU_MAX_THREADS / 64];
+  for (;;) {
+    for (int i = 0; i < r->nwaves; i++) order[i] = i;
+    for (int i = r->nwaves - 1; i > 0; i--) { /* a fresh wave order every phase */
+      int j = (int)(emu_rand(r) % (uint64_t)(i + 1)), tmp = order[i];
+      order[i] = order[j];
+      order[j] = tmp;
+    }
+    for (int i = 0; i < r->nwaves && !r->fault; i++) emu_run_wave(r, order[i]);
+    if (r->fault) return;
+    int done = 0;
+    for (int t = 0; t < r->nthreads; t++) done += r->th[t].state == TS_DONE;
+    if (done == r->nthreads) return;
+    for (int t = 0; t < r->nthreads; t++) /* everyone left is at the barrier */
+      if (r->th[t].state == TS_BARRIER) r->th[t].state = TS_RUN;
+  }
+}
+
+hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsigned grid[3],
+                       const unsigned block[3], const void *args, size_t args_size) {
+  (void)args_size;
+  unsigned long long nthreads = (unsigned long long)block[0] * block[1] * block[2];
+  if (block[1] != 1 || block[2] != 1 || nthreads == 0 || nthreads > EMU_MAX_THREADS)
+    return hkrt_fail(HKRT_ERR_ARG, "emulator: block (%u,%u,%u): 1 to %d threads along x only",
+                     block[0], block[1], block[2], EMU_MAX_THREADS);
+  if (!grid[0] || !grid[1] || !grid[2])
+    return hkrt_fail(HKRT_ERR_ARG, "emulator: empty grid (%u,%u,%u)", grid[0], grid[1], grid[2]);
+  emu_run r;
+  memset(&r, 0, sizeof r);
+  r.dev = d;
+  r.name = name;
+  *(void **)&r.entry = entry;
+  r.args = args;
+  memcpy(r.grid, grid, sizeof r.grid);
+  r.nthreads = (int)nthreads;
+  r.nwaves = (r.nthreads + 63) / 64;
+  r.th = calloc((size_t)r.nthreads, sizeof *r.th);
+  r.waves = calloc((size_t)r.nwaves, sizeof *r.waves);
+  r.lds = aligned_alloc(64, d->lds_limit);
+  hkrt_status st = HKRT_OK;
+  int made = 0;
+  if (!r.th || !r.waves || !r.lds) {
+    st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+    goto out;
+  }
+  for (; made < r.nthreads; made++)
+    if (emu_fiber_init(&r.th[made].fiber, EMU_STACK, emu_fiber_main) < 0) {
+      st = hkrt_fail(HKRT_ERR_NOMEM, "emulator: cannot map fiber stacks");
+      goto out;
+    }
+  emu_run *saved = emu_cur;
+  emu_cur = &r;
+  for (unsigned z = 0; z < grid[2] && !r.fault; z++)
+    for (unsigned y = 0; y < grid[1] && !r.fault; y++)
+      for (unsigned x = 0; x < grid[0] && !r.fault; x++) {
+        r.bid[0] = x;
+        r.bid[1] = y;
+        r.bid[2] = z;
+        r.rng = d->seed ^ (((uint64_t)z * grid[1] + y) * grid[0] + x) * 0x2545f4914f6cdd1dull;
+        emu_run_workgroup(&r);
+      }
+  emu_cur = saved;
+  if (r.fault) st = hkrt_fail(HKRT_ERR_KERNEL_FAULT, "%s", r.msg);
+out:
+  for (int i = 0; i < made; i++) emu_fiber_free(&r.th[i].fiber);
+  free(r.th);
+  free(r.waves);
+  free(r.lds);
+  return st;
+}

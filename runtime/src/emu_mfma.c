@@ -1,0 +1,69 @@
+/* emu_mfma.c: CDNA matrix instructions as the ISA documents them.
+ *
+ * v_mfma_f32_32x32x8[_]bf16[_1k] (CDNA2/3, 4 k per lane) and
+ * v_mfma_f32_32x32x16_bf16 (CDNA4, 8 k per lane), one block, no broadcast:
+ *   A (32 x K): lane l, element j holds A[l % 32][(l / 32) * kpl + j]
+ *   B (K x 32): lane l, element j holds B[(l / 32) * kpl + j][l % 32]
+ *   C/D (32 x 32): lane l, register r holds D[(r / 4) * 8 + (l / 32) * 4 + r % 4][l % 32]
+ * The CDNA2/3 forms are checked entry by entry against AMD's matrix
+ * instruction calculator (shared/mfma-layouts, tests/emu_layout). CDNA4's
+ * double-K form follows the CDNA4 ISA guide: the same placement with 8 k per
+ * lane. */
+#include <string.h>
+
+#include "hkrt_int.h"
+
+#ifdef HKEMU_MUTATE_LAYOUT
+#define EMU_MUTANT 1 /* a deliberately wrong A layout, for the mutation test */
+#else
+#define EMU_MUTANT 0
+#endif
+
+void hkemu_mfma_layout(emu_operand which, int kpl, int lane, int i, int *row, int *col) {
+  switch (which) {
+  case EMU_OPERAND_A:
+    *row = lane % 32;
+    *col = (lane / 32) * kpl + i;
+    if (EMU_MUTANT) *col = i * 2 + lane / 32; /* k interleaved across the lane halves */
+    break;
+  case EMU_OPERAND_B:
+    *row = (lane / 32) * kpl + i;
+    *col = lane % 32;
+    break;
+  case EMU_OPERAND_D:
+    *row = (i / 4) * 8 + (lane / 32) * 4 + i % 4;
+    *col = lane % 32;
+    break;
+  }
+}
+
+static float emu_bf16(unsigned short x) {
+  unsigned u = (unsigned)x << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* Products of two bf16 are exact in fp32; they are summed in k order onto
+   the fp32 accumulator. */
+void hkemu_mfma_wave_32x32_bf16(int kpl, const unsigned short (*a)[8], const unsigned short (*b)[8],
+                                const float (*c)[16], float (*d)[16]) {
+  int K = 2 * kpl;
+  float A[32][16], B[16][32];
+  for (int l = 0; l < 64; l++)
+    for (int j = 0; j < kpl; j++) {
+      int r, k;
+      hkemu_mfma_layout(EMU_OPERAND_A, kpl, l, j, &r, &k);
+      A[r][k] = emu_bf16(a[l][j]);
+      hkemu_mfma_layout(EMU_OPERAND_B, kpl, l, j, &k, &r);
+      B[k][r] = emu_bf16(b[l][j]);
+    }
+  for (int l = 0; l < 64; l++)
+    for (int i = 0; i < 16; i++) {
+      int r, col;
+      hkemu_mfma_layout(EMU_OPERAND_D, kpl, l, i, &r, &col);
+      float s = c[l][i];
+      for (int k = 0; k < K; k++) s += A[r][k] * B[k][col];
+      d[l][i] = s;
+    }
+}

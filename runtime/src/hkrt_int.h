@@ -1,0 +1,42 @@
+/* hkrt_int.h: libhkrt internals shared by the API layer and the backends. */
+#ifndef HKRT_INT_H
+#define HKRT_INT_H
+
+#include <stddef.h>
+
+#include "hkrt.h"
+
+#define HKRT_API __attribute__((visibility("default")))
+#define HKRT_LOCAL __attribute__((visibility("hidden")))
+
+/* Records a failure for hkrt_error() and returns status. */
+HKRT_LOCAL hkrt_status hkrt_fail(hkrt_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The emulator backend (emu.c). */
+typedef struct emu_device emu_device;
+typedef struct emu_module emu_module;
+HKRT_LOCAL hkrt_status emu_open(const char *target, emu_device **out);
+HKRT_LOCAL void emu_close(emu_device *d);
+HKRT_LOCAL hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr);
+HKRT_LOCAL hkrt_status emu_free(emu_device *d, void *ptr);
+HKRT_LOCAL hkrt_status emu_check_range(emu_device *d, const void *p, size_t n);
+HKRT_LOCAL hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out);
+HKRT_LOCAL void emu_module_unload(emu_module *m);
+HKRT_LOCAL hkrt_status emu_function(emu_module *m, const char *name, void **entry,
+                                    unsigned *args_size);
+HKRT_LOCAL hkrt_status emu_launch(emu_device *d, void *entry, const char *name,
+                                  const unsigned grid[3], const unsigned block[3],
+                                  const void *args, size_t args_size);
+HKRT_LOCAL void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit);
+
+/* MFMA semantics (emu_mfma.c): where lane `lane`, element `i` of an operand lives
+   in the 32x32xK matrix: A (row, k), B (k, col), D (row, col). */
+typedef enum { EMU_OPERAND_A, EMU_OPERAND_B, EMU_OPERAND_D } emu_operand;
+HKRT_API void hkemu_mfma_layout(emu_operand which, int kpl, int lane, int i, int *row, int *col);
+/* One 32x32xK bf16 MFMA for a whole wave: a[lane][kpl], b[lane][kpl], c/d[lane][16]. */
+HKRT_API void hkemu_mfma_wave_32x32_bf16(int kpl, const unsigned short (*a)[8],
+                                         const unsigned short (*b)[8], const float (*c)[16],
+                                         float (*d)[16]);
+
+#endif
