@@ -25,7 +25,7 @@ static const char *const cc_common_flags[] = {"-O3", "-std=c++17", "-nogpuinc"};
 const char *cc_flags_text(void) { return "-O3 -std=c++17 -nogpuinc"; }
 
 /* Runs argv, capturing stdout+stderr into out (may be NULL). */
-static int cc_run(char *const argv[], hk_buf *out) {
+int cc_run_argv(char *const argv[], hk_buf *out) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0) return -1;
   posix_spawn_file_actions_t fa;
@@ -63,7 +63,7 @@ static int cc_probe_clang(const char *path, char *identity, size_t n) {
   char *argv[] = {(char *)path, "--version", NULL};
   hk_buf out;
   buf_init(&out);
-  int rc = cc_run(argv, &out);
+  int rc = cc_run_argv(argv, &out);
   int major = -1;
   if (rc == 0) {
     const char *v = strstr(out.s, "clang version ");
@@ -100,6 +100,13 @@ static int cc_find_clang(void) {
     if (env && i == 0) return -1; /* an explicit choice that does not work is an error */
   }
   return -1;
+}
+
+const char *cc_clang(void) {
+  pthread_mutex_lock(&cc_lock);
+  int ok = cc_find_clang() == 0;
+  pthread_mutex_unlock(&cc_lock);
+  return ok ? cc_clang_path : NULL;
 }
 
 int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n) {
@@ -150,7 +157,7 @@ static int cc_compile_clang(const cc_compiler *cc, const char *target, const cha
   if (fs_write_atomic(in, src, len) < 0) {
     buf_printf(&msg, "cannot write %s: %s", in, strerror(errno));
   } else {
-    int st = cc_run(argv, &msg);
+    int st = cc_run_argv(argv, &msg);
     if (st < 0) buf_printf(&msg, "cannot run %s: %s", cc->path, strerror(errno));
     else if (st == 0 && fs_read_file(out, 1u << 30, obj, objlen) == 0) rc = 0;
   }

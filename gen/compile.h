@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "util.h"
+
 typedef enum { CC_NONE, CC_COMGR, CC_CLANG } cc_kind;
 
 typedef struct {
@@ -17,6 +19,12 @@ typedef struct {
    else clang >= 20 ($HKGEN_CLANG, /opt/rocm/llvm/bin/clang, clang-22 ... on
    PATH). $HKGEN_COMPILER=clang|comgr forces one. Fills why on failure. */
 int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n);
+/* The clang used for targets comgr does not serve and for host (emulator)
+   builds; NULL when none was found. */
+const char *cc_clang(void);
+/* Runs argv (no shell), collecting its stdout and stderr into out (may be
+   NULL). Returns the exit status, or -1 when it could not run. */
+int cc_run_argv(char *const argv[], hk_buf *out);
 /* The options every compile uses (also part of the cache key). */
 const char *cc_flags_text(void);
 int cc_compile(const cc_compiler *cc, const char *target, const char *src, size_t len,

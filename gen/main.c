@@ -2,10 +2,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "build.h"
 #include "comgr.h"
+#include "emutest.h"
 #include "compile.h"
 #include "op.h"
 #include "spec.h"
@@ -32,6 +34,8 @@ static void cli_usage(FILE *f) {
   fputs("usage: hkgen [build] SPEC... [-o DIR] [-j N] [--target LIST] [--no-cache] [-q]\n"
         "       hkgen gen SPEC... [-o DIR] [--target LIST]   write sources only\n"
         "       hkgen check SPEC... [--target LIST]          validate only\n"
+        "       hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [--keep]\n"
+        "                                                    run kernels on the CPU emulator\n"
         "       hkgen list                                   ops, parameters, targets\n"
         "       hkgen inspect PATH                           resources of a catalogue or .hsaco\n"
         "       hkgen --help | --version\n"
@@ -139,6 +143,42 @@ static int cmd_check(int argc, char **argv) {
   return rc;
 }
 
+/* hkgen test: its own options (--shape, --seed, --keep) plus --target. */
+static int cmd_test(int argc, char **argv) {
+  et_options o = {0};
+  cli_args a = {0};
+  char **rest = calloc((size_t)argc + 1, sizeof *rest);
+  int nrest = 0, bad = 0;
+  o.seed = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 20);
+  for (int i = 0; i < argc; i++) {
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--shape") && next) {
+      if (o.nshapes < 16) o.shapes[o.nshapes++] = argv[++i];
+    } else if (!strcmp(argv[i], "--seed") && next) {
+      char *end;
+      o.seed = strtoull(argv[++i], &end, 10);
+      if (*end) {
+        diag_error(NULL, 0, 0, "--seed takes a number (got '%s')", argv[i]);
+        bad = 1;
+      }
+    } else if (!strcmp(argv[i], "--keep")) {
+      o.keep = 1;
+    } else if (!strcmp(argv[i], "--shape") || !strcmp(argv[i], "--seed")) {
+      diag_error(NULL, 0, 0, "%s needs a value", argv[i]);
+      bad = 1;
+    } else {
+      rest[nrest++] = argv[i];
+    }
+  }
+  spec_set set = {0};
+  int rc = HK_EUSAGE;
+  if (!bad && cli_parse(nrest, rest, &a) == 0 && cli_load(&a, &set) == 0) rc = et_test(&set, &o);
+  spec_set_free(&set);
+  free(a.files);
+  free(rest);
+  return rc;
+}
+
 static const char *cli_type_name(op_ptype t) {
   return t == OP_INT ? "int" : t == OP_ENUM ? "enum" : t == OP_BOOL ? "bool" : "float";
 }
@@ -190,7 +230,7 @@ static const struct {
   int (*fn)(int, char **);
 } cli_cmds[] = {
     {"build", cmd_build}, {"gen", cmd_gen},         {"check", cmd_check},
-    {"list", cmd_list},   {"inspect", cmd_inspect},
+    {"list", cmd_list},   {"inspect", cmd_inspect}, {"test", cmd_test},
 };
 
 int main(int argc, char **argv) {

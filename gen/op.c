@@ -159,3 +159,78 @@ int op_args_size(const op_arg *args, int n) {
 void op_inst_free(op_inst *k) {
   for (int i = 0; i < OP_MAX_PARAMS; i++) free(k->vals[i]);
 }
+
+/* A tiny recursive-descent evaluator: expr := term ('*' term)*;
+   term := number | name | cdiv '(' expr ',' expr ')'. */
+typedef struct {
+  const op_inst *k;
+  const long *shape;
+  const char *p;
+  int bad;
+} op_ev;
+
+static long op_ev_expr(op_ev *e);
+
+static void op_ev_space(op_ev *e) {
+  while (*e->p == ' ') e->p++;
+}
+
+static long op_ev_term(op_ev *e) {
+  op_ev_space(e);
+  const char *s = e->p;
+  if (*s >= '0' && *s <= '9') return strtol(s, (char **)&e->p, 10);
+  size_t n = 0;
+  while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') || s[n] == '_' ||
+         (n && s[n] >= '0' && s[n] <= '9'))
+    n++;
+  if (!n) {
+    e->bad = 1;
+    return 0;
+  }
+  e->p = s + n;
+  if (n == 4 && !strncmp(s, "cdiv", 4)) {
+    op_ev_space(e);
+    if (*e->p++ != '(') e->bad = 1;
+    long a = op_ev_expr(e);
+    op_ev_space(e);
+    if (*e->p++ != ',') e->bad = 1;
+    long b = op_ev_expr(e);
+    op_ev_space(e);
+    if (*e->p++ != ')') e->bad = 1;
+    if (b <= 0) e->bad = 1;
+    return e->bad ? 0 : (a + b - 1) / b;
+  }
+  for (int i = 0; i < e->k->op->nparams; i++)
+    if (strlen(e->k->op->params[i].name) == n && !strncmp(e->k->op->params[i].name, s, n))
+      return e->shape[i];
+  e->bad = 1;
+  return 0;
+}
+
+static long op_ev_expr(op_ev *e) {
+  long v = op_ev_term(e);
+  for (;;) {
+    op_ev_space(e);
+    if (*e->p != '*') return v;
+    e->p++;
+    v *= op_ev_term(e);
+  }
+}
+
+int op_eval(const op_inst *k, const long *shape, const char *expr, long *out) {
+  op_ev e = {k, shape, expr, 0};
+  long v = op_ev_expr(&e);
+  op_ev_space(&e);
+  if (e.bad || *e.p) return -1;
+  *out = v;
+  return 0;
+}
+
+void op_shape_baked(const op_inst *k, long *shape) {
+  for (int i = 0; i < k->op->nparams; i++) {
+    const op_param *p = &k->op->params[i];
+    int numeric = p->type == OP_INT || p->type == OP_BOOL ||
+                  (p->type == OP_ENUM && k->vals[i][0] >= '0' && k->vals[i][0] <= '9');
+    shape[i] = numeric ? op_int(k, p->name) : 0;
+  }
+}

@@ -31,6 +31,7 @@ typedef struct {
 } op_arg;
 
 struct op_desc;
+struct et_ctx; /* emutest.h: one emulated kernel under test */
 
 /* One kernel to generate: an op, a target and one value per parameter. */
 typedef struct op_inst {
@@ -56,6 +57,11 @@ typedef struct op_desc {
   int (*block)(const op_inst *k);
   /* Grid size per axis as a formula over parameter names (text). */
   void (*grid)(const op_inst *k, char out[3][96]);
+  /* `hkgen test`: default problem sizes (one value per parameter index; baked
+     parameters keep their value), and one emulated run against an fp64
+     reference, giving the relative L2 error. */
+  int (*emu_shapes)(const op_inst *k, long out[][OP_MAX_PARAMS], int max);
+  int (*emu_run)(const op_inst *k, const long *shape, struct et_ctx *c, double *err);
 } op_desc;
 
 const op_desc *const *op_all(size_t *n);
@@ -77,5 +83,10 @@ int op_args_size(const op_arg *args, int n);
 /* The allowed values of a parameter as one line of text. */
 void op_describe_allowed(const op_param *p, char *out, size_t n);
 void op_inst_free(op_inst *k);
+/* Evaluates a grid formula ("cdiv(N,128)", "batch*seq_len", "1") with the
+   parameter values of shape. Returns -1 on a malformed formula. */
+int op_eval(const op_inst *k, const long *shape, const char *expr, long *out);
+/* Fills shape[i] with parameter i's baked value (0 for enums and `any`). */
+void op_shape_baked(const op_inst *k, long *shape);
 
 #endif

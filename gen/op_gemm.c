@@ -1,7 +1,11 @@
 /* op_gemm.c: bf16 GEMM, C = A x B^T (layout nt) or C = A x B (layout nn),
    fp32 accumulation, bf16 output. Skeleton: templates/gemm.hip.m4. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "emutest.h"
 #include "op.h"
 
 static const char *const gemm_dtypes[] = {"bf16", NULL};
@@ -54,6 +58,84 @@ static void gemm_grid(const op_inst *k, char out[3][96]) {
   snprintf(out[2], 96, "1");
 }
 
+/* Problem sizes for `hkgen test`: tails in every dimension, K below one
+   k-tile, and one of each 1. Baked dimensions keep their value. */
+static int gemm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
+  static const long cases[][3] = {{100, 77, 93}, {1, 1, 1},    {17, 33, 45},
+                                  {64, 64, 32},  {130, 257, 70}, {129, 64, 200}};
+  int iM = op_param_index(k->op, "M"), iN = op_param_index(k->op, "N"), iK = op_param_index(k->op, "K");
+  int n = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0] && n < max; c++) {
+    long *s = out[n];
+    op_shape_baked(k, s);
+    if (op_is_any(k, "M")) s[iM] = cases[c][0];
+    if (op_is_any(k, "N")) s[iN] = cases[c][1];
+    if (op_is_any(k, "K")) s[iK] = cases[c][2];
+    int dup = 0;
+    for (int j = 0; j < n; j++) dup |= !memcmp(out[j], s, sizeof out[j]);
+    n += !dup;
+  }
+  return n;
+}
+
+/* Random bf16 matrix of rows x ld (the padding is random too). */
+static unsigned short *gemm_random(et_ctx *c, long rows, long ld) {
+  unsigned short *h = malloc((size_t)(rows * ld) * 2 + 2);
+  for (long i = 0; i < rows * ld; i++) h[i] = et_to_bf16(et_uniform(c));
+  return h;
+}
+
+static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+  long M = shape[op_param_index(k->op, "M")], N = shape[op_param_index(k->op, "N")],
+       K = shape[op_param_index(k->op, "K")];
+  int nt = !strcmp(op_val(k, "layout"), "nt");
+  /* leading dimensions: padded or not (exercises both load paths); C padded
+     so that a write past column N shows up as a changed poison value */
+  long lda = K + (et_rand(c) % 2 ? 8 : 0), ldb = (nt ? K : N) + (et_rand(c) % 2 ? 3 : 0);
+  long ldc = N + 5, brows = nt ? N : K;
+  unsigned short *hA = gemm_random(c, M, lda), *hB = gemm_random(c, brows, ldb);
+  unsigned short *hC = malloc((size_t)(M * ldc) * 2);
+  void *A = et_alloc(c, (size_t)(M * lda) * 2), *B = et_alloc(c, (size_t)(brows * ldb) * 2);
+  void *C = et_alloc(c, (size_t)(M * ldc) * 2);
+  et_upload(c, A, hA, (size_t)(M * lda) * 2);
+  et_upload(c, B, hB, (size_t)(brows * ldb) * 2);
+  et_arg_ptr(c, "A", A);
+  et_arg_ptr(c, "B", B);
+  et_arg_ptr(c, "C", C);
+  et_arg_int(c, "lda", lda);
+  et_arg_int(c, "ldb", ldb);
+  et_arg_int(c, "ldc", ldc);
+  static const char *const dims[] = {"M", "N", "K"};
+  long vals[] = {M, N, K};
+  for (int i = 0; i < 3; i++)
+    if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
+  int rc = et_launch(c);
+  if (rc == 0) {
+    et_download(c, hC, C, (size_t)(M * ldc) * 2);
+    double *ref = malloc((size_t)(M * N) * sizeof *ref), *got = malloc((size_t)(M * N) * sizeof *got);
+    int outside = 0;
+    for (long i = 0; i < M; i++) {
+      for (long j = 0; j < N; j++) {
+        double s = 0;
+        for (long q = 0; q < K; q++)
+          s += et_from_bf16(hA[i * lda + q]) *
+               et_from_bf16(nt ? hB[j * ldb + q] : hB[q * ldb + j]);
+        ref[i * N + j] = s;
+        got[i * N + j] = et_from_bf16(hC[i * ldc + j]);
+      }
+      for (long j = N; j < ldc; j++) outside |= hC[i * ldc + j] != 0xffff;
+    }
+    *err = outside ? INFINITY : et_rel_l2(ref, got, (size_t)(M * N));
+    if (outside) et_note(c, "wrote C outside its N columns");
+    free(ref);
+    free(got);
+  }
+  free(hA);
+  free(hB);
+  free(hC);
+  return rc;
+}
+
 const op_desc op_gemm = {
     .name = "gemm",
     .doc = "bf16 GEMM with fp32 accumulation: C[M][N] = A[M][K] x B (B^T for layout nt)",
@@ -64,4 +146,6 @@ const op_desc op_gemm = {
     .args = gemm_args,
     .block = gemm_block,
     .grid = gemm_grid,
+    .emu_shapes = gemm_emu_shapes,
+    .emu_run = gemm_emu_run,
 };

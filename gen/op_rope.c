@@ -1,7 +1,11 @@
 /* op_rope.c: rotary position embedding on bf16 Q and K (different head counts
    in one launch), fp32 math. Skeleton: templates/rope.hip.m4. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "emutest.h"
 #include "op.h"
 
 static const char *const rope_dtypes[] = {"bf16", NULL};
@@ -74,6 +78,155 @@ static void rope_grid(const op_inst *k, char out[3][96]) {
   snprintf(out[2], 96, "1");
 }
 
+/* Problem sizes for `hkgen test`: odd head counts, Q and K head counts that
+   differ, one token, head_dim not a multiple of 64. */
+static int rope_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
+  static const char *const dims[] = {"batch", "seq_len", "heads_q", "heads_k", "head_dim"};
+  static const long cases[][5] = {{2, 5, 3, 1, 64}, {1, 1, 1, 1, 2},   {1, 7, 12, 4, 128},
+                                  {3, 3, 5, 5, 96}, {1, 9, 7, 2, 130}};
+  int n = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0] && n < max; c++) {
+    long *s = out[n];
+    op_shape_baked(k, s);
+    for (int d = 0; d < 5; d++)
+      if (op_is_any(k, dims[d])) s[op_param_index(k->op, dims[d])] = cases[c][d];
+    int dup = 0;
+    for (int j = 0; j < n; j++) dup |= !memcmp(out[j], s, sizeof out[j]);
+    n += !dup;
+  }
+  return n;
+}
+
+typedef struct {
+  long sb, ss, sh, elems; /* strides and size in elements */
+} rope_layout;
+
+/* Inputs: [b][s][h][d] with random padding; outputs: [b][h][s][d]. */
+static rope_layout rope_bshd(et_ctx *c, long B, long S, long H, long D) {
+  rope_layout l;
+  l.sh = D + (long)(et_rand(c) % 2) * 2;
+  l.ss = H * l.sh + (long)(et_rand(c) % 3);
+  l.sb = S * l.ss + (long)(et_rand(c) % 5);
+  l.elems = B * l.sb;
+  return l;
+}
+
+static rope_layout rope_bhsd(long B, long S, long H, long D) {
+  rope_layout l = {H * S * D, D, S * D, B * H * S * D};
+  return l;
+}
+
+static void rope_arg_strides(et_ctx *c, const char *t, const rope_layout *l) {
+  char n[32];
+  snprintf(n, sizeof n, "%s_stride_b", t);
+  et_arg_int(c, n, l->sb);
+  snprintf(n, sizeof n, "%s_stride_s", t);
+  et_arg_int(c, n, l->ss);
+  snprintf(n, sizeof n, "%s_stride_h", t);
+  et_arg_int(c, n, l->sh);
+}
+
+/* The fp64 rotation of one head vector x (bf16) into y. */
+static void rope_ref_head(const unsigned short *x, long D, int interleaved, const double *cs,
+                          const double *sn, double *y) {
+  for (long i = 0; i < D / 2; i++) {
+    long a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + D / 2;
+    double xa = et_from_bf16(x[a]), xb = et_from_bf16(x[b]);
+    y[a] = xa * cs[i] - xb * sn[i];
+    y[b] = xb * cs[i] + xa * sn[i];
+  }
+}
+
+static int rope_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+#define ROPE_VAL(n) shape[op_param_index(k->op, n)]
+  long B = ROPE_VAL("batch"), S = ROPE_VAL("seq_len"), HQ = ROPE_VAL("heads_q"),
+       HK = ROPE_VAL("heads_k"), D = ROPE_VAL("head_dim");
+  int inplace = (int)op_int(k, "inplace"), table = (int)op_int(k, "table");
+  int inter = !strcmp(op_val(k, "style"), "interleaved");
+  double theta = strtod(op_val(k, "theta"), NULL);
+  long pos0 = (long)(et_rand(c) % 50), npos = pos0 + S, half = D / 2;
+  /* cos/sin in fp64; the table holds them as fp32, which the reference then uses too */
+  double *cs = malloc((size_t)(npos * half) * sizeof *cs), *sn = malloc((size_t)(npos * half) * sizeof *sn);
+  float *tc = malloc((size_t)(npos * half) * 4), *ts = malloc((size_t)(npos * half) * 4);
+  for (long p = 0; p < npos; p++)
+    for (long i = 0; i < half; i++) {
+      double ang = (double)p * pow(theta, -2.0 * (double)i / (double)D);
+      tc[p * half + i] = (float)cos(ang);
+      ts[p * half + i] = (float)sin(ang);
+      cs[p * half + i] = table ? tc[p * half + i] : cos(ang);
+      sn[p * half + i] = table ? ts[p * half + i] : sin(ang);
+    }
+  long heads[2] = {HQ, HK};
+  rope_layout lin[2], lout[2];
+  unsigned short *hin[2], *hout[2];
+  void *din[2], *dout[2];
+  for (int t = 0; t < 2; t++) {
+    lin[t] = rope_bshd(c, B, S, heads[t], D);
+    lout[t] = inplace ? lin[t] : rope_bhsd(B, S, heads[t], D);
+    hin[t] = malloc((size_t)lin[t].elems * 2);
+    for (long i = 0; i < lin[t].elems; i++) hin[t][i] = et_to_bf16(et_uniform(c));
+    din[t] = et_alloc(c, (size_t)lin[t].elems * 2);
+    et_upload(c, din[t], hin[t], (size_t)lin[t].elems * 2);
+    dout[t] = inplace ? din[t] : et_alloc(c, (size_t)lout[t].elems * 2);
+    hout[t] = malloc((size_t)lout[t].elems * 2);
+  }
+  static const char *const in_names[] = {"q", "k"}, *const src_names[] = {"q_in", "k_in"},
+                           *const dst_names[] = {"q_out", "k_out"};
+  for (int t = 0; t < 2; t++) {
+    if (inplace) {
+      et_arg_ptr(c, in_names[t], din[t]);
+      rope_arg_strides(c, in_names[t], &lin[t]);
+    } else {
+      et_arg_ptr(c, src_names[t], din[t]);
+      et_arg_ptr(c, dst_names[t], dout[t]);
+      rope_arg_strides(c, src_names[t], &lin[t]);
+      rope_arg_strides(c, dst_names[t], &lout[t]);
+    }
+  }
+  if (table) {
+    void *dc = et_alloc(c, (size_t)(npos * half) * 4), *dsn = et_alloc(c, (size_t)(npos * half) * 4);
+    et_upload(c, dc, tc, (size_t)(npos * half) * 4);
+    et_upload(c, dsn, ts, (size_t)(npos * half) * 4);
+    et_arg_ptr(c, "cos_table", dc);
+    et_arg_ptr(c, "sin_table", dsn);
+  }
+  et_arg_int(c, "pos_offset", pos0);
+  static const char *const dims[] = {"batch", "seq_len", "heads_q", "heads_k", "head_dim"};
+  long vals[] = {B, S, HQ, HK, D};
+  for (int i = 0; i < 5; i++)
+    if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
+  int rc = et_launch(c);
+  if (rc == 0) {
+    size_t total = (size_t)(B * S * (HQ + HK) * D), n = 0;
+    double *ref = malloc(total * sizeof *ref), *got = malloc(total * sizeof *got);
+    for (int t = 0; t < 2; t++) {
+      et_download(c, hout[t], dout[t], (size_t)lout[t].elems * 2);
+      for (long b = 0; b < B; b++)
+        for (long s = 0; s < S; s++)
+          for (long h = 0; h < heads[t]; h++) {
+            const unsigned short *x = hin[t] + b * lin[t].sb + s * lin[t].ss + h * lin[t].sh;
+            const unsigned short *y = hout[t] + b * lout[t].sb + s * lout[t].ss + h * lout[t].sh;
+            rope_ref_head(x, D, inter, cs + (pos0 + s) * half, sn + (pos0 + s) * half, ref + n);
+            for (long i = 0; i < D; i++) got[n + (size_t)i] = et_from_bf16(y[i]);
+            n += (size_t)D;
+          }
+    }
+    *err = et_rel_l2(ref, got, n);
+    free(ref);
+    free(got);
+  }
+  for (int t = 0; t < 2; t++) {
+    free(hin[t]);
+    free(hout[t]);
+  }
+  free(cs);
+  free(sn);
+  free(tc);
+  free(ts);
+  return rc;
+#undef ROPE_VAL
+}
+
 const op_desc op_rope = {
     .name = "rope",
     .doc = "rotary position embedding of Q[b][s][heads_q][d] and K[b][s][heads_k][d]",
@@ -84,4 +237,6 @@ const op_desc op_rope = {
     .args = rope_args,
     .block = rope_block,
     .grid = rope_grid,
+    .emu_shapes = rope_emu_shapes,
+    .emu_run = rope_emu_run,
 };

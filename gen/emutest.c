@@ -1,0 +1,391 @@
+/* emutest.c: `hkgen test SPEC`. Each kernel's generated source is compiled
+   for the host against runtime/include/hk_emu.h, loaded into libhkrt's
+   emulator, and run at small problem sizes (odd ones included) on fresh
+   random inputs; outputs start poisoned and are compared with an fp64
+   reference by relative L2 error. NaN never passes. */
+#define _GNU_SOURCE
+#include "emutest.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "hkrt.h"
+#include "skel.h"
+#include "target.h"
+#include "util.h"
+
+#ifndef HK_RUNTIME_INCLUDE
+#define HK_RUNTIME_INCLUDE "runtime/include"
+#endif
+
+#define ET_MAX_SHAPES 16
+#define ET_TOLERANCE 1e-2 /* bf16 outputs: about 2^-8 per element */
+
+struct et_ctx {
+  hkrt_device *dev;
+  hkrt_func *fn;
+  const op_inst *k;
+  const long *shape;
+  op_arg args[OP_MAX_ARGS];
+  int nargs;
+  unsigned char argbuf[1024];
+  unsigned char argset[OP_MAX_ARGS];
+  void *allocs[64];
+  int nallocs;
+  uint64_t rng;
+  char msg[1024];
+};
+
+void *et_alloc(et_ctx *c, size_t bytes) {
+  void *p = NULL;
+  if (c->nallocs == 64 || hkrt_alloc(c->dev, bytes ? bytes : 1, &p) != HKRT_OK) {
+    fprintf(stderr, "hkgen: emulator allocation failed: %s\n", hkrt_error());
+    exit(HK_EFAIL);
+  }
+  c->allocs[c->nallocs++] = p;
+  return p;
+}
+
+void et_upload(et_ctx *c, void *dev, const void *host, size_t bytes) {
+  if (hkrt_copy_to_device(c->dev, dev, host, bytes) != HKRT_OK) {
+    fprintf(stderr, "hkgen: %s\n", hkrt_error());
+    exit(HK_EFAIL);
+  }
+}
+
+void et_download(et_ctx *c, void *host, const void *dev, size_t bytes) {
+  if (hkrt_copy_to_host(c->dev, host, dev, bytes) != HKRT_OK) {
+    fprintf(stderr, "hkgen: %s\n", hkrt_error());
+    exit(HK_EFAIL);
+  }
+}
+
+uint64_t et_rand(et_ctx *c) { /* splitmix64 */
+  uint64_t z = (c->rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+double et_uniform(et_ctx *c) { return (double)(et_rand(c) >> 11) * 0x1p-52 - 1.0; }
+
+unsigned short et_to_bf16(double x) {
+  float f = (float)x;
+  unsigned u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+
+double et_from_bf16(unsigned short b) {
+  unsigned u = (unsigned)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+int et_is_nan_bf16(unsigned short b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f); }
+
+static op_arg *et_find_arg(et_ctx *c, const char *name) {
+  for (int i = 0; i < c->nargs; i++)
+    if (!strcmp(c->args[i].name, name)) {
+      c->argset[i] = 1;
+      return &c->args[i];
+    }
+  fprintf(stderr, "hkgen: internal: kernel %s has no argument '%s'\n", c->k->name, name);
+  exit(HK_EFAIL);
+}
+
+void et_arg_ptr(et_ctx *c, const char *name, const void *p) {
+  op_arg *a = et_find_arg(c, name);
+  memcpy(c->argbuf + a->offset, &p, sizeof p);
+}
+
+void et_arg_int(et_ctx *c, const char *name, long v) {
+  op_arg *a = et_find_arg(c, name);
+  if (a->size == 8) memcpy(c->argbuf + a->offset, &v, 8);
+  else {
+    int i = (int)v;
+    memcpy(c->argbuf + a->offset, &i, 4);
+  }
+}
+
+void et_note(et_ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+  va_end(ap);
+}
+
+int et_launch(et_ctx *c) {
+  for (int i = 0; i < c->nargs; i++)
+    if (!c->argset[i]) {
+      et_note(c, "internal: argument %s was never set", c->args[i].name);
+      return -1;
+    }
+  char g[3][96];
+  unsigned grid[3], block[3] = {(unsigned)c->k->op->block(c->k), 1, 1};
+  c->k->op->grid(c->k, g);
+  for (int i = 0; i < 3; i++) {
+    long v;
+    if (op_eval(c->k, c->shape, g[i], &v) < 0 || v < 1 || v > 0x7fffffffL) {
+      et_note(c, "grid formula '%s' gives no valid size", g[i]);
+      return -1;
+    }
+    grid[i] = (unsigned)v;
+  }
+  size_t size = (size_t)op_args_size(c->args, c->nargs);
+  if (hkrt_launch(c->fn, grid, block, c->argbuf, size, NULL) != HKRT_OK) {
+    et_note(c, "%s", hkrt_error());
+    return -1;
+  }
+  return 0;
+}
+
+double et_rel_l2(const double *ref, const double *got, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (isnan(got[i]) || isinf(got[i])) return INFINITY;
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* ---- host build of one kernel ------------------------------------------------ */
+
+static const char *et_runtime_include(void) {
+  static char dir[4096];
+  if (dir[0]) return dir;
+  const char *env = getenv("HKGEN_RUNTIME_INCLUDE");
+  if (env && *env) {
+    snprintf(dir, sizeof dir, "%s", env);
+    return dir;
+  }
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    static const char *const rel[] = {"/../runtime/include", "/../../runtime/include",
+                                      "/../include/hkgen"};
+    for (int i = 0; i < 3; i++) {
+      char cand[4200];
+      snprintf(cand, sizeof cand, "%s%s/hk_emu.h", exe, rel[i]);
+      if (fs_exists(cand)) {
+        snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
+        return dir;
+      }
+    }
+  }
+  snprintf(dir, sizeof dir, "%s", HK_RUNTIME_INCLUDE);
+  return dir;
+}
+
+static int et_arch_number(const char *target) {
+  const tgt_info *t = tgt_find(target);
+  return t ? t->arch[4] - '0' : 0; /* "cdna3" -> 3 */
+}
+
+/* Generated source -> host shared object. */
+static int et_build(const op_inst *k, const char *dir, char **so_path) {
+  char *src = NULL;
+  size_t len;
+  if (skel_expand(skel_template_dir(), k, &src, &len) < 0) return -1;
+  char *hip = xasprintf("%s/%s.%s.hip", dir, k->name, k->target);
+  char *so = xasprintf("%s/%s.%s.so", dir, k->name, k->target);
+  char *arch = xasprintf("-DHK_EMU_ARCH=%d", et_arch_number(k->target));
+  char *inc = xasprintf("-I%s", et_runtime_include());
+  int rc = -1;
+  const char *clang = cc_clang();
+  if (!clang) {
+    diag_error(NULL, 0, 0, "no clang >= 20 for host builds (install clang-22, or set HKGEN_CLANG)");
+  } else if (fs_write_atomic(hip, src, len) < 0) {
+    diag_error(hip, 0, 0, "cannot write: %s", strerror(errno));
+  } else {
+    char *argv[] = {(char *)clang, "-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared",
+                    "-fvisibility=hidden", "-DHK_EMULATE", arch, inc, hip, "-o", so, NULL};
+    hk_buf out;
+    buf_init(&out);
+    int st = cc_run_argv(argv, &out);
+    if (st == 0) rc = 0;
+    else diag_error(k->file, k->line, k->col, "host build of %s for %s failed:\n%s", k->name,
+                    k->target, out.s);
+    buf_free(&out);
+  }
+  free(src);
+  free(hip);
+  free(arch);
+  free(inc);
+  if (rc == 0) *so_path = so;
+  else free(so);
+  return rc;
+}
+
+/* ---- shapes ------------------------------------------------------------------ */
+
+/* Applies "NAME=V,NAME=V" to shape; baked parameters cannot change. */
+static int et_apply_shape(const op_inst *k, const char *text, long *shape) {
+  char *copy = xstrdup(text);
+  int bad = 0;
+  for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(t, '=');
+    char *end = NULL;
+    long v = eq ? strtol(eq + 1, &end, 10) : 0;
+    if (!eq || !*(eq + 1) || *end) {
+      diag_error("--shape", 0, 0, "'%s' is not NAME=INTEGER", t);
+      bad = 1;
+      continue;
+    }
+    *eq = 0;
+    int i = op_param_index(k->op, t);
+    if (i < 0) continue; /* a name of another op's shape */
+    char msg[256], num[32];
+    snprintf(num, sizeof num, "%ld", v);
+    if (op_value_ok(&k->op->params[i], num, msg, sizeof msg) < 0) {
+      diag_error("--shape", 0, 0, "%s", msg);
+      bad = 1;
+    } else if (!op_is_any(k, t) && op_int(k, t) != v) {
+      diag_error("--shape", 0, 0, "%s is baked to %ld in kernel %s; it cannot be %ld", t,
+                 op_int(k, t), k->name, v);
+      bad = 1;
+    } else {
+      shape[i] = v;
+    }
+  }
+  free(copy);
+  return bad ? -1 : 0;
+}
+
+static int et_shapes(const op_inst *k, const et_options *o, long out[][OP_MAX_PARAMS]) {
+  if (!o->nshapes) return k->op->emu_shapes(k, out, ET_MAX_SHAPES);
+  int n = 0;
+  for (int i = 0; i < o->nshapes && n < ET_MAX_SHAPES; i++) {
+    long s[OP_MAX_PARAMS];
+    k->op->emu_shapes(k, &s, 1); /* defaults for what --shape leaves out */
+    if (et_apply_shape(k, o->shapes[i], s) < 0) return -1;
+    memcpy(out[n++], s, sizeof s);
+  }
+  return n;
+}
+
+static void et_shape_text(const op_inst *k, const long *shape, char *out, size_t n) {
+  size_t used = 0;
+  out[0] = 0;
+  for (int i = 0; i < k->op->nparams; i++) {
+    const op_param *p = &k->op->params[i];
+    if (p->type != OP_INT) continue;
+    int w = snprintf(out + used, n - used, "%s%s=%ld", used ? " " : "", p->name, shape[i]);
+    if (w < 0 || (size_t)w >= n - used) break;
+    used += (size_t)w;
+  }
+}
+
+/* ---- the command -------------------------------------------------------------- */
+
+typedef struct {
+  hkrt_device *dev[8];
+  const char *names[8];
+  int n;
+} et_devices;
+
+static hkrt_device *et_device(et_devices *ds, const char *target, unsigned long long seed) {
+  for (int i = 0; i < ds->n; i++)
+    if (!strcmp(ds->names[i], target)) return ds->dev[i];
+  hkrt_device *d = NULL;
+  if (ds->n == 8 || hkrt_device_open(HKRT_BACKEND_EMU, target, &d) != HKRT_OK) return NULL;
+  hkrt_emu_configure(d, seed, 0);
+  ds->dev[ds->n] = d;
+  ds->names[ds->n++] = target;
+  return d;
+}
+
+static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, int *failed) {
+  char text[256];
+  et_shape_text(c->k, shape, text, sizeof text);
+  c->shape = shape;
+  c->nargs = c->k->op->args(c->k, c->args);
+  memset(c->argset, 0, sizeof c->argset);
+  memset(c->argbuf, 0, sizeof c->argbuf);
+  c->msg[0] = 0;
+  c->rng = seed;
+  double err = INFINITY;
+  int ran = c->k->op->emu_run(c->k, shape, c, &err) == 0;
+  int pass = ran && err <= ET_TOLERANCE; /* false for NaN and inf */
+  printf("%-36s %-7s %-52s %10.3e  %s%s%s\n", c->k->name, c->k->target, text, ran ? err : NAN,
+         pass ? "PASS" : "FAIL", c->msg[0] ? "  " : "", c->msg);
+  fflush(stdout);
+  for (int i = 0; i < c->nallocs; i++) hkrt_free(c->dev, c->allocs[i]);
+  c->nallocs = 0;
+  *failed += !pass;
+  return 0;
+}
+
+int et_test(const spec_set *set, const et_options *o) {
+  char tmpl[] = "/tmp/hkgen-test.XXXXXX";
+  const char *tmp = getenv("TMPDIR");
+  char *dir = tmp && *tmp ? xasprintf("%s/hkgen-test.XXXXXX", tmp) : xstrdup(tmpl);
+  if (!mkdtemp(dir)) {
+    diag_error(NULL, 0, 0, "cannot make a temporary folder: %s", strerror(errno));
+    free(dir);
+    return HK_EFAIL;
+  }
+  unsigned long long seed = o->seed;
+  printf("hkgen test: emulated CDNA waves, fp64 reference, tolerance %.0e, seed %llu\n",
+         ET_TOLERANCE, seed);
+  printf("%-36s %-7s %-52s %10s  %s\n", "kernel", "target", "shape", "rel err", "result");
+  int failed = 0, runs = 0, broken = 0;
+  et_devices ds = {0};
+  for (size_t i = 0; i < set->n; i++) {
+    const op_inst *k = &set->v[i];
+    long shapes[ET_MAX_SHAPES][OP_MAX_PARAMS];
+    int ns = et_shapes(k, o, shapes);
+    char *so = NULL;
+    if (ns < 0 || et_build(k, dir, &so) < 0) {
+      broken++;
+      continue;
+    }
+    hkrt_device *dev = et_device(&ds, k->target, seed);
+    hkrt_module *mod = NULL;
+    et_ctx c;
+    memset(&c, 0, sizeof c);
+    c.k = k;
+    c.dev = dev;
+    if (!dev || hkrt_module_load(dev, so, &mod) != HKRT_OK ||
+        hkrt_module_function(mod, k->name, &c.fn) != HKRT_OK) {
+      diag_error(NULL, 0, 0, "emulator: %s", hkrt_error());
+      broken++;
+    } else {
+      for (int s = 0; s < ns; s++, runs++)
+        et_one_shape(&c, shapes[s], seed + (unsigned long long)s * 7919u, &failed);
+    }
+    hkrt_module_unload(mod);
+    if (!o->keep) unlink(so);
+    free(so);
+  }
+  for (int i = 0; i < ds.n; i++) hkrt_device_close(ds.dev[i]);
+  printf("%d run%s, %d failed, %d kernel%s not built; seed %llu (rerun with --seed %llu)\n", runs,
+         runs == 1 ? "" : "s", failed, broken, broken == 1 ? "" : "s", seed, seed);
+  if (o->keep) printf("sources and host objects kept in %s\n", dir);
+  else {
+    char *cmd_dir = dir;
+    /* remove the .hip files, then the folder */
+    for (size_t i = 0; i < set->n; i++) {
+      char *hip = xasprintf("%s/%s.%s.hip", cmd_dir, set->v[i].name, set->v[i].target);
+      unlink(hip);
+      free(hip);
+    }
+    rmdir(cmd_dir);
+  }
+  free(dir);
+  return failed || broken ? HK_EFAIL : HK_OK;
+}

@@ -1,0 +1,45 @@
+/* emutest.h: `hkgen test`, the emulated run of generated kernels against an
+   fp64 reference. Ops use these helpers in their emu_run. */
+#ifndef HK_EMUTEST_H
+#define HK_EMUTEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "op.h"
+#include "spec.h"
+
+typedef struct et_ctx et_ctx;
+
+/* Device memory from the emulator: poisoned (all bytes 0xff: bf16 and fp32 NaN). */
+void *et_alloc(et_ctx *c, size_t bytes);
+void et_upload(et_ctx *c, void *dev, const void *host, size_t bytes);
+void et_download(et_ctx *c, void *host, const void *dev, size_t bytes);
+/* Uniform in [-1, 1), from the run's seeded generator. */
+double et_uniform(et_ctx *c);
+uint64_t et_rand(et_ctx *c);
+unsigned short et_to_bf16(double x);       /* round to nearest even */
+double et_from_bf16(unsigned short b);
+int et_is_nan_bf16(unsigned short b);
+/* Kernel arguments by name, at the offsets of the op's kernarg layout. */
+void et_arg_ptr(et_ctx *c, const char *name, const void *p);
+void et_arg_int(et_ctx *c, const char *name, long v);
+/* Launches with the grid of the op's formula and its block size. Returns 0,
+   or -1 with the emulator's message recorded for the report. */
+int et_launch(et_ctx *c);
+/* Relative L2 error of got against ref; NaN anywhere gives +inf. */
+double et_rel_l2(const double *ref, const double *got, size_t n);
+void et_note(et_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+typedef struct {
+  const char *targets;   /* --target list, or NULL for the spec's */
+  const char *shapes[16]; /* --shape NAME=V,NAME=V */
+  int nshapes;
+  unsigned long long seed;
+  int keep;              /* keep the temporary folder */
+} et_options;
+
+/* Runs every kernel of set on the emulator; returns an exit status. */
+int et_test(const spec_set *set, const et_options *o);
+
+#endif
