@@ -55,8 +55,21 @@ static double bd_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Hopper: 64K registers and 228 KiB of shared memory per SM, at most 64
+   warps and 32 blocks; registers are allocated per warp in units of 256. */
+static int bd_warps_per_sm(const cg_kernel_meta *m, int block) {
+  int warps = (block + 31) / 32;
+  int regs_warp = ((m->vgpr ? m->vgpr : 1) * 32 + 255) / 256 * 256;
+  int blocks = 65536 / (regs_warp * warps);
+  if (m->lds > 0 && 233472 / (m->lds + 1024) < blocks) blocks = 233472 / (m->lds + 1024);
+  if (blocks > 32) blocks = 32;
+  int w = blocks * warps;
+  return w > 64 ? 64 : w;
+}
+
 int bd_waves_per_simd(const char *target, const cg_kernel_meta *m, int block) {
   const tgt_info *t = tgt_find(target);
+  if (t && !tgt_is_amd(t)) return bd_warps_per_sm(m, block);
   /* gfx90a/gfx942/gfx950: 512 unified VGPRs+AGPRs per lane per SIMD, in granules of 8. */
   int regs = ((m->vgpr + 3) / 4) * 4 + m->agpr;
   regs = ((regs ? regs : 1) + 7) / 8 * 8;
@@ -114,35 +127,71 @@ static int bd_check_resources(const bd_item *it) {
   return ok ? 0 : -1;
 }
 
+/* "ptxas info : Used 40 registers, ... 16384 bytes smem" and "N bytes stack
+   frame, N bytes spill stores" from nvcc -Xptxas -v, for the one kernel. */
+static int bd_nv_meta(const char *text, const char *name, cg_kernel_meta *m) {
+  memset(m, 0, sizeof *m);
+  snprintf(m->name, sizeof m->name, "%s", name);
+  const char *regs = text ? strstr(text, "Used ") : NULL;
+  if (!regs) return -1;
+  m->vgpr = atoi(regs + 5);
+  const char *smem = strstr(regs, " bytes smem");
+  if (smem) {
+    while (smem > regs && smem[-1] >= '0' && smem[-1] <= '9') smem--;
+    m->lds = atoi(smem);
+  }
+  const char *frame = strstr(text, "bytes stack frame");
+  const char *spill = strstr(text, "bytes spill stores");
+  if (frame) {
+    while (frame > text && (frame[-1] == ' ' || (frame[-1] >= '0' && frame[-1] <= '9'))) frame--;
+    m->scratch = atoi(frame);
+  }
+  if (spill) {
+    while (spill > text && (spill[-1] == ' ' || (spill[-1] >= '0' && spill[-1] <= '9'))) spill--;
+    m->vgpr_spill = (atoi(spill) + 3) / 4; /* bytes -> 32-bit registers */
+  }
+  m->wave_size = 32;
+  return 0;
+}
+
+/* Resource figures: from the AMD code object's metadata, or nvcc's report. */
+static int bd_meta(const bd_item *it, const char *obj, size_t objlen, const char *meta,
+                   cg_kernel_meta *out) {
+  if (!tgt_is_amd(tgt_find(it->k->target))) return bd_nv_meta(meta, it->k->name, out);
+  cg_kernel_meta metas[4];
+  int nm = cg_read_meta(obj, objlen, metas, 4);
+  if (nm != 1 || strcmp(metas[0].name, it->k->name)) return -1;
+  *out = metas[0];
+  return 0;
+}
+
 static int bd_object(bd_ctx *c, bd_item *it) {
-  char key[65], *obj = NULL, *log = NULL;
+  char key[65], *obj = NULL, *log = NULL, *meta = NULL;
   size_t objlen = 0;
   cc_cache_key(&it->cc, it->k->target, it->src, it->srclen, key);
-  if (cc_cache_get(&c->cache, key, &obj, &objlen) == 0) {
+  if (cc_cache_get(&c->cache, key, &obj, &objlen, &meta) == 0) {
     it->cached = 1;
-  } else if (cc_compile(&it->cc, it->k->target, it->src, it->srclen, &obj, &objlen, &log) < 0) {
+  } else if (cc_compile(&it->cc, it->k->target, it->src, it->srclen, &obj, &objlen, &meta, &log) < 0) {
     diag_error(it->k->file, it->k->line, it->k->col, "compiling %s for %s failed:\n%s",
                it->k->name, it->k->target, log ? log : "(no log)");
     free(log);
     return -1;
   } else {
     atomic_fetch_add(&c->compiled, 1);
-    cc_cache_put(&c->cache, key, obj, objlen);
+    cc_cache_put(&c->cache, key, obj, objlen, meta);
   }
   int rc = -1;
-  cg_kernel_meta metas[4];
-  int nm = cg_read_meta(obj, objlen, metas, 4);
-  if (nm != 1 || strcmp(metas[0].name, it->k->name)) {
+  if (bd_meta(it, obj, objlen, meta, &it->meta) < 0) {
     diag_error(it->k->file, it->k->line, it->k->col,
-               "code object of %s for %s: cannot read its kernel metadata", it->k->name,
+               "code object of %s for %s: cannot read its resource usage", it->k->name,
                it->k->target);
   } else {
-    it->meta = metas[0];
     sha256_hex(obj, objlen, it->obj_sha);
     if (bd_check_resources(it) == 0 && bd_write(c->o->outdir, it->obj_rel, obj, objlen) == 0)
       rc = 0;
   }
   free(obj);
+  free(meta);
   return rc;
 }
 
@@ -199,7 +248,8 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only) {
     jw_kint(w, "scratch", it->meta.scratch);
     jw_kint(w, "vgpr_spill", it->meta.vgpr_spill);
     jw_kint(w, "sgpr_spill", it->meta.sgpr_spill);
-    jw_kint(w, "waves_per_simd", bd_waves_per_simd(k->target, &it->meta, k->op->block(k)));
+    jw_kint(w, tgt_is_amd(tgt_find(k->target)) ? "waves_per_simd" : "warps_per_sm",
+            bd_waves_per_simd(k->target, &it->meta, k->op->block(k)));
     jw_end_obj(w);
     w->inline_depth = 1000;
   }
@@ -325,7 +375,8 @@ int bd_build(spec_set *set, const bd_options *o) {
     bd_item *it = &c.items[i];
     it->k = &set->v[i];
     it->src_rel = xasprintf("%s/%s.hip", it->k->target, it->k->name);
-    it->obj_rel = xasprintf("%s/%s.hsaco", it->k->target, it->k->name);
+    it->obj_rel = xasprintf("%s/%s.%s", it->k->target, it->k->name,
+                            tgt_is_amd(tgt_find(it->k->target)) ? "hsaco" : "cubin");
   }
   int status = HK_EFAIL, lockfd = -1;
   if (!o->sources_only && bd_compilers(&c) < 0) goto out;

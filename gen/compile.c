@@ -22,7 +22,9 @@ extern char **environ;
 /* -O3, C++17, no GPU headers: generated sources carry their own prelude. */
 static const char *const cc_common_flags[] = {"-O3", "-std=c++17", "-nogpuinc"};
 
-const char *cc_flags_text(void) { return "-O3 -std=c++17 -nogpuinc"; }
+const char *cc_flags_text(void) {
+  return "-O3 -std=c++17 -nogpuinc | nvcc -x cu --cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -Xptxas -v";
+}
 
 /* Runs argv, capturing stdout+stderr into out (may be NULL). */
 int cc_run_argv(char *const argv[], hk_buf *out) {
@@ -80,6 +82,34 @@ static int cc_probe_clang(const char *path, char *identity, size_t n) {
 static pthread_mutex_t cc_lock = PTHREAD_MUTEX_INITIALIZER;
 static char cc_clang_path[512], cc_clang_id[512];
 static int cc_clang_probed;
+static char cc_nvcc_path[512], cc_nvcc_id[512];
+static int cc_nvcc_probed;
+
+/* nvcc: $HKGEN_NVCC, /usr/local/cuda/bin/nvcc, then PATH. Its identity is
+   the "Build cuda_..." line of --version. */
+static int cc_find_nvcc(void) {
+  if (cc_nvcc_probed) return cc_nvcc_path[0] ? 0 : -1;
+  cc_nvcc_probed = 1;
+  const char *env = getenv("HKGEN_NVCC");
+  const char *cands[] = {env && *env ? env : NULL, "/usr/local/cuda/bin/nvcc", "nvcc"};
+  for (size_t i = 0; i < 3; i++) {
+    if (!cands[i] || (cands[i][0] == '/' && !fs_exists(cands[i]))) continue;
+    char *argv[] = {(char *)cands[i], "--version", NULL};
+    hk_buf out;
+    buf_init(&out);
+    int ok = cc_run_argv(argv, &out) == 0;
+    const char *b = ok ? strstr(out.s, "Build ") : NULL;
+    if (b) {
+      snprintf(cc_nvcc_path, sizeof cc_nvcc_path, "%s", cands[i]);
+      snprintf(cc_nvcc_id, sizeof cc_nvcc_id, "nvcc %.*s (%s)", (int)strcspn(b + 6, "\n"), b + 6,
+               cands[i]);
+    }
+    buf_free(&out);
+    if (b) return 0;
+    if (env && i == 0) return -1;
+  }
+  return -1;
+}
 
 static int cc_find_clang(void) {
   if (cc_clang_probed) return cc_clang_path[0] ? 0 : -1;
@@ -110,6 +140,20 @@ const char *cc_clang(void) {
 }
 
 int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n) {
+  if (!strncmp(target, "sm_", 3)) {
+    memset(cc, 0, sizeof *cc);
+    pthread_mutex_lock(&cc_lock);
+    int have = cc_find_nvcc() == 0;
+    pthread_mutex_unlock(&cc_lock);
+    if (!have) {
+      snprintf(why, n, "no compiler for %s: nvcc not found (install the CUDA toolkit, or set HKGEN_NVCC)", target);
+      return -1;
+    }
+    cc->kind = CC_NVCC;
+    snprintf(cc->path, sizeof cc->path, "%s", cc_nvcc_path);
+    snprintf(cc->identity, sizeof cc->identity, "%s", cc_nvcc_id);
+    return 0;
+  }
   const char *force = getenv("HKGEN_COMPILER");
   int allow_comgr = !force || !*force || !strcmp(force, "comgr");
   int allow_clang = !force || !*force || !strcmp(force, "clang");
@@ -173,10 +217,49 @@ static int cc_compile_clang(const cc_compiler *cc, const char *target, const cha
   return rc;
 }
 
+/* nvcc for sm_90a: the cubin, and ptxas -v's report as meta. */
+static int cc_compile_nvcc(const cc_compiler *cc, const char *target, const char *src, size_t len,
+                           char **obj, size_t *objlen, char **meta, char **log) {
+  const char *tmp = getenv("TMPDIR");
+  char *tdir = xasprintf("%s/hkgen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(tdir)) {
+    *log = xasprintf("cannot make a temporary folder: %s", strerror(errno));
+    free(tdir);
+    return -1;
+  }
+  char *in = fs_join(tdir, "kernel.cu"), *out = fs_join(tdir, "kernel.cubin");
+  char *gencode = xasprintf("-gencode=arch=compute_%s,code=%s", target + 3, target); /* sm_90a */
+  char *argv[] = {(char *)cc->path, "-x", "cu", "--cubin", gencode, "-O3", "-std=c++17",
+                  "-Xptxas", "-v", in, "-o", out, NULL};
+  int rc = -1;
+  hk_buf msg;
+  buf_init(&msg);
+  if (fs_write_atomic(in, src, len) < 0) {
+    buf_printf(&msg, "cannot write %s: %s", in, strerror(errno));
+  } else {
+    int st = cc_run_argv(argv, &msg);
+    if (st < 0) buf_printf(&msg, "cannot run %s: %s", cc->path, strerror(errno));
+    else if (st == 0 && fs_read_file(out, 1u << 30, obj, objlen) == 0) rc = 0;
+  }
+  unlink(in);
+  unlink(out);
+  rmdir(tdir);
+  free(in);
+  free(out);
+  free(gencode);
+  free(tdir);
+  if (rc == 0) *meta = buf_steal(&msg);
+  else *log = buf_steal(&msg);
+  buf_free(&msg);
+  return rc;
+}
+
 int cc_compile(const cc_compiler *cc, const char *target, const char *src, size_t len,
-               char **obj, size_t *objlen, char **log) {
+               char **obj, size_t *objlen, char **meta, char **log) {
   *obj = NULL;
   *log = NULL;
+  *meta = NULL;
+  if (cc->kind == CC_NVCC) return cc_compile_nvcc(cc, target, src, len, obj, objlen, meta, log);
   if (cc->kind == CC_COMGR)
     return cg_compile(target, src, len, cc_common_flags, 3, obj, objlen, log);
   if (cc->kind == CC_CLANG) return cc_compile_clang(cc, target, src, len, obj, objlen, log);
@@ -206,17 +289,29 @@ void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, si
   sha256_to_hex(d, key);
 }
 
-int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len) {
+/* An entry is <key>.obj plus, when the compiler reported resources apart
+   from the object, <key>.meta (written first: an .obj implies its .meta). */
+int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len, char **meta) {
+  *meta = NULL;
   if (!c->enabled) return -1;
-  char *p = xasprintf("%s/%s.hsaco", c->dir, key);
+  char *p = xasprintf("%s/%s.obj", c->dir, key), *m = xasprintf("%s/%s.meta", c->dir, key);
   int rc = fs_read_file(p, 1u << 30, obj, len);
+  size_t mlen;
+  if (rc == 0 && fs_exists(m) && fs_read_file(m, 1u << 20, meta, &mlen) < 0) {
+    free(*obj);
+    rc = -1;
+  }
   free(p);
+  free(m);
   return rc;
 }
 
-void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t len) {
+void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t len,
+                  const char *meta) {
   if (!c->enabled) return;
-  char *p = xasprintf("%s/%s.hsaco", c->dir, key);
-  fs_write_atomic(p, obj, len); /* a failed cache write only costs a recompile */
+  char *p = xasprintf("%s/%s.obj", c->dir, key), *m = xasprintf("%s/%s.meta", c->dir, key);
+  /* a failed cache write only costs a recompile */
+  if (!meta || fs_write_atomic(m, meta, strlen(meta)) == 0) fs_write_atomic(p, obj, len);
   free(p);
+  free(m);
 }

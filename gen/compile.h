@@ -7,7 +7,7 @@
 
 #include "util.h"
 
-typedef enum { CC_NONE, CC_COMGR, CC_CLANG } cc_kind;
+typedef enum { CC_NONE, CC_COMGR, CC_CLANG, CC_NVCC } cc_kind;
 
 typedef struct {
   cc_kind kind;
@@ -27,8 +27,11 @@ const char *cc_clang(void);
 int cc_run_argv(char *const argv[], hk_buf *out);
 /* The options every compile uses (also part of the cache key). */
 const char *cc_flags_text(void);
+/* Compiles src for target. *meta receives what the compiler reported about
+   resources when the object itself does not carry it (nvcc's ptxas -v), or
+   NULL; the caller frees obj, meta and log. */
 int cc_compile(const cc_compiler *cc, const char *target, const char *src, size_t len,
-               char **obj, size_t *objlen, char **log);
+               char **obj, size_t *objlen, char **meta, char **log);
 
 /* Cache: $HKGEN_CACHE_DIR, else $XDG_CACHE_HOME/hkgen, else ~/.cache/hkgen. */
 typedef struct {
@@ -39,7 +42,8 @@ typedef struct {
 void cc_cache_open(cc_cache *c, int enabled);
 void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, size_t len,
                   char key[65]);
-int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len);
-void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t len);
+int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len, char **meta);
+void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t len,
+                  const char *meta);
 
 #endif

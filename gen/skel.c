@@ -261,6 +261,21 @@ static void skel_report_m4(const char *err, const op_inst *k) {
   free(copy);
 }
 
+/* <op>.<family>.hip.m4 when the family has its own skeleton, else the op's. */
+static char *skel_skeleton_for(const char *tpldir, const op_inst *k) {
+  const tgt_info *t = tgt_find(k->target);
+  const char *dot = strchr(k->op->skeleton, '.');
+  if (t && dot) {
+    char *name = xasprintf("%.*s.%s%s", (int)(dot - k->op->skeleton), k->op->skeleton, t->arch, dot);
+    char *path = fs_join(tpldir, name);
+    int have = fs_exists(path);
+    free(path);
+    if (have) return name;
+    free(name);
+  }
+  return xstrdup(k->op->skeleton);
+}
+
 int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
   skel_prologue p;
   skel_prologue_init(&p);
@@ -268,8 +283,9 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
   char *inc1 = xasprintf("-I%s", tpldir);
   char *inc2 = xasprintf("-I%s/include", tpldir);
   const char *m4 = getenv("HKGEN_M4");
+  char *skeleton = skel_skeleton_for(tpldir, k);
   char *argv[] = {(char *)(m4 && *m4 ? m4 : "m4"), "-P", "--fatal-warnings", inc1, inc2,
-                  "hk.m4", "-", (char *)k->op->skeleton, NULL};
+                  "hk.m4", "-", skeleton, NULL};
   hk_buf o, e;
   buf_init(&o);
   buf_init(&e);
@@ -284,7 +300,7 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
     if (bad) {
       char word[48];
       snprintf(word, sizeof word, "%.*s", (int)strcspn(bad, " \t\n([,;)"), bad);
-      diag_error(k->op->skeleton, 0, 0,
+      diag_error(skeleton, 0, 0,
                  "suspicious '%s' left in the output of kernel %s (line %d of the generated source): "
                  "a quoting bug in the template",
                  word, k->name, skel_line_of(o.s, bad));
@@ -298,6 +314,7 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
   buf_free(&e);
   free(inc1);
   free(inc2);
+  free(skeleton);
   skel_prologue_free(&p);
   return ok ? 0 : -1;
 }

@@ -10,12 +10,14 @@ typedef struct {
   const char *header;   /* tile header under templates/include/ */
   const char *product;  /* for docs and `hkgen list` */
   unsigned lds_bytes;   /* LDS a workgroup may allocate */
-  unsigned elf_mach;    /* EF_AMDGPU_MACH_* in e_flags */
+  unsigned elf_mach;    /* EF_AMDGPU_MACH_* in e_flags; 0 for NVIDIA */
 } tgt_info;
 
 const tgt_info *tgt_all(size_t *n);
 const tgt_info *tgt_find(const char *name);
 const tgt_info *tgt_from_elf_mach(unsigned mach);
+/* AMD (code objects with comgr metadata) or NVIDIA (cubins from nvcc). */
+int tgt_is_amd(const tgt_info *t);
 /* Targets used when a spec names none. */
 const char *tgt_default_list(void);
 

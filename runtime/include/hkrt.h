@@ -45,6 +45,9 @@ hkrt_status hkrt_free(hkrt_device *dev, void *ptr);
 hkrt_status hkrt_copy_to_device(hkrt_device *dev, void *dst, const void *src, size_t bytes);
 hkrt_status hkrt_copy_to_host(hkrt_device *dev, void *dst, const void *src, size_t bytes);
 
+/* Waits for all work launched on the device. */
+hkrt_status hkrt_synchronize(hkrt_device *dev);
+
 hkrt_status hkrt_module_load(hkrt_device *dev, const char *path, hkrt_module **out);
 void hkrt_module_unload(hkrt_module *mod);
 hkrt_status hkrt_module_function(hkrt_module *mod, const char *name, hkrt_func **out);

@@ -407,3 +407,45 @@ out:
   free(r.lds);
   return st;
 }
+
+/* ---- the backend table ------------------------------------------------------- */
+
+static hkrt_status emu_ops_open(const char *target, void **dev) { return emu_open(target, (emu_device **)dev); }
+static void emu_ops_close(void *dev) { emu_close(dev); }
+static hkrt_status emu_ops_alloc(void *dev, size_t n, void **p) { return emu_alloc(dev, n, p); }
+static hkrt_status emu_ops_free(void *dev, void *p) { return emu_free(dev, p); }
+
+/* Device memory is host memory: a copy is a memcpy into a checked block. */
+static hkrt_status emu_ops_to_device(void *dev, void *dst, const void *src, size_t n) {
+  hkrt_status st = emu_check_range(dev, dst, n);
+  if (st == HKRT_OK) memcpy(dst, src, n);
+  return st;
+}
+
+static hkrt_status emu_ops_to_host(void *dev, void *dst, const void *src, size_t n) {
+  hkrt_status st = emu_check_range(dev, src, n);
+  if (st == HKRT_OK) memcpy(dst, src, n);
+  return st;
+}
+
+static hkrt_status emu_ops_module_load(void *dev, const char *path, void **mod) {
+  return emu_module_load(dev, path, (emu_module **)mod);
+}
+static void emu_ops_module_unload(void *mod) { emu_module_unload(mod); }
+static hkrt_status emu_ops_function(void *mod, const char *name, void **fn, unsigned *sz) {
+  return emu_function(mod, name, fn, sz);
+}
+static hkrt_status emu_ops_launch(void *dev, void *fn, const char *name, const unsigned grid[3],
+                                  const unsigned block[3], const void *args, size_t size, void *stream) {
+  (void)stream; /* the emulator runs synchronously */
+  return emu_launch(dev, fn, name, grid, block, args, size);
+}
+static hkrt_status emu_ops_sync(void *dev) {
+  (void)dev;
+  return HKRT_OK;
+}
+
+const hkrt_backend_ops hkrt_emu_ops = {
+    "emulator", emu_ops_open, emu_ops_close, emu_ops_alloc, emu_ops_free, emu_ops_to_device,
+    emu_ops_to_host, emu_ops_module_load, emu_ops_module_unload, emu_ops_function, emu_ops_launch,
+    emu_ops_sync};

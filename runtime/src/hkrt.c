@@ -1,4 +1,5 @@
-/* hkrt.c: the public API; it checks arguments and dispatches to a backend. */
+/* hkrt.c: the public API. It checks arguments and calls the device's
+   backend table (emulator, CUDA or HIP). */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,13 +9,14 @@
 #include "hkrt_int.h"
 
 struct hkrt_device {
+  const hkrt_backend_ops *ops;
   hkrt_backend backend;
-  emu_device *emu;
+  void *impl;
 };
 
 struct hkrt_module {
   hkrt_device *dev;
-  emu_module *emu;
+  void *impl;
   hkrt_func **funcs; /* owned: released with the module */
   size_t nfuncs;
 };
@@ -22,8 +24,8 @@ struct hkrt_module {
 struct hkrt_func {
   hkrt_module *mod;
   char name[128];
-  void *entry;
-  unsigned args_size;
+  void *impl;
+  unsigned args_size; /* 0: unknown to the backend (GPU objects) */
 };
 
 static _Thread_local char hkrt_msg[1024];
@@ -46,16 +48,25 @@ HKRT_API const char *hkrt_status_name(hkrt_status s) {
   return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "HKRT_ERR_UNKNOWN";
 }
 
+static const hkrt_backend_ops *hkrt_ops_for(hkrt_backend b) {
+  switch (b) {
+  case HKRT_BACKEND_EMU: return &hkrt_emu_ops;
+  case HKRT_BACKEND_CUDA: return &hkrt_cuda_ops;
+  case HKRT_BACKEND_HIP: return &hkrt_hip_ops;
+  }
+  return NULL;
+}
+
 HKRT_API hkrt_status hkrt_device_open(hkrt_backend backend, const char *target, hkrt_device **out) {
   if (!out) return hkrt_fail(HKRT_ERR_ARG, "hkrt_device_open: out is NULL");
   *out = NULL;
-  if (backend != HKRT_BACKEND_EMU)
-    return hkrt_fail(HKRT_ERR_NO_DRIVER, "hkrt_device_open: the %s backend is not built into this libhkrt yet",
-                     backend == HKRT_BACKEND_HIP ? "HIP" : backend == HKRT_BACKEND_CUDA ? "CUDA" : "unknown");
+  const hkrt_backend_ops *ops = hkrt_ops_for(backend);
+  if (!ops) return hkrt_fail(HKRT_ERR_ARG, "hkrt_device_open: unknown backend %d", (int)backend);
   hkrt_device *d = calloc(1, sizeof *d);
   if (!d) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  d->ops = ops;
   d->backend = backend;
-  hkrt_status st = emu_open(target, &d->emu);
+  hkrt_status st = ops->open(target, &d->impl);
   if (st != HKRT_OK) {
     free(d);
     return st;
@@ -66,38 +77,35 @@ HKRT_API hkrt_status hkrt_device_open(hkrt_backend backend, const char *target, 
 
 HKRT_API void hkrt_device_close(hkrt_device *dev) {
   if (!dev) return;
-  emu_close(dev->emu);
+  dev->ops->close(dev->impl);
   free(dev);
 }
 
 HKRT_API hkrt_status hkrt_alloc(hkrt_device *dev, size_t bytes, void **ptr) {
   if (!dev || !ptr) return hkrt_fail(HKRT_ERR_ARG, "hkrt_alloc: NULL argument");
-  return emu_alloc(dev->emu, bytes, ptr);
+  if (!bytes) return hkrt_fail(HKRT_ERR_ARG, "hkrt_alloc: zero bytes");
+  return dev->ops->alloc(dev->impl, bytes, ptr);
 }
 
 HKRT_API hkrt_status hkrt_free(hkrt_device *dev, void *ptr) {
   if (!dev) return hkrt_fail(HKRT_ERR_ARG, "hkrt_free: NULL device");
   if (!ptr) return HKRT_OK;
-  return emu_free(dev->emu, ptr);
-}
-
-/* The emulator's device memory is host memory: a copy is a checked memcpy. */
-static hkrt_status hkrt_copy(hkrt_device *dev, void *dst, const void *src, size_t n,
-                             const void *devp, const char *what) {
-  if (!dev || !dst || !src) return hkrt_fail(HKRT_ERR_ARG, "%s: NULL argument", what);
-  if (!n) return HKRT_OK;
-  hkrt_status st = emu_check_range(dev->emu, devp, n);
-  if (st != HKRT_OK) return hkrt_fail(st, "%s: %s", what, hkrt_error());
-  memcpy(dst, src, n);
-  return HKRT_OK;
+  return dev->ops->free(dev->impl, ptr);
 }
 
 HKRT_API hkrt_status hkrt_copy_to_device(hkrt_device *dev, void *dst, const void *src, size_t n) {
-  return hkrt_copy(dev, dst, src, n, dst, "hkrt_copy_to_device");
+  if (!dev || !dst || !src) return hkrt_fail(HKRT_ERR_ARG, "hkrt_copy_to_device: NULL argument");
+  return n ? dev->ops->to_device(dev->impl, dst, src, n) : HKRT_OK;
 }
 
 HKRT_API hkrt_status hkrt_copy_to_host(hkrt_device *dev, void *dst, const void *src, size_t n) {
-  return hkrt_copy(dev, dst, src, n, src, "hkrt_copy_to_host");
+  if (!dev || !dst || !src) return hkrt_fail(HKRT_ERR_ARG, "hkrt_copy_to_host: NULL argument");
+  return n ? dev->ops->to_host(dev->impl, dst, src, n) : HKRT_OK;
+}
+
+HKRT_API hkrt_status hkrt_synchronize(hkrt_device *dev) {
+  if (!dev) return hkrt_fail(HKRT_ERR_ARG, "hkrt_synchronize: NULL device");
+  return dev->ops->synchronize(dev->impl);
 }
 
 HKRT_API hkrt_status hkrt_module_load(hkrt_device *dev, const char *path, hkrt_module **out) {
@@ -105,7 +113,7 @@ HKRT_API hkrt_status hkrt_module_load(hkrt_device *dev, const char *path, hkrt_m
   hkrt_module *m = calloc(1, sizeof *m);
   if (!m) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
   m->dev = dev;
-  hkrt_status st = emu_module_load(dev->emu, path, &m->emu);
+  hkrt_status st = dev->ops->module_load(dev->impl, path, &m->impl);
   if (st != HKRT_OK) {
     free(m);
     return st;
@@ -118,7 +126,7 @@ HKRT_API void hkrt_module_unload(hkrt_module *mod) {
   if (!mod) return;
   for (size_t i = 0; i < mod->nfuncs; i++) free(mod->funcs[i]);
   free(mod->funcs);
-  emu_module_unload(mod->emu);
+  mod->dev->ops->module_unload(mod->impl);
   free(mod);
 }
 
@@ -132,36 +140,35 @@ HKRT_API hkrt_status hkrt_module_function(hkrt_module *mod, const char *name, hk
   hkrt_func f = {.mod = mod};
   if (strlen(name) >= sizeof f.name) return hkrt_fail(HKRT_ERR_ARG, "kernel name too long");
   snprintf(f.name, sizeof f.name, "%s", name);
-  hkrt_status st = emu_function(mod->emu, name, &f.entry, &f.args_size);
+  hkrt_status st = mod->dev->ops->function(mod->impl, name, &f.impl, &f.args_size);
   if (st != HKRT_OK) return st;
   hkrt_func **v = realloc(mod->funcs, (mod->nfuncs + 1) * sizeof *v);
-  hkrt_func *p = malloc(sizeof *p);
-  if (!v || !p) {
-    free(p);
-    if (v) mod->funcs = v;
-    return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
-  }
+  if (v) mod->funcs = v;
+  hkrt_func *p = v ? malloc(sizeof *p) : NULL;
+  if (!p) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
   *p = f;
   v[mod->nfuncs++] = p;
-  mod->funcs = v;
   *out = p;
   return HKRT_OK;
 }
 
 HKRT_API hkrt_status hkrt_launch(hkrt_func *fn, const unsigned grid[3], const unsigned block[3],
                                  const void *args, size_t args_size, void *stream) {
-  (void)stream;
   if (!fn || !grid || !block || (!args && args_size))
     return hkrt_fail(HKRT_ERR_ARG, "hkrt_launch: NULL argument");
-  if (args_size != fn->args_size)
+  if (fn->args_size && args_size != fn->args_size)
     return hkrt_fail(HKRT_ERR_ARG, "hkrt_launch: kernel %s takes %u bytes of arguments, got %zu",
                      fn->name, fn->args_size, args_size);
-  return emu_launch(fn->mod->dev->emu, fn->entry, fn->name, grid, block, args, args_size);
+  for (int i = 0; i < 3; i++)
+    if (!grid[i] || !block[i])
+      return hkrt_fail(HKRT_ERR_ARG, "hkrt_launch: kernel %s: empty grid or block", fn->name);
+  hkrt_device *d = fn->mod->dev;
+  return d->ops->launch(d->impl, fn->impl, fn->name, grid, block, args, args_size, stream);
 }
 
 HKRT_API hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsigned lds_limit) {
   if (!dev || dev->backend != HKRT_BACKEND_EMU)
     return hkrt_fail(HKRT_ERR_ARG, "hkrt_emu_configure: not an emulator device");
-  emu_configure(dev->emu, seed, lds_limit);
+  emu_configure(dev->impl, seed, lds_limit);
   return HKRT_OK;
 }

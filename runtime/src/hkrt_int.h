@@ -13,6 +13,29 @@
 HKRT_LOCAL hkrt_status hkrt_fail(hkrt_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A backend: one file implements this table (emu.c via hkrt.c, gpu.c for
+   CUDA and HIP). Device pointers travel as void *. */
+typedef struct {
+  const char *name;
+  hkrt_status (*open)(const char *target, void **dev);
+  void (*close)(void *dev);
+  hkrt_status (*alloc)(void *dev, size_t bytes, void **ptr);
+  hkrt_status (*free)(void *dev, void *ptr);
+  hkrt_status (*to_device)(void *dev, void *dst, const void *src, size_t n);
+  hkrt_status (*to_host)(void *dev, void *dst, const void *src, size_t n);
+  hkrt_status (*module_load)(void *dev, const char *path, void **mod);
+  void (*module_unload)(void *mod);
+  /* args_size: the argument bytes the kernel takes, or 0 when unknown */
+  hkrt_status (*function)(void *mod, const char *name, void **fn, unsigned *args_size);
+  hkrt_status (*launch)(void *dev, void *fn, const char *name, const unsigned grid[3],
+                        const unsigned block[3], const void *args, size_t args_size, void *stream);
+  hkrt_status (*synchronize)(void *dev);
+} hkrt_backend_ops;
+
+HKRT_LOCAL extern const hkrt_backend_ops hkrt_emu_ops;
+HKRT_LOCAL extern const hkrt_backend_ops hkrt_cuda_ops;
+HKRT_LOCAL extern const hkrt_backend_ops hkrt_hip_ops;
+
 /* The emulator backend (emu.c). */
 typedef struct emu_device emu_device;
 typedef struct emu_module emu_module;

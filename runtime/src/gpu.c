@@ -1,0 +1,241 @@
+/* gpu.c: the CUDA driver and HIP backends. Both libraries are opened with
+   dlopen at the first hkrt_device_open, so libhkrt links no GPU library:
+   without a driver or a device the open fails with a clear status. Kernels
+   take one argument struct, passed as a packed buffer (the launch `extra`
+   form both APIs share). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hkrt_int.h"
+
+/* The few driver types used, as the ABI defines them. */
+typedef int gpu_res;
+typedef unsigned long long gpu_ptr;
+
+typedef struct {
+  const char *api;               /* "CUDA" or "HIP" */
+  const char *const *libs;       /* sonames to try */
+  void *lib;
+  int ok;
+  gpu_res (*init)(unsigned);
+  gpu_res (*count)(int *);
+  gpu_res (*error_string)(gpu_res, const char **);
+  gpu_res (*malloc_)(gpu_ptr *, size_t);
+  gpu_res (*free_)(gpu_ptr);
+  gpu_res (*h2d)(gpu_ptr, const void *, size_t);
+  gpu_res (*d2h)(void *, gpu_ptr, size_t);
+  gpu_res (*load)(void **, const void *);
+  gpu_res (*unload)(void *);
+  gpu_res (*getfn)(void **, void *, const char *);
+  gpu_res (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                    void *, void **, void **);
+  gpu_res (*sync)(void);
+  /* CUDA only: a context to make current */
+  gpu_res (*device_get)(int *, int);
+  gpu_res (*ctx_retain)(void **, int);
+  gpu_res (*ctx_set)(void *);
+  /* HIP only */
+  gpu_res (*memcpy_)(void *, const void *, size_t, int);
+  void *ctx;
+  void *end_marker; /* CU_LAUNCH_PARAM_END is 0, HIP_LAUNCH_PARAM_END is 3 */
+} gpu_api;
+
+static const char *const gpu_cuda_libs[] = {"libcuda.so.1", "libcuda.so", NULL};
+static const char *const gpu_hip_libs[] = {"libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
+                                           "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so", NULL};
+
+static gpu_api gpu_cuda = {.api = "CUDA", .libs = gpu_cuda_libs, .end_marker = (void *)0};
+static gpu_api gpu_hip = {.api = "HIP", .libs = gpu_hip_libs, .end_marker = (void *)3};
+static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *gpu_sym(gpu_api *g, const char *name, int *missing) {
+  void *p = dlsym(g->lib, name);
+  if (!p) *missing = 1;
+  return p;
+}
+
+#define GPU_BIND(g, field, name) *(void **)&(g)->field = gpu_sym((g), (name), &missing)
+
+static hkrt_status gpu_load_library(gpu_api *g) {
+  if (g->ok) return HKRT_OK;
+  for (int i = 0; g->libs[i] && !g->lib; i++) g->lib = dlopen(g->libs[i], RTLD_NOW | RTLD_LOCAL);
+  if (!g->lib)
+    return hkrt_fail(HKRT_ERR_NO_DRIVER, "%s backend: cannot load %s (%s): is the driver installed?",
+                     g->api, g->libs[0], dlerror());
+  int missing = 0, cuda = g == &gpu_cuda;
+  GPU_BIND(g, init, cuda ? "cuInit" : "hipInit");
+  GPU_BIND(g, count, cuda ? "cuDeviceGetCount" : "hipGetDeviceCount");
+  GPU_BIND(g, malloc_, cuda ? "cuMemAlloc_v2" : "hipMalloc");
+  GPU_BIND(g, free_, cuda ? "cuMemFree_v2" : "hipFree");
+  GPU_BIND(g, load, cuda ? "cuModuleLoadData" : "hipModuleLoadData");
+  GPU_BIND(g, unload, cuda ? "cuModuleUnload" : "hipModuleUnload");
+  GPU_BIND(g, getfn, cuda ? "cuModuleGetFunction" : "hipModuleGetFunction");
+  GPU_BIND(g, launch, cuda ? "cuLaunchKernel" : "hipModuleLaunchKernel");
+  GPU_BIND(g, sync, cuda ? "cuCtxSynchronize" : "hipDeviceSynchronize");
+  if (cuda) {
+    GPU_BIND(g, h2d, "cuMemcpyHtoD_v2");
+    GPU_BIND(g, d2h, "cuMemcpyDtoH_v2");
+    GPU_BIND(g, device_get, "cuDeviceGet");
+    GPU_BIND(g, ctx_retain, "cuDevicePrimaryCtxRetain");
+    GPU_BIND(g, ctx_set, "cuCtxSetCurrent");
+  } else {
+    GPU_BIND(g, memcpy_, "hipMemcpy");
+  }
+  /* optional: messages only */
+  *(void **)&g->error_string = dlsym(g->lib, cuda ? "cuGetErrorString" : "hipDrvGetErrorString");
+  if (missing) {
+    dlclose(g->lib);
+    g->lib = NULL;
+    return hkrt_fail(HKRT_ERR_NO_DRIVER, "%s backend: the driver library lacks entry points hkrt needs", g->api);
+  }
+  g->ok = 1;
+  return HKRT_OK;
+}
+
+static const char *gpu_err(gpu_api *g, gpu_res r) {
+  const char *s = NULL;
+  if (g->error_string) g->error_string(r, &s);
+  return s ? s : "unknown error";
+}
+
+static hkrt_status gpu_check(gpu_api *g, gpu_res r, hkrt_status st, const char *what) {
+  if (r == 0) return HKRT_OK;
+  return hkrt_fail(st, "%s: %s failed: %s (%d)", g->api, what, gpu_err(g, r), r);
+}
+
+static hkrt_status gpu_open(gpu_api *g, void **dev) {
+  pthread_mutex_lock(&gpu_lock);
+  hkrt_status st = gpu_load_library(g);
+  pthread_mutex_unlock(&gpu_lock);
+  if (st != HKRT_OK) return st;
+  gpu_res r = g->init(0);
+  int n = 0;
+  if (r == 0) r = g->count(&n);
+  if (r != 0 || n == 0)
+    return hkrt_fail(HKRT_ERR_NO_DEVICE, "%s backend: no device (%s)", g->api,
+                     r ? gpu_err(g, r) : "0 devices");
+  if (g == &gpu_cuda) {
+    int d;
+    if ((st = gpu_check(g, g->device_get(&d, 0), HKRT_ERR_NO_DEVICE, "cuDeviceGet"))) return st;
+    if ((st = gpu_check(g, g->ctx_retain(&g->ctx, d), HKRT_ERR_NO_DEVICE, "cuDevicePrimaryCtxRetain")))
+      return st;
+    if ((st = gpu_check(g, g->ctx_set(g->ctx), HKRT_ERR_NO_DEVICE, "cuCtxSetCurrent"))) return st;
+  }
+  *dev = g;
+  return HKRT_OK;
+}
+
+static hkrt_status gpu_current(gpu_api *g) {
+  if (g == &gpu_cuda && g->ctx) return gpu_check(g, g->ctx_set(g->ctx), HKRT_ERR_LAUNCH, "cuCtxSetCurrent");
+  return HKRT_OK;
+}
+
+static void gpu_close(void *dev) { (void)dev; /* the primary context stays for other users */ }
+
+static hkrt_status gpu_alloc(void *dev, size_t bytes, void **ptr) {
+  gpu_api *g = dev;
+  gpu_ptr p = 0;
+  gpu_current(g);
+  hkrt_status st = gpu_check(g, g->malloc_(&p, bytes), HKRT_ERR_NOMEM, "allocation");
+  *ptr = (void *)(size_t)p;
+  return st;
+}
+
+static hkrt_status gpu_free(void *dev, void *ptr) {
+  gpu_api *g = dev;
+  return gpu_check(g, g->free_((gpu_ptr)(size_t)ptr), HKRT_ERR_ARG, "free");
+}
+
+static hkrt_status gpu_to_device(void *dev, void *dst, const void *src, size_t n) {
+  gpu_api *g = dev;
+  gpu_current(g);
+  gpu_res r = g == &gpu_cuda ? g->h2d((gpu_ptr)(size_t)dst, src, n) : g->memcpy_(dst, src, n, 1);
+  return gpu_check(g, r, HKRT_ERR_ARG, "copy to device");
+}
+
+static hkrt_status gpu_to_host(void *dev, void *dst, const void *src, size_t n) {
+  gpu_api *g = dev;
+  gpu_current(g);
+  gpu_res r = g == &gpu_cuda ? g->d2h(dst, (gpu_ptr)(size_t)src, n) : g->memcpy_(dst, src, n, 2);
+  return gpu_check(g, r, HKRT_ERR_ARG, "copy to host");
+}
+
+static hkrt_status gpu_module_load(void *dev, const char *path, void **mod) {
+  gpu_api *g = dev;
+  FILE *f = fopen(path, "rb");
+  if (!f) return hkrt_fail(HKRT_ERR_IO, "%s: cannot open %s", g->api, path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *data = n > 0 ? malloc((size_t)n) : NULL;
+  size_t got = data ? fread(data, 1, (size_t)n, f) : 0;
+  fclose(f);
+  if (!data || got != (size_t)n) {
+    free(data);
+    return hkrt_fail(HKRT_ERR_IO, "%s: cannot read %s", g->api, path);
+  }
+  gpu_current(g);
+  hkrt_status st = gpu_check(g, g->load(mod, data), HKRT_ERR_IO, "module load");
+  free(data);
+  return st;
+}
+
+static void gpu_module_unload_cuda(void *mod) { gpu_cuda.unload(mod); }
+static void gpu_module_unload_hip(void *mod) { gpu_hip.unload(mod); }
+
+static hkrt_status gpu_function(gpu_api *g, void *mod, const char *name, void **fn,
+                                unsigned *args_size) {
+  *args_size = 0; /* not recorded in the object: the manifest says */
+  gpu_res r = g->getfn(fn, mod, name);
+  if (r) return hkrt_fail(HKRT_ERR_NOT_FOUND, "%s: no kernel '%s' in module (%s)", g->api, name, gpu_err(g, r));
+  return HKRT_OK;
+}
+
+static hkrt_status gpu_function_cuda(void *mod, const char *name, void **fn, unsigned *sz) {
+  return gpu_function(&gpu_cuda, mod, name, fn, sz);
+}
+
+static hkrt_status gpu_function_hip(void *mod, const char *name, void **fn, unsigned *sz) {
+  return gpu_function(&gpu_hip, mod, name, fn, sz);
+}
+
+static hkrt_status gpu_launch(void *dev, void *fn, const char *name, const unsigned grid[3],
+                              const unsigned block[3], const void *args, size_t args_size,
+                              void *stream) {
+  gpu_api *g = dev;
+  size_t size = args_size;
+  void *extra[] = {(void *)1, (void *)args, (void *)2, &size, g->end_marker};
+  gpu_current(g);
+  gpu_res r = g->launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream,
+                        NULL, extra);
+  if (r) return hkrt_fail(HKRT_ERR_LAUNCH, "%s: launch of %s failed: %s (%d)", g->api, name, gpu_err(g, r), r);
+  return HKRT_OK;
+}
+
+static hkrt_status gpu_sync(void *dev) {
+  gpu_api *g = dev;
+  gpu_current(g);
+  return gpu_check(g, g->sync(), HKRT_ERR_LAUNCH, "synchronize");
+}
+
+static hkrt_status gpu_open_cuda(const char *target, void **dev) {
+  (void)target;
+  return gpu_open(&gpu_cuda, dev);
+}
+
+static hkrt_status gpu_open_hip(const char *target, void **dev) {
+  (void)target;
+  return gpu_open(&gpu_hip, dev);
+}
+
+const hkrt_backend_ops hkrt_cuda_ops = {
+    "CUDA", gpu_open_cuda, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
+    gpu_module_load, gpu_module_unload_cuda, gpu_function_cuda, gpu_launch, gpu_sync};
+
+const hkrt_backend_ops hkrt_hip_ops = {
+    "HIP", gpu_open_hip, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
+    gpu_module_load, gpu_module_unload_hip, gpu_function_hip, gpu_launch, gpu_sync};
