@@ -289,6 +289,14 @@ void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, si
   sha256_to_hex(d, key);
 }
 
+int cc_cache_has(const cc_cache *c, const char *key) {
+  if (!c->enabled) return 0;
+  char *p = xasprintf("%s/%s.obj", c->dir, key);
+  int have = fs_exists(p);
+  free(p);
+  return have;
+}
+
 /* An entry is <key>.obj plus, when the compiler reported resources apart
    from the object, <key>.meta (written first: an .obj implies its .meta). */
 int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len, char **meta) {

@@ -42,6 +42,8 @@ typedef struct {
 void cc_cache_open(cc_cache *c, int enabled);
 void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, size_t len,
                   char key[65]);
+/* Whether the cache holds key (no read). */
+int cc_cache_has(const cc_cache *c, const char *key);
 int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len, char **meta);
 void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t len,
                   const char *meta);

@@ -118,6 +118,12 @@ void et_arg_int(et_ctx *c, const char *name, long v) {
   }
 }
 
+void et_arg_float(et_ctx *c, const char *name, double v) {
+  op_arg *a = et_find_arg(c, name);
+  float f = (float)v;
+  memcpy(c->argbuf + a->offset, &f, 4);
+}
+
 void et_note(et_ctx *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

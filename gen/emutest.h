@@ -24,6 +24,7 @@ int et_is_nan_bf16(unsigned short b);
 /* Kernel arguments by name, at the offsets of the op's kernarg layout. */
 void et_arg_ptr(et_ctx *c, const char *name, const void *p);
 void et_arg_int(et_ctx *c, const char *name, long v);
+void et_arg_float(et_ctx *c, const char *name, double v);
 /* Launches with the grid of the op's formula and its block size. Returns 0,
    or -1 with the emulator's message recorded for the report. */
 int et_launch(et_ctx *c);

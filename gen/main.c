@@ -19,6 +19,7 @@
 #endif
 
 int cmd_inspect_path(const char *path);
+int cmd_explain_set(const spec_set *set, int jobs);
 
 typedef struct {
   const char *outdir;
@@ -34,6 +35,7 @@ static void cli_usage(FILE *f) {
   fputs("usage: hkgen [build] SPEC... [-o DIR] [-j N] [--target LIST] [--no-cache] [-q]\n"
         "       hkgen gen SPEC... [-o DIR] [--target LIST]   write sources only\n"
         "       hkgen check SPEC... [--target LIST]          validate only\n"
+        "       hkgen explain SPEC... [--target LIST]        which kernel serves each problem; build estimate\n"
         "       hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [--keep]\n"
         "                                                    run kernels on the CPU emulator\n"
         "       hkgen list                                   ops, parameters, targets\n"
@@ -179,6 +181,16 @@ static int cmd_test(int argc, char **argv) {
   return rc;
 }
 
+static int cmd_explain(int argc, char **argv) {
+  cli_args a = {0};
+  spec_set set = {0};
+  int rc = HK_EUSAGE;
+  if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) rc = cmd_explain_set(&set, a.jobs);
+  spec_set_free(&set);
+  free(a.files);
+  return rc;
+}
+
 static const char *cli_type_name(op_ptype t) {
   return t == OP_INT ? "int" : t == OP_ENUM ? "enum" : t == OP_BOOL ? "bool" : "float";
 }
@@ -230,7 +242,7 @@ static const struct {
   int (*fn)(int, char **);
 } cli_cmds[] = {
     {"build", cmd_build}, {"gen", cmd_gen},         {"check", cmd_check},
-    {"list", cmd_list},   {"inspect", cmd_inspect}, {"test", cmd_test},
+    {"list", cmd_list},   {"inspect", cmd_inspect}, {"test", cmd_test}, {"explain", cmd_explain},
 };
 
 int main(int argc, char **argv) {

@@ -9,8 +9,9 @@
 
 extern const op_desc op_gemm;
 extern const op_desc op_rope;
+extern const op_desc op_attn_fwd;
 
-static const op_desc *const op_table[] = {&op_gemm, &op_rope};
+static const op_desc *const op_table[] = {&op_attn_fwd, &op_gemm, &op_rope};
 
 const op_desc *const *op_all(size_t *n) {
   *n = sizeof op_table / sizeof op_table[0];

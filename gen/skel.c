@@ -262,7 +262,7 @@ static void skel_report_m4(const char *err, const op_inst *k) {
 }
 
 /* <op>.<family>.hip.m4 when the family has its own skeleton, else the op's. */
-static char *skel_skeleton_for(const char *tpldir, const op_inst *k) {
+char *skel_skeleton_for(const char *tpldir, const op_inst *k) {
   const tgt_info *t = tgt_find(k->target);
   const char *dot = strchr(k->op->skeleton, '.');
   if (t && dot) {

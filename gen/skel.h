@@ -32,6 +32,10 @@ void skel_prologue_for(skel_prologue *p, const op_inst *k);
    diag_error at template file:line. Returns 0 or -1. */
 int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len);
 
+/* The skeleton file name for k: <op>.<family>.hip.m4 when it exists, else
+   the op's own. Caller frees. */
+char *skel_skeleton_for(const char *tpldir, const op_inst *k);
+
 /* Where templates live: $HKGEN_TEMPLATES, else next to the executable
    (../templates or ../share/hkgen/templates), else the build-time path. */
 const char *skel_template_dir(void);

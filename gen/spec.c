@@ -13,11 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model.h"
 #include "target.h"
 #include "util.h"
 #include "yamltree.h"
 
-static const char *const spec_top_keys[] = {"hkgen", "defaults", "kernels"};
+static const char *const spec_top_keys[] = {"hkgen", "defaults", "kernels", "models"};
 static const char *const spec_entry_keys[] = {"op", "name", "target"};
 
 /* The values one parameter takes within an entry, and where they came from. */
@@ -364,11 +365,11 @@ static void spec_top(spec_ctx *c, const yt_node *root) {
   for (size_t i = 0; i + 1 < root->n; i += 2) {
     const yt_node *key = root->items[i];
     int known = 0;
-    for (size_t j = 0; j < 3; j++) known |= !strcmp(key->value, spec_top_keys[j]);
+    for (size_t j = 0; j < 4; j++) known |= !strcmp(key->value, spec_top_keys[j]);
     if (known) continue;
-    const char *near = str_closest(key->value, spec_top_keys, 3);
+    const char *near = str_closest(key->value, spec_top_keys, 4);
     if (near) spec_err(c, key, "unknown top-level key '%s'; did you mean '%s'?", key->value, near);
-    else spec_err(c, key, "unknown top-level key '%s'; allowed: hkgen, defaults, kernels%s", key->value, "");
+    else spec_err(c, key, "unknown top-level key '%s'; allowed: hkgen, defaults, kernels, models%s", key->value, "");
   }
   const yt_node *ver = yt_map_get(root, "hkgen");
   if (ver && (ver->kind != YT_SCALAR || strcmp(ver->value, "1")))
@@ -382,12 +383,20 @@ static void spec_top(spec_ctx *c, const yt_node *root) {
     spec_check_defaults(c);
     c->defaults_used = xcalloc(c->defaults->n / 2 + 1, 1);
   }
-  const yt_node *ks = yt_map_get(root, "kernels");
-  if (!ks || ks->kind != YT_SEQ || ks->n == 0) {
-    spec_err(c, ks ? ks : root, "a spec needs 'kernels:', a non-empty list of kernel entries%s%s", "", "");
+  const yt_node *ks = yt_map_get(root, "kernels"), *models = yt_map_get(root, "models");
+  if ((ks || !models) && (!ks || ks->kind != YT_SEQ || ks->n == 0)) {
+    spec_err(c, ks ? ks : root,
+             "a spec needs 'kernels:' (a non-empty list of kernel entries) or 'models:'%s%s", "", "");
     return;
   }
-  for (size_t i = 0; i < ks->n; i++) spec_entry(c, ks->items[i]);
+  for (size_t i = 0; ks && i < ks->n; i++) spec_entry(c, ks->items[i]);
+  if (models) { /* presets become ordinary entries, checked the same way */
+    yt_node **derived = NULL;
+    size_t nd = 0;
+    c->errors += model_expand(c->file, models, &derived, &nd);
+    for (size_t i = 0; i < nd && !c->errors; i++) spec_entry(c, derived[i]);
+    model_free(derived, nd);
+  }
   for (size_t i = 0; c->defaults && c->errors == 0 && i + 1 < c->defaults->n; i += 2)
     if (!c->defaults_used[i / 2])
       diag_warn(c->file, c->defaults->items[i]->line, c->defaults->items[i]->col,

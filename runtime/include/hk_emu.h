@@ -21,7 +21,8 @@
 #include "hk_emu_abi.h"
 
 /* Filled by libhkrt when it loads this module. */
-extern "C" __attribute__((visibility("default"))) hkemu_api_t hkemu_api = {HKEMU_ABI_VERSION};
+extern "C" __attribute__((visibility("default"))) hkemu_api_t hkemu_api{};
+extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_version = HKEMU_ABI_VERSION;
 
 #define hkemu_thread_id() (hkemu_api.thread_id())
 #define hkemu_block_id(axis) (hkemu_api.block_id(axis))

@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 typedef struct {
-  unsigned version; /* HKEMU_ABI_VERSION, set by the module */
+  unsigned version; /* unused: the module exports hkemu_abi_version */
   int (*thread_id)(void);
   int (*block_id)(int axis);
   void (*barrier)(void);

@@ -34,6 +34,8 @@ struct emu_device {
   unsigned long long seed;
   emu_block *blocks;
   size_t nblocks, cap;
+  emu_fiber *stacks; /* fiber stacks kept from launch to launch */
+  int nstacks;
 };
 
 struct emu_module {
@@ -106,6 +108,8 @@ hkrt_status emu_open(const char *target, emu_device **out) {
 
 void emu_close(emu_device *d) {
   if (!d) return;
+  for (int i = 0; i < d->nstacks; i++) emu_fiber_free(&d->stacks[i]);
+  free(d->stacks);
   for (size_t i = 0; i < d->nblocks; i++) free(d->blocks[i].p);
   free(d->blocks);
   free(d);
@@ -125,7 +129,9 @@ hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr) {
     d->blocks = b;
     d->cap = cap;
   }
-  char *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  /* a 256-byte gap after every block: a read just past one block never lands
+     in the next one, so it is always reported */
+  char *p = aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
   if (!p) return hkrt_fail(HKRT_ERR_NOMEM, "emulator: cannot allocate %zu bytes", bytes);
   memset(p, 0xff, bytes); /* fresh device memory holds garbage, not zeros */
   d->blocks[d->nblocks].p = p;
@@ -171,7 +177,8 @@ hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) return hkrt_fail(HKRT_ERR_IO, "emulator: cannot load %s: %s", path, dlerror());
   hkemu_api_t *api = dlsym(h, "hkemu_api");
-  if (!api || api->version != HKEMU_ABI_VERSION) {
+  const unsigned *version = dlsym(h, "hkemu_abi_version");
+  if (!api || !version || *version != HKEMU_ABI_VERSION) {
     dlclose(h);
     return hkrt_fail(HKRT_ERR_IO, "emulator: %s is not an emulated hkgen kernel of ABI version %d",
                      path, HKEMU_ABI_VERSION);
@@ -377,16 +384,24 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
   r.waves = calloc((size_t)r.nwaves, sizeof *r.waves);
   r.lds = aligned_alloc(64, d->lds_limit);
   hkrt_status st = HKRT_OK;
-  int made = 0;
   if (!r.th || !r.waves || !r.lds) {
     st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
     goto out;
   }
-  for (; made < r.nthreads; made++)
-    if (emu_fiber_init(&r.th[made].fiber, EMU_STACK, emu_fiber_main) < 0) {
-      st = hkrt_fail(HKRT_ERR_NOMEM, "emulator: cannot map fiber stacks");
+  if (d->nstacks < r.nthreads) { /* mapping stacks is costly: grow the pool once */
+    emu_fiber *s = realloc(d->stacks, (size_t)r.nthreads * sizeof *s);
+    if (!s) {
+      st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
       goto out;
     }
+    d->stacks = s;
+    for (; d->nstacks < r.nthreads; d->nstacks++)
+      if (emu_fiber_init(&d->stacks[d->nstacks], EMU_STACK, emu_fiber_main) < 0) {
+        st = hkrt_fail(HKRT_ERR_NOMEM, "emulator: cannot map fiber stacks");
+        goto out;
+      }
+  }
+  for (int t = 0; t < r.nthreads; t++) r.th[t].fiber = d->stacks[t];
   emu_run *saved = emu_cur;
   emu_cur = &r;
   for (unsigned z = 0; z < grid[2] && !r.fault; z++)
@@ -401,7 +416,6 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
   emu_cur = saved;
   if (r.fault) st = hkrt_fail(HKRT_ERR_KERNEL_FAULT, "%s", r.msg);
 out:
-  for (int i = 0; i < made; i++) emu_fiber_free(&r.th[i].fiber);
   free(r.th);
   free(r.waves);
   free(r.lds);

@@ -31,6 +31,7 @@
  *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
  *   hk_global_load_f32        1 float from global
  *   hk_global_store_bf16      store 1 bf16 to global
+ *   hk_global_store_f32       store 1 float to global
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
  *   hk_f32_to_bf16            narrow float to bf16, round to nearest even, NaN kept quiet
  *   HK_MFMA_K                 K of the 32x32 bf16 MFMA: 8 (gfx90a, gfx942) or 16 (gfx950)
@@ -42,6 +43,10 @@
  *   hk_waitcnt_all()          wait for all outstanding memory operations of this wave
  *   hk_sched_barrier()        stop the compiler moving instructions across this point (no-op if unsupported)
  *   HK_SETPRIO(p)             wave priority hint 0..3 (no-op on the emulator)
+ *   hk_exp2f(x)               fast 2^x (v_exp_f32; ~1 ulp, 2^-inf = 0, no denormal results required)
+ *   hk_log2f(x)               fast log2(x) (v_log_f32; log2(0) = -inf)
+ *   hk_maxf(a, b)             larger of two floats (v_max_f32; a NaN operand gives the other one)
+ *   hk_swap_halves(x)         wave collective: the value of x in lane l ^ 32 (all 64 lanes must call it)
  *
  * MFMA lane layouts (lane l = 0..63, j = 0..HK_MFMA_KPL-1, r = 0..15):
  *   A (32 x K):  lane l holds row  l % 32,  k = (l / 32) * HK_MFMA_KPL + j   (element j of the operand)
@@ -158,6 +163,7 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
 HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
+HK_DEVICE void hk_global_store_f32(float *p, float v) { *p = v; }
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __builtin_bit_cast(float, (unsigned)x << 16); }
@@ -207,6 +213,42 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_ac
     return __builtin_amdgcn_mfma_f32_32x32x16_bf16(a, b, acc, 0, 0, 0);
 #else
     return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, acc, 0, 0, 0);
+#endif
+}
+
+/* ---- fast math and cross-lane exchange ------------------------------------------ */
+HK_DEVICE float hk_exp2f(float x)
+{
+#if __has_builtin(__builtin_amdgcn_exp2f)
+    return __builtin_amdgcn_exp2f(x); /* bare v_exp_f32 */
+#else
+    return __builtin_exp2f(x); /* LLVM 15 lowers llvm.exp2.f32 to v_exp_f32 */
+#endif
+}
+
+HK_DEVICE float hk_log2f(float x)
+{
+#if __has_builtin(__builtin_amdgcn_logf)
+    return __builtin_amdgcn_logf(x); /* bare v_log_f32 */
+#else
+    return __builtin_log2f(x);
+#endif
+}
+
+HK_DEVICE float hk_maxf(float a, float b) { return __builtin_fmaxf(a, b); }
+
+/* Lane l gets x of lane l ^ 32: v_permlane32_swap where the target has it
+ * (gfx950), else ds_bpermute (no LDS memory used). */
+HK_DEVICE float hk_swap_halves(float x)
+{
+#if __has_builtin(__builtin_amdgcn_permlane32_swap) && defined(__gfx950__)
+    const unsigned u = __builtin_bit_cast(unsigned, x);
+    /* [0]: lanes 32..63 now hold lanes 0..31 of x; [1]: lanes 0..31 hold lanes 32..63 */
+    const auto r = __builtin_amdgcn_permlane32_swap(u, u, false, false);
+    return __builtin_bit_cast(float, hk_lane_id() < 32 ? r[1] : r[0]);
+#else
+    const int v = __builtin_amdgcn_ds_bpermute((hk_lane_id() ^ 32) << 2, __builtin_bit_cast(int, x));
+    return __builtin_bit_cast(float, v);
 #endif
 }
 

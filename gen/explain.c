@@ -1,0 +1,105 @@
+/* explain.c: `hkgen explain SPEC`: before anything compiles, which kernel
+   serves each problem the spec derives, per target (natively, or not at all
+   and why), whether its object is already cached, and an estimate of the
+   build time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "skel.h"
+#include "spec.h"
+#include "target.h"
+#include "util.h"
+
+int cmd_explain_set(const spec_set *set, int jobs);
+
+/* Seconds one compile takes on one core, measured on the 2-core Debian 12
+   machines of this project (2026-11-29): the catalogue of specs/ built in
+   33 s for 72 GEMM and RoPE kernels; attention kernels take longer. */
+static double ex_seconds(const op_inst *k) { return !strcmp(k->op->name, "attn_fwd") ? 3.0 : 0.9; }
+
+/* Why k cannot be built here, or NULL. */
+static const char *ex_blocker(const op_inst *k, const cc_compiler *cc, int have_cc, char *why, size_t n) {
+  const char *tpl = skel_template_dir();
+  char *skel = skel_skeleton_for(tpl, k);
+  char *path = fs_join(tpl, skel);
+  const tgt_info *t = tgt_find(k->target);
+  char *hdr = xasprintf("%s/include/%s", tpl, t->header);
+  const char *r = NULL;
+  if (!fs_exists(path)) {
+    snprintf(why, n, "no skeleton %s", skel);
+    r = why;
+  } else if (!fs_exists(hdr)) {
+    snprintf(why, n, "no tile header %s for %s", t->header, t->arch);
+    r = why;
+  } else if (!have_cc) {
+    r = why; /* cc_resolve's message */
+  }
+  (void)cc;
+  free(skel);
+  free(path);
+  free(hdr);
+  return r;
+}
+
+static void ex_params(const op_inst *k, int runtime, char *out, size_t n) {
+  size_t used = 0;
+  out[0] = 0;
+  for (int i = 0; i < k->op->nparams; i++) {
+    int any = !strcmp(k->vals[i], OP_ANY);
+    if (any != runtime || !strcmp(k->op->params[i].name, "dtype")) continue;
+    int w = runtime ? snprintf(out + used, n - used, "%s%s", used ? "," : "", k->op->params[i].name)
+                    : snprintf(out + used, n - used, "%s%s=%s", used ? " " : "", k->op->params[i].name, k->vals[i]);
+    if (w < 0 || (size_t)w >= n - used) break;
+    used += (size_t)w;
+  }
+  if (!used) snprintf(out, n, "-");
+}
+
+int cmd_explain_set(const spec_set *set, int jobs) {
+  cc_cache cache;
+  cc_cache_open(&cache, 1);
+  size_t cached = 0, todo = 0, blocked = 0;
+  double work = 0;
+  printf("%-30s %-7s %-9s %-44s %-28s %s\n", "kernel", "target", "op", "baked", "run-time", "served");
+  for (size_t i = 0; i < set->n; i++) {
+    const op_inst *k = &set->v[i];
+    cc_compiler cc;
+    char why[512] = "", baked[256], rt[128];
+    int have_cc = cc_resolve(k->target, &cc, why, sizeof why) == 0;
+    const char *blocker = ex_blocker(k, &cc, have_cc, why, sizeof why);
+    ex_params(k, 0, baked, sizeof baked);
+    ex_params(k, 1, rt, sizeof rt);
+    const char *status = "natively";
+    if (blocker) {
+      status = "not at all";
+      blocked++;
+    } else {
+      char *src = NULL;
+      size_t len;
+      char key[65];
+      int quiet = skel_expand(skel_template_dir(), k, &src, &len) == 0;
+      if (quiet) {
+        cc_cache_key(&cc, k->target, src, len, key);
+        if (cc_cache_has(&cache, key)) {
+          cached++;
+          status = "natively (cached)";
+        } else {
+          todo++;
+          work += ex_seconds(k);
+        }
+      }
+      free(src);
+    }
+    printf("%-30s %-7s %-9s %-44s %-28s %s%s%s\n", k->name, k->target, k->op->name, baked, rt, status,
+           blocker ? ": " : "", blocker ? blocker : "");
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int j = jobs > 0 ? jobs : (int)(cores > 0 ? cores : 1);
+  printf("%zu kernels: %zu to compile, %zu cached, %zu cannot be built here; "
+         "estimated build time %.0f s with -j %d\n",
+         set->n, todo, cached, blocked, work / j + (double)cached * 0.02, j);
+  return blocked ? HK_EFAIL : HK_OK;
+}

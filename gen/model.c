@@ -1,0 +1,212 @@
+/* model.c: model presets -> per-rank kernel entries. */
+#include "model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static const char *const model_keys[] = {"name", "hidden", "heads_q", "heads_k", "head_dim",
+                                         "ffn", "tp", "rope_theta", "causal", "target"};
+#define MODEL_NKEYS (sizeof model_keys / sizeof model_keys[0])
+
+typedef struct {
+  const char *file;
+  const yt_node *where;
+  int errors;
+} model_ctx;
+
+static yt_node *model_node(yt_kind kind, const yt_node *at) {
+  yt_node *n = xcalloc(1, sizeof *n);
+  n->kind = kind;
+  n->line = at->line;
+  n->col = at->col;
+  return n;
+}
+
+static void model_push(yt_node *parent, yt_node *child) {
+  parent->items = xrealloc(parent->items, (parent->n + 1) * sizeof *parent->items);
+  parent->items[parent->n++] = child;
+}
+
+static void model_set(yt_node *map, const char *key, const char *value) {
+  yt_node *k = model_node(YT_SCALAR, map), *v = model_node(YT_SCALAR, map);
+  k->value = xstrdup(key);
+  v->value = xstrdup(value);
+  model_push(map, k);
+  model_push(map, v);
+}
+
+static void model_set_int(yt_node *map, const char *key, long value) {
+  char num[32];
+  snprintf(num, sizeof num, "%ld", value);
+  model_set(map, key, num);
+}
+
+/* A copy of node (for `target`, which may be a list). */
+static yt_node *model_copy(const yt_node *n) {
+  yt_node *c = model_node(n->kind, n);
+  if (n->value) c->value = xstrdup(n->value);
+  for (size_t i = 0; i < n->n; i++) model_push(c, model_copy(n->items[i]));
+  return c;
+}
+
+static long model_int(model_ctx *c, const yt_node *m, const char *key, long def) {
+  const yt_node *v = yt_map_get(m, key);
+  if (!v) {
+    if (def >= 0) return def;
+    diag_error(c->file, m->line, m->col, "model needs '%s' (a positive integer)", key);
+    c->errors++;
+    return 1;
+  }
+  char *end = NULL;
+  errno = 0;
+  long x = v->kind == YT_SCALAR ? strtol(v->value, &end, 10) : 0;
+  if (v->kind != YT_SCALAR || errno || *end || x < 1 || x > (1L << 30)) {
+    diag_error(c->file, v->line, v->col, "model '%s' must be a positive integer (got '%s')", key,
+               v->kind == YT_SCALAR ? v->value : "?");
+    c->errors++;
+    return 1;
+  }
+  return x;
+}
+
+/* Heads per rank at tensor-parallel degree tp; KV heads are replicated when
+   there are fewer than ranks (as vLLM and SGLang do). */
+static int model_split(model_ctx *c, const yt_node *at, long hq, long hk, long ffn, long tp,
+                       long *hq_r, long *hk_r) {
+  int bad = 0;
+  if (hq % tp) {
+    diag_error(c->file, at->line, at->col,
+               "%ld query heads cannot split evenly over tensor-parallel %ld (%ld %% %ld = %ld)", hq,
+               tp, hq, tp, hq % tp);
+    bad = 1;
+  }
+  if (hk % tp && tp % hk) {
+    diag_error(c->file, at->line, at->col,
+               "%ld KV heads cannot split over (or replicate across) tensor-parallel %ld", hk, tp);
+    bad = 1;
+  }
+  if (ffn % tp) {
+    diag_error(c->file, at->line, at->col, "ffn %ld cannot split evenly over tensor-parallel %ld", ffn, tp);
+    bad = 1;
+  }
+  c->errors += bad;
+  *hq_r = hq / tp;
+  *hk_r = hk >= tp ? hk / tp : 1;
+  return bad ? -1 : 0;
+}
+
+static yt_node *model_entry(const yt_node *at, const char *op, const char *name, const yt_node *target) {
+  yt_node *e = model_node(YT_MAP, at);
+  model_set(e, "op", op);
+  model_set(e, "name", name);
+  if (target) {
+    yt_node *k = model_node(YT_SCALAR, target);
+    k->value = xstrdup("target");
+    model_push(e, k);
+    model_push(e, model_copy(target));
+  }
+  return e;
+}
+
+static void model_add(yt_node ***out, size_t *n, yt_node *e) {
+  *out = xrealloc(*out, (*n + 1) * sizeof **out);
+  (*out)[(*n)++] = e;
+}
+
+static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n) {
+  if (m->kind != YT_MAP) {
+    diag_error(c->file, m->line, m->col, "each model is a mapping (name, hidden, heads_q, ...)");
+    c->errors++;
+    return;
+  }
+  for (size_t i = 0; i + 1 < m->n; i += 2) {
+    int known = 0;
+    for (size_t j = 0; j < MODEL_NKEYS; j++) known |= !strcmp(m->items[i]->value, model_keys[j]);
+    if (known) continue;
+    const char *near = str_closest(m->items[i]->value, model_keys, MODEL_NKEYS);
+    diag_error(c->file, m->items[i]->line, m->items[i]->col, "unknown model key '%s'%s%s%s",
+               m->items[i]->value, near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    c->errors++;
+  }
+  const yt_node *name = yt_map_get(m, "name"), *tpn = yt_map_get(m, "tp");
+  const yt_node *target = yt_map_get(m, "target"), *causal = yt_map_get(m, "causal");
+  const yt_node *theta = yt_map_get(m, "rope_theta");
+  if (!name || name->kind != YT_SCALAR || !str_is_c_identifier(name->value) || strlen(name->value) > 24) {
+    diag_error(c->file, name ? name->line : m->line, name ? name->col : m->col,
+               "model needs 'name', a C identifier of at most 24 characters");
+    c->errors++;
+    return;
+  }
+  long hidden = model_int(c, m, "hidden", -1), hq = model_int(c, m, "heads_q", -1);
+  long hk = model_int(c, m, "heads_k", hq), d = model_int(c, m, "head_dim", -1);
+  long ffn = model_int(c, m, "ffn", -1);
+  if (hq % hk) {
+    diag_error(c->file, m->line, m->col, "heads_q (%ld) must be a multiple of heads_k (%ld)", hq, hk);
+    c->errors++;
+  }
+  size_t ntp = tpn ? (tpn->kind == YT_SEQ ? tpn->n : 1) : 1;
+  for (size_t t = 0; t < ntp; t++) {
+    const yt_node *tv = !tpn ? NULL : tpn->kind == YT_SEQ ? tpn->items[t] : tpn;
+    char *end = NULL;
+    long tp = tv && tv->kind == YT_SCALAR ? strtol(tv->value, &end, 10) : 1;
+    if (tv && (tv->kind != YT_SCALAR || *end || tp < 1 || tp > 1024)) {
+      diag_error(c->file, tv->line, tv->col, "'tp' takes tensor-parallel degrees from 1 to 1024");
+      c->errors++;
+      continue;
+    }
+    long hq_r, hk_r;
+    if (model_split(c, tv ? tv : m, hq, hk, ffn, tp, &hq_r, &hk_r) < 0 || c->errors) continue;
+    char base[64], nm[96];
+    snprintf(base, sizeof base, "%s_tp%ld", name->value, tp);
+    struct { const char *suffix; long N, K; } gemms[] = {
+        {"qkv", (hq_r + 2 * hk_r) * d, hidden}, {"o", hidden, hq_r * d},
+        {"gate_up", 2 * ffn / tp, hidden},      {"down", hidden, ffn / tp}};
+    for (size_t g = 0; g < 4; g++) {
+      snprintf(nm, sizeof nm, "%s_%s", base, gemms[g].suffix);
+      yt_node *e = model_entry(m, "gemm", nm, target);
+      model_set_int(e, "N", gemms[g].N);
+      model_set_int(e, "K", gemms[g].K);
+      model_add(out, n, e);
+    }
+    snprintf(nm, sizeof nm, "%s_attn", base);
+    yt_node *a = model_entry(m, "attn_fwd", nm, target);
+    model_set_int(a, "head_dim", d);
+    model_set_int(a, "heads_q", hq_r);
+    model_set_int(a, "heads_k", hk_r);
+    model_set(a, "causal", causal && causal->kind == YT_SCALAR ? causal->value : "true");
+    model_add(out, n, a);
+    snprintf(nm, sizeof nm, "%s_rope", base);
+    yt_node *r = model_entry(m, "rope", nm, target);
+    model_set_int(r, "head_dim", d);
+    model_set_int(r, "heads_q", hq_r);
+    model_set_int(r, "heads_k", hk_r);
+    model_set(r, "table", "false");
+    if (theta && theta->kind == YT_SCALAR) model_set(r, "theta", theta->value);
+    model_add(out, n, r);
+  }
+}
+
+int model_expand(const char *file, const yt_node *models, yt_node ***out, size_t *n) {
+  model_ctx c = {file, models, 0};
+  if (models->kind == YT_SEQ)
+    for (size_t i = 0; i < models->n; i++) model_one(&c, models->items[i], out, n);
+  else
+    model_one(&c, models, out, n);
+  return c.errors;
+}
+
+static void model_node_free(yt_node *n) {
+  for (size_t i = 0; i < n->n; i++) model_node_free(n->items[i]);
+  free(n->items);
+  free(n->value);
+  free(n);
+}
+
+void model_free(yt_node **v, size_t n) {
+  for (size_t i = 0; i < n; i++) model_node_free(v[i]);
+  free(v);
+}

@@ -1,0 +1,250 @@
+/* op_attn.c: attention forward, O = softmax(scale * Q K^T + mask) V, with the
+   log-sum-exp of each row as a second output for the backward pass.
+   bf16 Q, K, V, O; fp32 softmax and accumulation; MHA, GQA and MQA (heads_q a
+   multiple of heads_k); causal masks aligned bottom-right when seqlen_q !=
+   seqlen_k, as FlashAttention does. Layouts by strides. Skeleton:
+   templates/attn_fwd.hip.m4. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emutest.h"
+#include "op.h"
+
+static const char *const attn_dtypes[] = {"bf16", NULL};
+static const char *const attn_dims[] = {"64", "128", NULL};
+
+#define ATTN_INT(n, tag, hi, d) {n, OP_INT, NULL, 1, hi, OP_ANY, 1, tag, d}
+
+static const op_param attn_params[] = {
+    {"dtype", OP_ENUM, attn_dtypes, 0, 0, "bf16", 0, "", "element type of Q, K, V and O"},
+    {"head_dim", OP_ENUM, attn_dims, 0, 0, "128", 0, "d", "elements per head"},
+    {"causal", OP_BOOL, NULL, 0, 0, "false", 0, "c", "mask keys after the query (bottom-right aligned)"},
+    ATTN_INT("batch", "b", 1L << 20, "sequences per launch"),
+    ATTN_INT("seqlen_q", "sq", 1L << 24, "queries per sequence"),
+    ATTN_INT("seqlen_k", "sk", 1L << 24, "keys per sequence"),
+    ATTN_INT("heads_q", "hq", 1024, "query heads"),
+    ATTN_INT("heads_k", "hk", 1024, "key/value heads (heads_q must be a multiple)"),
+};
+
+static int attn_check(const op_inst *k, char *msg, size_t n) {
+  if (!op_is_any(k, "heads_q") && !op_is_any(k, "heads_k") &&
+      op_int(k, "heads_q") % op_int(k, "heads_k")) {
+    snprintf(msg, n, "heads_q (%ld) must be a multiple of heads_k (%ld)", op_int(k, "heads_q"),
+             op_int(k, "heads_k"));
+    return -1;
+  }
+  return 0;
+}
+
+static void attn_strides(op_arg *a, int *n, const char *t) {
+  static const char *const axes[] = {"b", "s", "h"};
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s_stride_%s", t, axes[i]);
+    op_arg_add(a, n, "long", name);
+  }
+}
+
+static int attn_args(const op_inst *k, op_arg *a) {
+  int n = 0;
+  op_arg_add(a, &n, "const hk_bf16 *", "Q");
+  op_arg_add(a, &n, "const hk_bf16 *", "K");
+  op_arg_add(a, &n, "const hk_bf16 *", "V");
+  op_arg_add(a, &n, "hk_bf16 *", "O");
+  op_arg_add(a, &n, "float *", "LSE"); /* [batch][heads_q][seqlen_q], may be null */
+  static const char *const ts[] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; i++) attn_strides(a, &n, ts[i]);
+  op_arg_add(a, &n, "float", "scale");
+  static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
+  for (int i = 0; i < 5; i++)
+    if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
+  return n;
+}
+
+static int attn_block(const op_inst *k) {
+  (void)k;
+  return 256; /* 4 waves of 32 queries each */
+}
+
+static void attn_grid(const op_inst *k, char out[3][96]) {
+  snprintf(out[0], 96, "cdiv(%s,128)", op_term(k, "seqlen_q"));
+  snprintf(out[1], 96, "%s", op_term(k, "heads_q"));
+  snprintf(out[2], 96, "%s", op_term(k, "batch"));
+}
+
+/* Small shapes for `hkgen test`: the head counts that break other stacks
+   (12, 7, 6 per rank; 40:8 = ratio 5; MQA), odd lengths, Sq != Sk. */
+static int attn_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
+  static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
+  static const long cases[][5] = {{1, 37, 37, 12, 12}, {1, 1, 1, 1, 1},   {2, 65, 129, 6, 2},
+                                  {1, 130, 97, 7, 1},  {1, 33, 70, 40, 8}, {1, 129, 129, 12, 4}};
+  int n = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0] && n < max; c++) {
+    long *s = out[n];
+    op_shape_baked(k, s);
+    for (int d = 0; d < 5; d++)
+      if (op_is_any(k, dims[d])) s[op_param_index(k->op, dims[d])] = cases[c][d];
+    long hq = s[op_param_index(k->op, "heads_q")], hk = s[op_param_index(k->op, "heads_k")];
+    if (hk < 1 || hq % hk) continue; /* a baked head count this case does not fit */
+    int dup = 0;
+    for (int j = 0; j < n; j++) dup |= !memcmp(out[j], s, sizeof out[j]);
+    n += !dup;
+  }
+  return n;
+}
+
+typedef struct {
+  long sb, ss, sh, elems;
+} attn_layout;
+
+/* [b][s][h][d] (BSHD) or [b][h][s][d] (BHSD), rows padded at random. */
+static attn_layout attn_make_layout(et_ctx *c, long B, long S, long H, long D, int bhsd) {
+  attn_layout l;
+  long row = D + (long)(et_rand(c) % 2) * 8;
+  if (bhsd) {
+    l.ss = row;
+    l.sh = S * row;
+    l.sb = H * l.sh;
+  } else {
+    l.sh = row;
+    l.ss = H * row;
+    l.sb = S * l.ss;
+  }
+  l.elems = B * l.sb;
+  return l;
+}
+
+static void attn_arg_strides(et_ctx *c, const char *t, const attn_layout *l) {
+  char n[32];
+  snprintf(n, sizeof n, "%s_stride_b", t);
+  et_arg_int(c, n, l->sb);
+  snprintf(n, sizeof n, "%s_stride_s", t);
+  et_arg_int(c, n, l->ss);
+  snprintf(n, sizeof n, "%s_stride_h", t);
+  et_arg_int(c, n, l->sh);
+}
+
+static unsigned short *attn_random(et_ctx *c, long n) {
+  unsigned short *h = malloc((size_t)n * 2 + 2);
+  for (long i = 0; i < n; i++) h[i] = et_to_bf16(et_uniform(c) * 2.0);
+  return h;
+}
+
+/* fp64 reference of one (b, h) pair: out[Sq][D], lse[Sq]. */
+static void attn_ref_head(const unsigned short *q, const unsigned short *kk, const unsigned short *v,
+                          const attn_layout *lq, const attn_layout *lk, const attn_layout *lv, long b,
+                          long h, long hk, long Sq, long Sk, long D, int causal, double scale,
+                          double *out, double *lse) {
+  double *s = malloc((size_t)Sk * sizeof *s);
+  for (long i = 0; i < Sq; i++) {
+    const unsigned short *qi = q + b * lq->sb + i * lq->ss + h * lq->sh;
+    double m = -INFINITY;
+    for (long j = 0; j < Sk; j++) {
+      const unsigned short *kj = kk + b * lk->sb + j * lk->ss + hk * lk->sh;
+      double dot = 0;
+      for (long d = 0; d < D; d++) dot += et_from_bf16(qi[d]) * et_from_bf16(kj[d]);
+      s[j] = (causal && j > i + (Sk - Sq)) ? -INFINITY : dot * scale;
+      if (s[j] > m) m = s[j];
+    }
+    double sum = 0;
+    for (long j = 0; j < Sk; j++) sum += (s[j] = s[j] == -INFINITY ? 0 : exp(s[j] - m));
+    for (long d = 0; d < D; d++) out[i * D + d] = 0;
+    for (long j = 0; j < Sk && sum > 0; j++) {
+      const unsigned short *vj = v + b * lv->sb + j * lv->ss + hk * lv->sh;
+      for (long d = 0; d < D; d++) out[i * D + d] += s[j] / sum * et_from_bf16(vj[d]);
+    }
+    lse[i] = sum > 0 ? m + log(sum) : -INFINITY; /* a row with no visible key */
+  }
+  free(s);
+}
+
+static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+#define ATTN_VAL(n) shape[op_param_index(k->op, n)]
+  long B = ATTN_VAL("batch"), Sq = ATTN_VAL("seqlen_q"), Sk = ATTN_VAL("seqlen_k"),
+       HQ = ATTN_VAL("heads_q"), HK = ATTN_VAL("heads_k"), D = op_int(k, "head_dim");
+#undef ATTN_VAL
+  int causal = (int)op_int(k, "causal"), bhsd = (int)(et_rand(c) % 2);
+  double scale = 1.0 / sqrt((double)D);
+  attn_layout lq = attn_make_layout(c, B, Sq, HQ, D, bhsd), lk = attn_make_layout(c, B, Sk, HK, D, bhsd);
+  attn_layout lv = attn_make_layout(c, B, Sk, HK, D, !bhsd), lo = attn_make_layout(c, B, Sq, HQ, D, bhsd);
+  unsigned short *hq = attn_random(c, lq.elems), *hk = attn_random(c, lk.elems), *hv = attn_random(c, lv.elems);
+  unsigned short *ho = malloc((size_t)lo.elems * 2);
+  float *hl = malloc((size_t)(B * HQ * Sq) * 4);
+  void *dq = et_alloc(c, (size_t)lq.elems * 2), *dk = et_alloc(c, (size_t)lk.elems * 2);
+  void *dv = et_alloc(c, (size_t)lv.elems * 2), *dO = et_alloc(c, (size_t)lo.elems * 2);
+  void *dl = et_alloc(c, (size_t)(B * HQ * Sq) * 4);
+  et_upload(c, dq, hq, (size_t)lq.elems * 2);
+  et_upload(c, dk, hk, (size_t)lk.elems * 2);
+  et_upload(c, dv, hv, (size_t)lv.elems * 2);
+  et_arg_ptr(c, "Q", dq);
+  et_arg_ptr(c, "K", dk);
+  et_arg_ptr(c, "V", dv);
+  et_arg_ptr(c, "O", dO);
+  et_arg_ptr(c, "LSE", dl);
+  attn_arg_strides(c, "q", &lq);
+  attn_arg_strides(c, "k", &lk);
+  attn_arg_strides(c, "v", &lv);
+  attn_arg_strides(c, "o", &lo);
+  et_arg_float(c, "scale", scale);
+  static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
+  long vals[] = {B, Sq, Sk, HQ, HK};
+  for (int i = 0; i < 5; i++)
+    if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
+  int rc = et_launch(c);
+  if (rc == 0) {
+    et_download(c, ho, dO, (size_t)lo.elems * 2);
+    et_download(c, hl, dl, (size_t)(B * HQ * Sq) * 4);
+    size_t n = (size_t)(B * HQ * Sq * D), nl = (size_t)(B * HQ * Sq);
+    double *ref = malloc(n * sizeof *ref), *got = malloc(n * sizeof *got);
+    double *lref = malloc(nl * sizeof *lref), *lgot = malloc(nl * sizeof *lgot);
+    size_t at = 0, al = 0;
+    for (long b = 0; b < B; b++)
+      for (long h = 0; h < HQ; h++) {
+        attn_ref_head(hq, hk, hv, &lq, &lk, &lv, b, h, h / (HQ / HK), Sq, Sk, D, causal, scale,
+                      ref + at, lref + al);
+        for (long i = 0; i < Sq; i++) {
+          for (long d = 0; d < D; d++)
+            got[at + (size_t)(i * D + d)] = et_from_bf16(ho[b * lo.sb + i * lo.ss + h * lo.sh + d]);
+          lgot[al + (size_t)i] = hl[(b * HQ + h) * Sq + i];
+        }
+        at += (size_t)(Sq * D);
+        al += (size_t)Sq;
+      }
+    /* rows with no visible key have lse -inf in both; compare the rest */
+    size_t m = 0;
+    for (size_t i = 0; i < nl; i++)
+      if (!(isinf(lref[i]) && isinf(lgot[i]) && lref[i] < 0 && lgot[i] < 0)) {
+        lref[m] = lref[i];
+        lgot[m++] = lgot[i];
+      }
+    double eo = et_rel_l2(ref, got, n), el = et_rel_l2(lref, lgot, m);
+    *err = eo > el ? eo : el;
+    if (el > eo) et_note(c, "log-sum-exp error %.3e", el);
+    free(ref);
+    free(got);
+    free(lref);
+    free(lgot);
+  }
+  free(hq);
+  free(hk);
+  free(hv);
+  free(ho);
+  free(hl);
+  return rc;
+}
+
+const op_desc op_attn_fwd = {
+    .name = "attn_fwd",
+    .doc = "attention forward: O = softmax(scale Q K^T + causal mask) V, and the row log-sum-exp",
+    .skeleton = "attn_fwd.hip.m4",
+    .params = attn_params,
+    .nparams = (int)(sizeof attn_params / sizeof attn_params[0]),
+    .check = attn_check,
+    .args = attn_args,
+    .block = attn_block,
+    .grid = attn_grid,
+    .emu_shapes = attn_emu_shapes,
+    .emu_run = attn_emu_run,
+};

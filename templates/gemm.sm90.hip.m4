@@ -1,0 +1,333 @@
+m4_divert(-1)                                                   -*- C -*-
+# gemm.sm90.hip.m4 - bf16 GEMM with fp32 accumulation and bf16 output (RNE),
+# NVIDIA Hopper (sm_90a) version of gemm.hip.m4: the same parameters, kernel
+# arguments, grid and block.
+#
+#   C[M][N] = A[M][K] * op(B)     layout nt: op(B) = B^T, B is N x K row-major
+#                                 layout nn: op(B) = B,   B is K x N row-major
+#
+# Parameters (hkm_p_*): M, N, K (baked or `any'), layout (nt|nn), tile_m and
+# tile_n (64|128).  Kernel arguments (hkm_kernarg_struct): A, B, C, lda, ldb,
+# ldc, then the run-time ones of M, N, K.
+#
+# Block: 256 threads = 8 warps in a 2 (m) x 4 (n) grid; each warp owns a
+# (tile_m/2) x (tile_n/4) block of C made of 16x8 mma.sync tiles
+# (hk_mma_16x8x16, bf16 -> fp32).
+# Grid: x = cdiv(N, tile_n), y = cdiv(M, tile_m); the kernel renumbers the
+# blocks so that groups of GROUP_M consecutive m-tiles run together (A and B
+# tiles are reused from L2).
+# K advances 32 per shared-memory stage; STAGES stages filled by asynchronous
+# copies (hk_async_load_b128, 16 bytes, zero-filled past the matrix), STAGES-1
+# k-tiles in flight while one is multiplied; one barrier per k-tile.
+# Shared-memory rows are XOR-swizzled in 16-byte chunks so that the 8 rows
+# each ldmatrix phase reads fall into distinct banks.
+# Operands reach registers with ldmatrix (A, and B for nt: k innermost in
+# shared memory; B for nn: n innermost, ldmatrix .trans).
+# Any M, N, K: loads past the matrix read zeros, stores are masked.
+# 16-byte copies need the leading dimension to be a multiple of 8 elements and
+# the base pointer 16-byte aligned; otherwise element loads into the same stage.
+
+hkm_check_one_of([layout], [nt], [nn])
+hkm_check_one_of([tile_m], [64], [128])
+hkm_check_one_of([tile_n], [64], [128])
+hkm_param([M])hkm_param([N])hkm_param([K])
+m4_ifelse(hkm_block_size, [256], [],
+      [hkm_fatal([gemm needs hkm_block_size 256, got ]hkm_block_size)])
+
+
+# hkm_gemm_b_copy()
+# ----------------
+# Global -> shared for the B k-tile of one stage: the layout decides the shape.
+m4_define([hkm_gemm_b_copy], [hkm_if_param([layout], [nt],
+[[    // B is N x K: like A, 8 consecutive k of one row n per 16-byte chunk
+#pragma unroll
+    for (int j = 0; j < B_CHUNKS; ++j) {
+        const int v = hk_thread_id() + GEMM_THREADS * j;
+        const int r = v / (TILE_K / 8);
+        const int c = v % (TILE_K / 8);
+        const int n = block_n + r;
+        const int k = k0 + c * 8;
+        const int n_valid = n < N ? K - k : 0;
+        gemm_copy_chunk(lds, b_off + swz_k(r, c), B + (long)n * ldb + k, B, n_valid, vec_b);
+    }
+]],
+[[    // B is K x N: 8 consecutive n of one row k per 16-byte chunk, n innermost in shared memory
+#pragma unroll
+    for (int j = 0; j < B_CHUNKS; ++j) {
+        const int v = hk_thread_id() + GEMM_THREADS * j;
+        const int r = v / (TILE_N / 8);
+        const int c = v % (TILE_N / 8);
+        const int k = k0 + r;
+        const int n = block_n + c * 8;
+        const int n_valid = k < K ? N - n : 0;
+        gemm_copy_chunk(lds, b_off + swz_n(r, c), B + (long)k * ldb + n, B, n_valid, vec_b);
+    }
+]])])
+
+
+# hkm_gemm_b_frag()
+# ----------------
+# Shared -> registers: B operands of n-tiles 2jp and 2jp+1 for k-step kk, one
+# ldmatrix .x4 (words 0,1: n-tile 2jp; words 2,3: n-tile 2jp+1).
+m4_define([hkm_gemm_b_frag], [hkm_if_param([layout], [nt],
+[[            // [n][k]: matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
+            const int n = wave_n * WAVE_N + jp * 16 + (lane & 7) + ((lane >> 4) << 3);
+            const int c = kk / 8 + ((lane >> 3) & 1);
+            b[jp] = hk_lds_load_mma_x4(lds, b_off + swz_k(n, c));
+]],
+[[            // [k][n], transposed: matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
+            const int k = kk + (lane & 7) + (((lane >> 3) & 1) << 3);
+            const int c = (wave_n * WAVE_N + jp * 16) / 8 + (lane >> 4);
+            b[jp] = hk_lds_load_mma_x4_trans(lds, b_off + swz_n(k, c));
+]])])
+
+
+# hkm_gemm_wg_n
+# -------------
+# Layout nt runs on wgmma (two warpgroups, each 64 x hkm_gemm_wg_n of C);
+# layout nn on mma.sync.  tile_m 128: warpgroups split M; tile_m 64: they split N.
+m4_define([hkm_gemm_wg_n],
+          m4_ifelse(hkm_param([tile_m]), [128], hkm_param([tile_n]), m4_eval(hkm_param([tile_n]) / 2)))
+
+# hkm_if_wgmma(IF-WGMMA, IF-MMA-SYNC)
+# ----------------------------------
+m4_define([hkm_if_wgmma], [hkm_if_param([layout], [nt], [$1], [$2])])
+
+hkm_output_begin()m4_dnl
+hkm_file_head()[
+// ---- configuration -----------------------------------------------------
+static constexpr int GEMM_THREADS = ]hkm_block_size[;
+static constexpr int TILE_M = ]hkm_param([tile_m])[;     // rows of C per block
+static constexpr int TILE_N = ]hkm_param([tile_n])[;     // columns of C per block
+static constexpr int TILE_K = 32;      // k per shared-memory stage
+static constexpr int STAGES = 3;       // shared-memory stages (STAGES - 1 k-tiles in flight)
+static constexpr int GROUP_M = 8;      // m-tiles per block-renumbering group
+static constexpr int WARPS_M = 2, WARPS_N = 4;
+static constexpr int WAVE_M = TILE_M / WARPS_M;  // rows of C per warp
+static constexpr int WAVE_N = TILE_N / WARPS_N;  // columns of C per warp
+static constexpr int FRAG_M = WAVE_M / 16;       // 16x8 mma tiles per warp
+static constexpr int FRAG_N = WAVE_N / 8;
+// shared memory per stage: A as [TILE_M][TILE_K], B as [TILE_N][TILE_K] (nt)
+// or [TILE_K][TILE_N] (nn), bf16, no padding (swizzled)
+static constexpr int LDS_A_BYTES = TILE_M * TILE_K * 2;
+static constexpr int LDS_B_BYTES = TILE_N * TILE_K * 2;
+static constexpr int LDS_STAGE_BYTES = LDS_A_BYTES + LDS_B_BYTES;
+// 16-byte chunks per thread and stage
+static constexpr int A_CHUNKS = TILE_M * TILE_K / 8 / GEMM_THREADS;
+static constexpr int B_CHUNKS = TILE_N * TILE_K / 8 / GEMM_THREADS;
+static_assert(GEMM_THREADS == 32 * WARPS_M * WARPS_N, "8 warps");
+static_assert(TILE_M * TILE_K % (8 * GEMM_THREADS) == 0 && TILE_N * TILE_K % (8 * GEMM_THREADS) == 0,
+              "tiles must split into 16-byte chunks evenly");
+static_assert(FRAG_N % 2 == 0, "B operands are loaded two n-tiles at a time");
+static_assert(TILE_K == 32, "swz_k assumes 64-byte rows");
+static_assert(STAGES * LDS_STAGE_BYTES <= 48 * 1024, "static shared memory budget");
+
+// Byte offset of 16-byte chunk c of row r in a [rows][32] bf16 tile (64-byte
+// rows, 4 chunks): rows 2i and 2i+1 share a 128-byte line; the chunk is XORed
+// with (r / 2) % 4, so 8 consecutive rows at one logical chunk hit 8
+// different 16-byte bank groups.
+HK_DEVICE int swz_k(int r, int c) { return r * (TILE_K * 2) + ((c ^ ((r >> 1) & 3)) << 4); }
+// The same for a [TILE_K][TILE_N] tile (rows of TILE_N bf16): chunk XOR r % 8.
+HK_DEVICE int swz_n(int r, int c) { return r * (TILE_N * 2) + ((c ^ (r & 7)) << 4); }
+
+// 8 bf16 at src (n_valid of them inside the matrix, <= 0: none) into 16 bytes
+// of shared memory at off; `base' is any valid address of the same matrix.
+HK_DEVICE void gemm_copy_chunk(hk_lds_t lds, int off, const hk_bf16 *src, const hk_bf16 *base, int n_valid,
+                               bool vec)
+{
+    if (vec) {
+        const int bytes = n_valid >= 8 ? 16 : n_valid > 0 ? 2 * n_valid : 0;
+        hk_async_load_b128(lds, off, bytes > 0 ? (const void *)src : (const void *)base, bytes);
+    } else {
+        const hk_bf16x8 v = hk_global_load_bf16x8(src, n_valid, false);
+        hk_u32x4 w;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            w[j] = (unsigned)v[2 * j] | ((unsigned)v[2 * j + 1] << 16);
+        hk_lds_store_b128(lds, off, w);
+    }
+}
+
+// ---- global -> shared: k-tile starting at k0 into the stage at a_off --------------
+HK_DEVICE void gemm_copy_stage(hk_lds_t lds, int a_off, const hk_bf16 *A, const hk_bf16 *B, int lda,
+                               int ldb, int M, int N, int K, int block_m, int block_n, int k0, bool vec_a,
+                               bool vec_b)
+{
+    const int b_off = a_off + LDS_A_BYTES;
+    // A is M x K: 8 consecutive k of one row m per 16-byte chunk
+#pragma unroll
+    for (int j = 0; j < A_CHUNKS; ++j) {
+        const int v = hk_thread_id() + GEMM_THREADS * j;
+        const int r = v / (TILE_K / 8);
+        const int c = v % (TILE_K / 8);
+        const int m = block_m + r;
+        const int k = k0 + c * 8;
+        const int n_valid = m < M ? K - k : 0;
+        gemm_copy_chunk(lds, a_off + swz_k(r, c), A + (long)m * lda + k, A, n_valid, vec_a);
+    }
+]hkm_gemm_b_copy()[}
+
+// ---- one stage x mma.sync: acc += A_tile * B_tile over TILE_K ----------------------
+HK_DEVICE void gemm_mma_stage(hk_lds_t lds, int a_off, int wave_m, int wave_n,
+                              hk_mma_acc_t (&acc)[FRAG_M][FRAG_N])
+{
+    const int lane = hk_lane_id();
+    const int b_off = a_off + LDS_A_BYTES;
+#pragma unroll
+    for (int kk = 0; kk < TILE_K; kk += 16) {
+        hk_u32x4 a[FRAG_M], b[FRAG_N / 2];
+        // A: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
+#pragma unroll
+        for (int i = 0; i < FRAG_M; ++i) {
+            const int m = wave_m * WAVE_M + i * 16 + (lane & 15);
+            const int c = kk / 8 + (lane >> 4);
+            a[i] = hk_lds_load_mma_x4(lds, a_off + swz_k(m, c));
+        }
+#pragma unroll
+        for (int jp = 0; jp < FRAG_N / 2; ++jp) {
+]hkm_gemm_b_frag()[        }
+#pragma unroll
+        for (int i = 0; i < FRAG_M; ++i)
+#pragma unroll
+            for (int j = 0; j < FRAG_N; ++j)
+                hk_mma_16x8x16(a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1], acc[i][j]);
+    }
+}
+
+]m4_dnl
+[// C[m][n], C[m][n+1] = lo, hi (masked to M x N), one 4-byte store when allowed
+HK_DEVICE void gemm_store_pair(hk_bf16 *C, int ldc, int m, int n, int M, int N, bool vec_c, float lo, float hi)
+{
+    if (m >= M)
+        return;
+    hk_bf16 *p = C + (long)m * ldc + n;
+    if (vec_c && n + 1 < N) {
+        hk_global_store_b32(p, hk_f32x2_to_bf16x2(lo, hi));
+    } else {
+        if (n < N)
+            hk_global_store_bf16(p, hk_f32_to_bf16(lo));
+        if (n + 1 < N)
+            hk_global_store_bf16(p + 1, hk_f32_to_bf16(hi));
+    }
+}
+
+]hkm_if_wgmma([[// ---- one stage x wgmma (warpgroup wg): acc += A_tile * B_tile over TILE_K ----------
+// Both tiles are K-major with 64-byte rows in the 64-byte swizzle pattern that
+// swz_k writes (16-byte chunk c of row r at chunk c ^ (r / 2) % 4): descriptor
+// swizzle mode 2, 512 bytes between 8-row groups; a k step of 16 adds 32 bytes.
+static constexpr int WG_M = 64;                 // rows of C per warpgroup
+static constexpr int WG_N = ]]hkm_gemm_wg_n[[;  // columns of C per warpgroup
+HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int wg_row, int wg_col, hk_wgmma_acc]]hkm_gemm_wg_n[[_t &acc)
+{
+    const int b_off = a_off + LDS_A_BYTES;
+    hk_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < TILE_K; kk += 16) {
+        const unsigned long long da = hk_wgmma_desc(lds, a_off + wg_row * (TILE_K * 2) + kk * 2, 16, 512, 2);
+        const unsigned long long db = hk_wgmma_desc(lds, b_off + wg_col * (TILE_K * 2) + kk * 2, 16, 512, 2);
+        hk_wgmma_64x]]hkm_gemm_wg_n[[x16(acc, da, db, 1);
+    }
+    hk_wgmma_commit();
+    hk_wgmma_wait<0>();
+}
+
+]])[// ---- kernel ------------------------------------------------------------------
+]hkm_kernel_begin()[
+    const hk_bf16 *A = hk_a.A;
+    const hk_bf16 *B = hk_a.B;
+    hk_bf16 *C = hk_a.C;
+    const int lda = hk_a.lda, ldb = hk_a.ldb, ldc = hk_a.ldc;
+
+    HK_LDS_DECLARE(STAGES * LDS_STAGE_BYTES);
+
+    // block renumbering: runs of GROUP_M m-tiles sweep the n-tiles together
+    const int tiles_n = hk_grid_dim_x(), tiles_m = hk_grid_dim_y();
+    const int id = hk_block_id_y() * tiles_n + hk_block_id_x();
+    const int group = id / (GROUP_M * tiles_n);
+    const int first_m = group * GROUP_M;
+    const int group_m = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
+    const int tile_mi = first_m + (id % (GROUP_M * tiles_n)) % group_m;
+    const int tile_ni = (id % (GROUP_M * tiles_n)) / group_m;
+    const int block_m = tile_mi * TILE_M;
+    const int block_n = tile_ni * TILE_N;
+
+    const int wave = hk_wave_id();
+    const int wave_m = wave / WARPS_N, wave_n = wave % WARPS_N;
+    const int k_tiles = (K + TILE_K - 1) / TILE_K;
+
+    // 16-byte copies need 8-element rows and 16-byte aligned bases
+    const bool vec_a = (lda % 8 == 0) && ((unsigned long)A % 16 == 0);
+    const bool vec_b = (ldb % 8 == 0) && ((unsigned long)B % 16 == 0);
+
+]hkm_if_wgmma([[    // warpgroup wg owns rows wg_row.. (tile_m 128) or columns wg_col.. (tile_m 64)
+    const int wg = wave / 4;
+    const int wg_row = TILE_M == 128 ? wg * WG_M : 0;
+    const int wg_col = TILE_M == 128 ? 0 : wg * WG_N;
+    hk_wgmma_acc]]hkm_gemm_wg_n[[_t acc;
+#pragma unroll
+    for (int i = 0; i < WG_N / 2; ++i)
+        acc[i] = 0.0f;
+]], [[    hk_mma_acc_t acc[FRAG_M][FRAG_N];
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i)
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j)
+            acc[i][j] = hk_mma_acc_zero();
+]])[
+    // prologue: k-tiles 0 .. STAGES-2 in flight (one copy group each, empty past K)
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles)
+            gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n, s * TILE_K,
+                            vec_a, vec_b);
+        hk_async_commit();
+    }
+
+    // main loop: wait for k-tile t, one barrier (everyone is also done with
+    // k-tile t-1), refill that stage with k-tile t+STAGES-1, multiply k-tile t
+    int stage = 0;                 // stage of k-tile t
+    int fill = STAGES - 1;         // stage of k-tile t + STAGES - 1
+    for (int t = 0; t < k_tiles; ++t) {
+        hk_async_wait<STAGES - 2>();
+]hkm_if_wgmma([[        hk_fence_proxy_async(); // cp.async wrote it (generic proxy); wgmma reads it (async proxy)
+]])[        hk_barrier();
+        if (t + STAGES - 1 < k_tiles)
+            gemm_copy_stage(hk_lds, fill * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n,
+                            (t + STAGES - 1) * TILE_K, vec_a, vec_b);
+        hk_async_commit();
+]hkm_if_wgmma([[        gemm_wgmma_stage(hk_lds, stage * LDS_STAGE_BYTES, wg_row, wg_col, acc);
+]], [[        gemm_mma_stage(hk_lds, stage * LDS_STAGE_BYTES, wave_m, wave_n, acc);
+]])[
+        stage = stage == STAGES - 1 ? 0 : stage + 1;
+        fill = fill == STAGES - 1 ? 0 : fill + 1;
+    }
+    hk_async_wait<0>();
+
+    // epilogue: lane l (g = l / 4, t = l % 4) holds C[g][2t, 2t+1] and
+    // C[g+8][2t, 2t+1] of each 16x8 tile; bf16 pairs as 4-byte stores when
+    // the pair is inside C and 4-byte aligned
+    const int lane = hk_lane_id();
+    const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
+]hkm_if_wgmma([[    // wgmma: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8 tile i in acc[4i..4i+3]
+#pragma unroll
+    for (int i = 0; i < WG_N / 8; ++i) {
+        const int n = block_n + wg_col + i * 8 + (lane & 3) * 2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = block_m + wg_row + (wave % 4) * 16 + (lane >> 2) + h * 8;
+            gemm_store_pair(C, ldc, m, n, M, N, vec_c, acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+        }
+    }
+]], [[#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i)
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j) {
+            const int n = block_n + wave_n * WAVE_N + j * 8 + (lane & 3) * 2;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int m = block_m + wave_m * WAVE_M + i * 16 + (lane >> 2) + h * 8;
+                gemm_store_pair(C, ldc, m, n, M, N, vec_c, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+            }
+        }
+]])[}
+]hkm_output_end()

@@ -1,0 +1,307 @@
+/* hk_sm90.h - hkgen tile primitives for NVIDIA Hopper (sm_90a: H100, H200).
+ *
+ * Pasted verbatim into every generated kernel (undiverted by m4, never rescanned).
+ * Compiled by `nvcc -x cu --cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17`.
+ * Self-contained: no #include; it relies only on what nvcc declares for every
+ * .cu file (threadIdx, blockIdx, __syncthreads, __launch_bounds__, __shared__,
+ * __cvta_generic_to_shared) and on inline PTX kept inside this header.
+ *
+ * Same primitive names and meanings as hk_cdna.h where they make sense on
+ * NVIDIA; the rules are the same (shared memory only through HK_LDS_DECLARE and
+ * byte offsets; no inline asm in skeletons).  nvcc has no clang ext_vector_type:
+ * the vector types are 8/16-byte aligned structs with operator[].
+ *
+ * Primitives (one line each):
+ *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads) (the skeleton writes `void name(...)`)
+ *   HK_DEVICE                 qualifiers of a device helper (static, forced inline)
+ *   HK_WAVE_SIZE              lanes per wave (warp): 32
+ *   hk_thread_id()            thread id in the (1-D) block
+ *   hk_block_id_x/y/z()       block id in the grid
+ *   hk_grid_dim_x/y()         blocks in the grid along x / y
+ *   hk_lane_id()              lane in the warp, 0..31
+ *   hk_wave_id()              warp in the block (uniform: shfl from lane 0)
+ *   hk_barrier()              block barrier (__syncthreads)
+ *   hk_waitcnt_all()          no-op (loads are waited for at first use; see hk_async_wait)
+ *   hk_sched_barrier()        no-op
+ *   HK_SETPRIO(p)             no-op
+ *   HK_LDS_DECLARE(bytes)     declares the block's shared memory (1024-byte aligned) and the handle `hk_lds`
+ *   hk_lds_load_b32/b64/b128  load 4/8/16 bytes of shared memory at a byte offset (naturally aligned)
+ *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of shared memory at a byte offset (naturally aligned)
+ *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
+ *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
+ *   hk_global_load_f32        1 float from global
+ *   hk_global_store_bf16      store 1 bf16 to global
+ *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
+ *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
+ *   hk_f32_to_bf16            narrow float to bf16, round to nearest even (cvt.rn; NaN -> canonical NaN)
+ *   hk_f32x2_to_bf16x2(lo,hi) two floats to a packed bf16 pair (lo in bits 0..15), RNE
+ *  Hopper-only (asynchronous copies, tensor cores):
+ *   hk_async_load_b128(l, off, src, n_bytes)   cp.async 16 bytes global -> shared; bytes >= n_bytes (0..16) are 0;
+ *                                              src 16-byte aligned; nothing is read when n_bytes == 0
+ *   hk_async_commit()         close the group of async copies issued so far by this thread
+ *   hk_async_wait<N>()        wait until at most N groups of this thread are pending
+ *   hk_lds_load_mma_x4(l, off)        ldmatrix .x4: four 8x8 b16 matrices; lane l gives the row address
+ *                                     of matrix l/8 (row l%8); result word i = matrix i, row lane/4, cols 2*(lane%4)+{0,1}
+ *   hk_lds_load_mma_x4_trans(l, off)  the same, transposed (ldmatrix .trans)
+ *   hk_mma_16x8x16(a, b, acc)         acc(16x8 fp32) += A(16x16 bf16) * B(16x8 bf16), one warp (mma.sync)
+ *   hk_mma_acc_t, hk_mma_acc_zero()   the 4-float accumulator of one lane
+ *   hk_wgmma_64xNx16 (N = 32, 64, 128), hk_wgmma_accN_t, hk_wgmma_desc, hk_wgmma_fence/commit/wait<N>,
+ *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
+ *
+ * mma.sync m16n8k16 lane layouts (lane l, g = l / 4, t = l % 4), 32-bit words of bf16 pairs (low half first):
+ *   A (16 x 16, hk_u32x4): word 0 = A[g][2t..2t+1], 1 = A[g+8][2t..], 2 = A[g][2t+8..], 3 = A[g+8][2t+8..]
+ *   B (16 x 8,  hk_u32x2): word 0 = B[2t..2t+1][g] (two k), 1 = B[2t+8..2t+9][g]
+ *   D (16 x 8,  4 floats): d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1]
+ * (PTX ISA, "Matrix fragments for mma.m16n8k16 with floating point type".)
+ */
+#ifndef HK_SM90_H
+#define HK_SM90_H
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "hk_sm90.h: needs sm_80 or newer (built for sm_90a)"
+#endif
+
+/* helpers of this header that a kernel leaves unused, and parameter bindings a
+ * kernel does not read, are not worth a warning each */
+#pragma nv_diag_suppress 177
+
+/* ---- qualifiers ----------------------------------------------------------- */
+#define HK_DEVICE static __device__ __forceinline__
+#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads)
+#define HK_WAVE_SIZE 32
+
+/* ---- types --------------------------------------------------------------- */
+typedef unsigned short hk_bf16; /* bf16 bit pattern */
+
+struct __align__(8) hk_u32x2 {
+    unsigned v[2];
+    __device__ __forceinline__ unsigned &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ unsigned operator[](int i) const { return v[i]; }
+};
+struct __align__(16) hk_u32x4 {
+    unsigned v[4];
+    __device__ __forceinline__ unsigned &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ unsigned operator[](int i) const { return v[i]; }
+};
+struct __align__(8) hk_bf16x4 {
+    hk_bf16 v[4];
+    __device__ __forceinline__ hk_bf16 &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ hk_bf16 operator[](int i) const { return v[i]; }
+};
+struct __align__(16) hk_bf16x8 {
+    hk_bf16 v[8];
+    __device__ __forceinline__ hk_bf16 &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ hk_bf16 operator[](int i) const { return v[i]; }
+};
+
+/* ---- ids ------------------------------------------------------------------ */
+HK_DEVICE int hk_thread_id(void) { return (int)threadIdx.x; }
+HK_DEVICE int hk_block_id_x(void) { return (int)blockIdx.x; }
+HK_DEVICE int hk_block_id_y(void) { return (int)blockIdx.y; }
+HK_DEVICE int hk_block_id_z(void) { return (int)blockIdx.z; }
+HK_DEVICE int hk_grid_dim_x(void) { return (int)gridDim.x; }
+HK_DEVICE int hk_grid_dim_y(void) { return (int)gridDim.y; }
+HK_DEVICE int hk_lane_id(void) { return (int)threadIdx.x & (HK_WAVE_SIZE - 1); }
+HK_DEVICE int hk_wave_id(void)
+{
+    /* the same in every lane; the shuffle tells the compiler so */
+    return __shfl_sync(0xffffffffu, (int)threadIdx.x / HK_WAVE_SIZE, 0);
+}
+
+/* ---- synchronisation and scheduling --------------------------------------- */
+HK_DEVICE void hk_barrier(void) { __syncthreads(); }
+HK_DEVICE void hk_waitcnt_all(void) {}
+HK_DEVICE void hk_sched_barrier(void) {}
+#define HK_SETPRIO(p) ((void)0)
+
+/* ---- shared memory ----------------------------------------------------------
+ * One region per block, addressed by byte offsets through the handle `hk_lds`
+ * (a generic pointer for ordinary accesses, the shared-window address for
+ * cp.async and ldmatrix).  At most 48 KiB (static shared memory). */
+typedef struct {
+    unsigned char *base;
+    unsigned addr;
+} hk_lds_t;
+
+#define HK_LDS_DECLARE(bytes)                                                        \
+    __shared__ __align__(1024) unsigned char hk_lds_bytes_[(bytes)];                \
+    const hk_lds_t hk_lds = {hk_lds_bytes_, (unsigned)__cvta_generic_to_shared(hk_lds_bytes_)}
+
+HK_DEVICE unsigned hk_lds_load_b32(hk_lds_t l, int off) { return *(const unsigned *)(l.base + off); }
+HK_DEVICE hk_u32x2 hk_lds_load_b64(hk_lds_t l, int off) { return *(const hk_u32x2 *)(l.base + off); }
+HK_DEVICE hk_u32x4 hk_lds_load_b128(hk_lds_t l, int off) { return *(const hk_u32x4 *)(l.base + off); }
+HK_DEVICE void hk_lds_store_b32(hk_lds_t l, int off, unsigned v) { *(unsigned *)(l.base + off) = v; }
+HK_DEVICE void hk_lds_store_b64(hk_lds_t l, int off, hk_u32x2 v) { *(hk_u32x2 *)(l.base + off) = v; }
+HK_DEVICE void hk_lds_store_b128(hk_lds_t l, int off, hk_u32x4 v) { *(hk_u32x4 *)(l.base + off) = v; }
+
+/* ---- global memory ---------------------------------------------------------- */
+
+/* 8 bf16 starting at p; element j is p[j] if j < n_valid, else 0.  With
+ * vec_ok (p 16-byte aligned, caller's promise) and n_valid >= 8 this is one
+ * 16-byte load; otherwise element-wise loads, none past n_valid. */
+HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool vec_ok)
+{
+    if (vec_ok && n_valid >= 8)
+        return *(const hk_bf16x8 *)p;
+    hk_bf16x8 v = {{0, 0, 0, 0, 0, 0, 0, 0}};
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        if (j < n_valid)
+            v[j] = p[j];
+    return v;
+}
+
+HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
+HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
+HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
+HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
+HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
+
+/* ---- bf16 <-> fp32 ---------------------------------------------------------- */
+HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __uint_as_float((unsigned)x << 16); }
+
+HK_DEVICE hk_bf16 hk_f32_to_bf16(float f)
+{
+    unsigned short r;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+    return r;
+}
+
+HK_DEVICE unsigned hk_f32x2_to_bf16x2(float lo, float hi)
+{
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); /* first source -> upper half */
+    return r;
+}
+
+/* ---- asynchronous copies global -> shared (cp.async, sm_80+) ------------------ */
+HK_DEVICE void hk_async_load_b128(hk_lds_t l, int off, const void *src, int n_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(l.addr + (unsigned)off), "l"(src),
+                 "r"(n_bytes)
+                 : "memory");
+}
+
+HK_DEVICE void hk_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N> HK_DEVICE void hk_async_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* ---- tensor cores: ldmatrix + mma.sync m16n8k16 bf16 -> fp32 ------------------- */
+struct hk_mma_acc_t {
+    float v[4];
+    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
+};
+
+HK_DEVICE hk_mma_acc_t hk_mma_acc_zero(void)
+{
+    hk_mma_acc_t z = {{0.0f, 0.0f, 0.0f, 0.0f}};
+    return z;
+}
+
+HK_DEVICE hk_u32x4 hk_lds_load_mma_x4(hk_lds_t l, int off)
+{
+    hk_u32x4 r;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r.v[0]), "=r"(r.v[1]), "=r"(r.v[2]), "=r"(r.v[3])
+                 : "r"(l.addr + (unsigned)off));
+    return r;
+}
+
+HK_DEVICE hk_u32x4 hk_lds_load_mma_x4_trans(hk_lds_t l, int off)
+{
+    hk_u32x4 r;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r.v[0]), "=r"(r.v[1]), "=r"(r.v[2]), "=r"(r.v[3])
+                 : "r"(l.addr + (unsigned)off));
+    return r;
+}
+
+HK_DEVICE void hk_mma_16x8x16(hk_u32x4 a, unsigned b0, unsigned b1, hk_mma_acc_t &acc)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(acc.v[0]), "+f"(acc.v[1]), "+f"(acc.v[2]), "+f"(acc.v[3])
+                 : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "r"(b0), "r"(b1));
+}
+
+
+/* ---- tensor cores: wgmma (sm_90a), one warpgroup of 4 warps -------------------------
+ * hk_wgmma_64xNx16(d, desc_a, desc_b, scale_d): d(64 x N fp32) = A(64 x 16) * B(16 x N) + (scale_d ? d : 0),
+ * A and B bf16 in shared memory, both K-major (k innermost), described by
+ * hk_wgmma_desc.  Asynchronous: hk_wgmma_fence() before the first one (and after
+ * the accumulators were touched), hk_wgmma_commit() after a batch,
+ * hk_wgmma_wait<N>() before the accumulators or the operands' shared memory
+ * are used again.  Shared memory written by ordinary stores or cp.async needs
+ * hk_fence_proxy_async() in each writing thread before the barrier.
+ * Accumulator layout (warp w of the warpgroup, lane l, g = l / 4, t = l % 4), n8 tile i:
+ *   d[4i] = D[16w + g][8i + 2t], d[4i+1] = D[16w + g][8i + 2t + 1],
+ *   d[4i+2] = D[16w + g + 8][8i + 2t], d[4i+3] = D[16w + g + 8][8i + 2t + 1]
+ *   (PTX ISA, "Register fragments and shared memory matrix layouts: wgmma .m64nNk16").
+ */
+struct hk_wgmma_acc32_t {
+    float v[16];
+    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
+};
+struct hk_wgmma_acc64_t {
+    float v[32];
+    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
+};
+struct hk_wgmma_acc128_t {
+    float v[64];
+    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
+};
+
+/* Shared-memory matrix descriptor: start byte offset `off' (16-byte units), leading
+ * and stride byte offsets lbo, sbo (bytes; for a K-major swizzled layout sbo is the
+ * distance between 8-row groups and lbo is unused), swizzle: 0 none, 1 128-byte,
+ * 2 64-byte, 3 32-byte.  Swizzled tiles must start on a (8 x swizzle-bytes) boundary;
+ * a k step inside the swizzle row adds its bytes to `off'. */
+HK_DEVICE unsigned long long hk_wgmma_desc(hk_lds_t l, int off, int lbo, int sbo, int swizzle)
+{
+    const unsigned long long addr = (unsigned long long)(((l.addr + (unsigned)off) & 0x3ffffu) >> 4);
+    return addr | ((unsigned long long)((lbo >> 4) & 0x3fff) << 16) | ((unsigned long long)((sbo >> 4) & 0x3fff) << 32)
+           | ((unsigned long long)swizzle << 62);
+}
+
+HK_DEVICE void hk_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+HK_DEVICE void hk_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> HK_DEVICE void hk_wgmma_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+HK_DEVICE void hk_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+HK_DEVICE void hk_wgmma_64x32x16(hk_wgmma_acc32_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+HK_DEVICE void hk_wgmma_64x64x16(hk_wgmma_acc64_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+HK_DEVICE void hk_wgmma_64x128x16(hk_wgmma_acc128_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+#endif /* HK_SM90_H */

@@ -1,0 +1,90 @@
+# CTestTestfile.cmake: hkgen's tests, written by hand (no CMakeLists.txt).
+# Run from tests/: `ctest --output-on-failure -j2` (after `make` at the top
+# and `make -C tests`); `make test` at the top does all of it.
+# Every test runs in tests/; shell tests source lib.sh (temporary folder,
+# HKGEN_CACHE_DIR inside it, ../build/hkgen-asan). `ctest -L spec` etc. runs
+# one label: spec, unit, security, fuzz, build.
+
+set(HK_ENV
+  "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1"
+  "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
+  "LC_ALL=C")
+# Builds compile gfx90a with comgr, in process, on several threads. LLVM in
+# comgr installs its own sigaltstack on those threads, and ASan then fails to
+# unmap "its" alternate stack when the thread exits ("AddressSanitizer failed
+# to deallocate ... unable to unmap", intermittent): use_sigaltstack=0 avoids
+# it. Leak detection stays on (comgr was seen to leak nothing).
+set(HK_BUILD_ENV
+  "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:use_sigaltstack=0"
+  "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
+  "LC_ALL=C")
+
+# Specs: exact diagnostics and exit status 2 for bad ones, kernel counts for
+# good ones, hostile inputs refused in bounded time.
+add_test(spec_cases sh spec_cases.sh)
+set_tests_properties(spec_cases PROPERTIES TIMEOUT 240 LABELS "spec" ENVIRONMENT "${HK_ENV}")
+add_test(spec_hostile sh spec_hostile.sh)
+set_tests_properties(spec_hostile PROPERTIES TIMEOUT 120 LABELS "spec;security" ENVIRONMENT "${HK_ENV}")
+
+# m4 escaping: unit round trips through real m4, and the command line.
+add_test(escape_unit build/unit_escape)
+set_tests_properties(escape_unit PROPERTIES TIMEOUT 120 LABELS "unit;security" ENVIRONMENT "${HK_ENV}")
+add_test(escape_cli sh escape_cli.sh)
+set_tests_properties(escape_cli PROPERTIES TIMEOUT 120 LABELS "security" ENVIRONMENT "${HK_ENV}")
+
+# Small modules.
+add_test(unit_sha256 build/unit_sha256)
+set_tests_properties(unit_sha256 PROPERTIES TIMEOUT 120 LABELS "unit" ENVIRONMENT "${HK_ENV}")
+add_test(unit_json build/unit_json)
+set_tests_properties(unit_json PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${HK_ENV}")
+
+# libFuzzer on the spec reader for 60 s (docs/FUZZING.md: longer runs).
+add_test(fuzz_spec sh fuzz_run.sh 60)
+set_tests_properties(fuzz_spec PROPERTIES TIMEOUT 180 LABELS "fuzz;security" ENVIRONMENT "${HK_ENV}")
+
+# Builds (templates and compilers). build_all leaves the catalogues that
+# build_mfma, build_manifest and build_inspect read.
+add_test(build_all sh build_cases.sh all)
+set_tests_properties(build_all PROPERTIES TIMEOUT 600 LABELS "build" COST 1000
+  FIXTURES_SETUP catalog ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(build_mfma sh build_cases.sh mfma)
+set_tests_properties(build_mfma PROPERTIES TIMEOUT 120 LABELS "build" FIXTURES_REQUIRED catalog
+  ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(build_manifest sh build_cases.sh manifest)
+set_tests_properties(build_manifest PROPERTIES TIMEOUT 120 LABELS "build" FIXTURES_REQUIRED catalog
+  ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(build_inspect sh build_cases.sh inspect)
+set_tests_properties(build_inspect PROPERTIES TIMEOUT 120 LABELS "build" FIXTURES_REQUIRED catalog
+  ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(build_determinism sh build_cases.sh determinism)
+set_tests_properties(build_determinism PROPERTIES TIMEOUT 600 LABELS "build" COST 900 ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(build_cache sh build_cases.sh cache)
+set_tests_properties(build_cache PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(build_failure sh build_cases.sh failure)
+set_tests_properties(build_failure PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(build_lock sh build_cases.sh lock)
+set_tests_properties(build_lock PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(build_stale_index sh build_cases.sh stale)
+set_tests_properties(build_stale_index PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+
+# Emulator (label emu; `ctest -L emu`): the MFMA layouts against AMD's tables
+# (data/mfma-layouts) and the documented CDNA4 layout, the MFMA product against
+# fp64, a mutant layout that must be caught, barriers under the seeded random
+# wave order, faults (global/LDS out of bounds, LDS over budget, divergent
+# MFMA), and every GEMM/RoPE kernel of emu/ops.yaml on each target.
+add_test(emu_layout build/emu_mfma layout data/mfma-layouts)
+set_tests_properties(emu_layout PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+add_test(emu_mfma_product build/emu_mfma product data/mfma-layouts)
+set_tests_properties(emu_mfma_product PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+add_test(emu_layout_mutant sh emu/mutant.sh)
+set_tests_properties(emu_layout_mutant PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+add_test(emu_barrier build/emu_launch barrier build/emu)
+set_tests_properties(emu_barrier PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+add_test(emu_oob build/emu_launch oob build/emu)
+set_tests_properties(emu_oob PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+add_test(emu_kernels_gfx90a sh emu/kernels.sh gfx90a)
+set_tests_properties(emu_kernels_gfx90a PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
+add_test(emu_kernels_gfx942 sh emu/kernels.sh gfx942)
+set_tests_properties(emu_kernels_gfx942 PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
+add_test(emu_kernels_gfx950 sh emu/kernels.sh gfx950)
+set_tests_properties(emu_kernels_gfx950 PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")

@@ -1,0 +1,318 @@
+#!/bin/sh
+# build_cases.sh CASE: build tests (they need templates/ and the compilers).
+#   all          every spec in specs/ builds for gfx90a,gfx942,gfx950 with exit
+#                0 and no spills (hkgen inspect); the catalogues stay in
+#                tests/build/work/ for mfma, manifest and inspect (CTest fixture)
+#   determinism  two --no-cache builds into two folders: identical trees
+#   cache        a second build with the same HKGEN_CACHE_DIR: "0 compiled"
+#   mfma         GEMM objects hold their target's MFMA (llvm-objdump-22)
+#   manifest     every file the manifest lists exists with its sha256
+#   failure      a broken template: exit 1, template file:line, no manifest
+#   lock         a held lock refuses a build; two builds at once leave a valid
+#                catalogue
+#   inspect      hkgen inspect on one .hsaco prints its kernel's row
+#   stale        gen then build (and build then gen) into one folder leave no
+#                manifest.json / sources.json that lists other sources
+. "$(dirname "$0")/lib.sh"
+TARGETS=gfx90a,gfx942,gfx950
+WORK=$TESTS_DIR/build/work
+MFMA_gfx90a=v_mfma_f32_32x32x8bf16_1k
+MFMA_gfx942=v_mfma_f32_32x32x8_bf16
+MFMA_gfx950=v_mfma_f32_32x32x16_bf16
+
+# A small spec: two GEMMs (one all run-time) and a RoPE, 9 kernels on 3 targets.
+small_spec() {
+  cat >"$1" <<'YAML'
+kernels:
+  - op: gemm
+    name: t_gemm
+    layout: [nt, nn]
+    N: 256
+    K: 512
+    tile_m: 64
+  - op: rope
+    name: t_rope
+    head_dim: 128
+    heads_q: 8
+    heads_k: 2
+YAML
+}
+
+# kernel_count SPEC: the number of kernels `hkgen check` reports.
+kernel_count() {
+  run_hk "$T/check.out" check --target "$TARGETS" "$1"
+  expect_rc 0 "hkgen check $1"
+  sed -n 's/^ok: \([0-9]*\) kernels\{0,1\}$/\1/p' "$T/check.out"
+}
+
+# check_manifest DIR: every "source" and "file" of DIR/manifest.json exists
+# and matches its recorded sha256 (sha256sum -c).
+check_manifest() {
+  dir=$1
+  [ -f "$dir/manifest.json" ] || fail "$dir/manifest.json is missing"
+  python3 -m json.tool "$dir/manifest.json" >/dev/null || fail "$dir/manifest.json is not JSON"
+  python3 - "$dir/manifest.json" >"$T/sums" <<'PY' || fail "$dir/manifest.json: a kernel lacks file/sha256/source"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["kind"] == "catalogue", m["kind"]
+for k in m["kernels"]:
+    print(k["sha256"] + "  " + k["file"])
+    print(k["source_sha256"] + "  " + k["source"])
+PY
+  [ -s "$T/sums" ] || fail "$dir/manifest.json lists no kernel"
+  (cd "$dir" && sha256sum --quiet --strict -c "$T/sums") >"$T/sumcheck" 2>&1 ||
+    fail "$dir: files differ from the manifest: $(head -20 "$T/sumcheck")"
+  # and the other way round: every object in the folder is listed
+  nobj=$(find "$dir" -name '*.hsaco' | wc -l)
+  nlisted=$(grep -c '\.hsaco$' "$T/sums")
+  [ "$nobj" = "$nlisted" ] || fail "$dir holds $nobj .hsaco files, its manifest lists $nlisted"
+}
+
+case_all() {
+  rm -rf "$WORK"
+  mkdir -p "$WORK/catalog"
+  export HKGEN_CACHE_DIR="$WORK/cache"
+  n=0
+  for spec in "$TOP"/specs/*.yaml; do
+    name=$(basename "$spec" .yaml)
+    out=$WORK/catalog/$name
+    want=$(kernel_count "$spec")
+    run_hk "$T/build.out" build --target "$TARGETS" -o "$out" "$spec"
+    expect_rc 0 "hkgen build $spec"
+    grep -q "^hkgen: $want kernels\{0,1\} into $out: " "$T/build.out" ||
+      fail "$spec: no summary line for $want kernels: $(tail -3 "$T/build.out")"
+    run_hk "$T/inspect.out" inspect "$out"
+    expect_rc 0 "hkgen inspect $out"
+    # The spills column, found by its header; every row must say 0.
+    awk -v want="$want" -v spec="$spec" '
+      NR == 1 { for (i = 1; i <= NF; i++) if ($i == "spills") col = i; next }
+      /^[0-9]+ kernels?$/ { total = $1; next }
+      { rows++; if ($col != "0") { print spec ": " $1 " (" $2 ") spills " $col; bad = 1 } }
+      END {
+        if (!col) { print spec ": no spills column"; exit 1 }
+        if (rows != want || total != want) { print spec ": " rows " rows, " total " in total, expected " want; exit 1 }
+        exit bad }' "$T/inspect.out" >&2 || fail "$spec: spills or kernel count wrong (above); table: $(cat "$T/inspect.out")"
+    echo "ok   $name: $want kernels, no spills"
+    n=$((n + 1))
+  done
+  [ "$n" -ge 1 ] || fail "no spec in $TOP/specs"
+}
+
+case_determinism() {
+  spec=$TOP/specs/llama3-8b-tp1.yaml
+  for i in 1 2; do
+    run_hk "$T/build$i.out" build --no-cache --target "$TARGETS" -o "$T/cat$i" "$spec"
+    expect_rc 0 "build $i with --no-cache"
+    grep -q ' 0 from cache' "$T/build$i.out" || fail "build $i: --no-cache used the cache: $(tail -1 "$T/build$i.out")"
+  done
+  diff -r "$T/cat1" "$T/cat2" >"$T/diff" 2>&1 || fail "two --no-cache builds differ: $(head -30 "$T/diff")"
+  [ -n "$(find "$T/cat1" -name '*.hsaco')" ] || fail "no code objects were built"
+  [ ! -e "$HKGEN_CACHE_DIR" ] || [ -z "$(ls -A "$HKGEN_CACHE_DIR")" ] || fail "--no-cache filled the cache"
+  echo "ok   two --no-cache builds are byte-identical ($(find "$T/cat1" -type f | wc -l) files)"
+}
+
+case_cache() {
+  small_spec "$T/small.yaml"
+  want=$(kernel_count "$T/small.yaml")
+  run_hk "$T/b1.out" build --target "$TARGETS" -o "$T/c1" "$T/small.yaml"
+  expect_rc 0 "first build"
+  grep -q ": $want compiled, 0 from cache" "$T/b1.out" || fail "first build with an empty cache: $(tail -1 "$T/b1.out")"
+  run_hk "$T/b2.out" build --target "$TARGETS" -o "$T/c2" "$T/small.yaml"
+  expect_rc 0 "second build"
+  grep -q ": 0 compiled, $want from cache" "$T/b2.out" || fail "second build did not come from the cache: $(tail -1 "$T/b2.out")"
+  diff -r "$T/c1" "$T/c2" >"$T/diff" 2>&1 || fail "cached build differs from the compiled one: $(head -20 "$T/diff")"
+  ncache=$(find "$HKGEN_CACHE_DIR" -type f | wc -l)
+  [ "$ncache" -ge "$want" ] || fail "the cache holds $ncache files, expected at least one per kernel ($want)"
+  echo "ok   second build: 0 compiled, $want from cache"
+}
+
+case_mfma() {
+  cat=$WORK/catalog
+  [ -d "$cat" ] || fail "$cat is missing: the build_all test must run first"
+  for t in gfx90a gfx942 gfx950; do
+    eval "m=\$MFMA_$t"
+    ngemm=0
+    for hip in "$cat"/*/"$t"/*.hip; do
+      [ -f "$hip" ] || continue
+      obj=${hip%.hip}.hsaco
+      llvm-objdump-22 -d --mcpu="$t" "$obj" >"$T/dis" 2>&1 || fail "llvm-objdump-22 failed on $obj: $(head -5 "$T/dis")"
+      if grep -q "^// kernel [A-Za-z0-9_]*: op gemm, target $t\$" "$hip"; then
+        grep -Eq "^[[:space:]]+$m[[:space:]]" "$T/dis" ||
+          fail "$obj (gemm, $t) has no $m; MFMAs there: $(grep -o 'v_mfma[a-z0-9_]*' "$T/dis" | sort -u | tr '\n' ' ')"
+        ngemm=$((ngemm + 1))
+      else
+        ! grep -q 'v_mfma' "$T/dis" || fail "$obj is no GEMM but holds MFMA instructions"
+      fi
+    done
+    [ "$ngemm" -ge 1 ] || fail "no GEMM object for $t under $cat"
+    echo "ok   $t: $ngemm GEMM objects hold $m"
+  done
+}
+
+case_manifest() {
+  cat=$WORK/catalog
+  [ -d "$cat" ] || fail "$cat is missing: the build_all test must run first"
+  for dir in "$cat"/*/; do
+    check_manifest "${dir%/}"
+    echo "ok   $(basename "$dir"): $(wc -l <"$T/sums") files match manifest.json"
+  done
+}
+
+case_failure() {
+  TPL_SRC=${HKGEN_TEMPLATES:-$TOP/templates}
+  cp -r "$TPL_SRC" "$T/tpl"
+  small_spec "$T/small.yaml"
+  out=$T/cat
+  # A good build first, so that there is a manifest to lose.
+  HKGEN_TEMPLATES=$T/tpl run_hk "$T/good.out" build --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 0 "build with the intact template copy"
+  [ -f "$out/manifest.json" ] || fail "the good build wrote no manifest"
+  # Break gemm.hip.m4 at a known line with the templates' own error macro.
+  line=$(grep -n 'check_one_of(' "$T/tpl/gemm.hip.m4" | head -1 | cut -d: -f1)
+  [ -n "$line" ] || line=$(($(wc -l <"$T/tpl/gemm.hip.m4") / 2))
+  sed -i "${line}i m4_errprint(m4___file__:m4___line__[: deliberately broken])m4_m4exit(1)" "$T/tpl/gemm.hip.m4"
+  HKGEN_TEMPLATES=$T/tpl run_hk "$T/bad.out" build --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 1 "build with a broken gemm.hip.m4"
+  grep -q "gemm.hip.m4:$line:.*deliberately broken" "$T/bad.out" ||
+    fail "the error does not name gemm.hip.m4:$line: $(head -5 "$T/bad.out")"
+  [ ! -e "$out/manifest.json" ] || fail "a failed build left manifest.json in place"
+  echo "ok   broken template: exit 1 at gemm.hip.m4:$line, no manifest left"
+
+  # A template that leaves a macro word in the output: refused, exit 1.
+  cp "$TPL_SRC/gemm.hip.m4" "$T/tpl/gemm.hip.m4"
+  HKGEN_TEMPLATES=$T/tpl run_hk "$T/good.out" build --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 0 "build with the template restored"
+  ob=$(grep -n 'output_begin()' "$T/tpl/gemm.hip.m4" | head -1 | cut -d: -f1)
+  [ -n "$ob" ] || fail "cannot find the output_begin() line of gemm.hip.m4"
+  sed -i "${ob}a [// m4_bogus_word]m4_dnl" "$T/tpl/gemm.hip.m4"
+  HKGEN_TEMPLATES=$T/tpl run_hk "$T/left.out" build --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 1 "build with a leftover macro word in the output"
+  grep -q "suspicious 'm4_bogus_word" "$T/left.out" || fail "no message about the leftover word: $(head -5 "$T/left.out")"
+  [ ! -e "$out/manifest.json" ] || fail "a failed build left manifest.json in place"
+  echo "ok   leftover macro word: exit 1, reported, no manifest"
+
+  # A compile error: exit 1, the compiler's message, no manifest.
+  cp "$TPL_SRC/gemm.hip.m4" "$T/tpl/gemm.hip.m4"
+  HKGEN_TEMPLATES=$T/tpl run_hk "$T/good.out" build --no-cache --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 0 "build with the template restored"
+  cp "$TPL_SRC/include/hk_cdna.h" "$T/tpl/include/hk_cdna.h"
+  printf '\nstatic_assert(false, "deliberately broken header");\n' >>"$T/tpl/include/hk_cdna.h"
+  HKGEN_TEMPLATES=$T/tpl run_hk "$T/cc.out" build --no-cache --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 1 "build with a header that does not compile"
+  grep -q 'deliberately broken header' "$T/cc.out" || fail "the compiler's message is not shown: $(head -5 "$T/cc.out")"
+  [ ! -e "$out/manifest.json" ] || fail "a failed compile left manifest.json in place"
+  echo "ok   compile error: exit 1, message shown, no manifest"
+}
+
+case_lock() {
+  small_spec "$T/small.yaml"
+  out=$T/cat
+  run_hk "$T/first.out" build --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 0 "a first build"
+  sha_before=$(sha256sum <"$out/manifest.json")
+  # 1. A build while another holds the folder's lock is refused at once,
+  #    and leaves the catalogue it found (manifest included) alone.
+  command -v flock >/dev/null || fail "flock (util-linux) is missing"
+  # One process holds the lock (exec: killing it frees the lock).
+  (
+    exec 9>"$out/.hkgen.lock"
+    flock 9
+    exec sleep 30
+  ) >/dev/null 2>&1 &
+  holder=$!
+  i=0
+  while flock -n "$out/.hkgen.lock" true 2>/dev/null; do
+    i=$((i + 1))
+    [ "$i" -lt 100 ] || { kill "$holder"; fail "could not take the lock for the test"; }
+    sleep 0.1
+  done
+  run_hk "$T/locked.out" build --target gfx942 -o "$out" "$T/small.yaml"
+  kill "$holder" 2>/dev/null || true
+  wait "$holder" 2>/dev/null || true
+  expect_rc 1 "build into a locked folder"
+  grep -q 'another hkgen build' "$T/locked.out" || fail "no message about another build: $(cat "$T/locked.out")"
+  [ -f "$out/manifest.json" ] || fail "the refused build removed the manifest of the build before"
+  [ "$(sha256sum <"$out/manifest.json")" = "$sha_before" ] || fail "the refused build changed the manifest"
+  echo "ok   held lock: build refused with 'another hkgen build', old manifest intact"
+  # 2. Two real builds at once: one is refused and one succeeds, or both
+  #    succeed; the catalogue left is valid either way.
+  "$HKGEN" build --no-cache --target "$TARGETS" -o "$out" "$T/small.yaml" >"$T/a.out" 2>&1 &
+  pa=$!
+  "$HKGEN" build --no-cache --target "$TARGETS" -o "$out" "$T/small.yaml" >"$T/b.out" 2>&1 &
+  pb=$!
+  ra=0; wait "$pa" || ra=$?
+  rb=0; wait "$pb" || rb=$?
+  for x in a:$ra b:$rb; do
+    r=${x#*:}
+    f=$T/${x%%:*}.out
+    case $r in
+    0) ;;
+    1) grep -q 'another hkgen build' "$f" || fail "build ${x%%:*} failed without the lock message: $(cat "$f")" ;;
+    *) fail "build ${x%%:*} exited $r: $(cat "$f")" ;;
+    esac
+  done
+  [ "$ra" = 0 ] || [ "$rb" = 0 ] || fail "both concurrent builds failed"
+  check_manifest "$out"
+  echo "ok   two builds at once: statuses $ra and $rb, valid catalogue"
+}
+
+# `hkgen gen` and `hkgen build` into one folder: whatever index is left
+# (manifest.json, sources.json) must describe the files that are there.
+case_stale() {
+  small_spec "$T/a.yaml"
+  sed 's/N: 256/N: 512/' "$T/a.yaml" >"$T/b.yaml"
+  out=$T/cat
+  run_hk "$T/1.out" build --target gfx942 -o "$out" "$T/a.yaml"
+  expect_rc 0 "build of spec a"
+  run_hk "$T/2.out" gen --target gfx942 -o "$out" "$T/b.yaml"
+  expect_rc 0 "gen of spec b into the same folder"
+  if [ -f "$out/manifest.json" ]; then
+    python3 -c 'import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]: print(k["source_sha256"] + "  " + k["source"])' \
+      "$out/manifest.json" >"$T/sums"
+    (cd "$out" && sha256sum --quiet -c "$T/sums") >"$T/sumcheck" 2>&1 ||
+      fail "after 'hkgen gen' rewrote the sources, manifest.json still lists the old ones: $(cat "$T/sumcheck")"
+  fi
+  echo "ok   gen after build: no stale manifest.json"
+  run_hk "$T/3.out" build --target gfx942 -o "$out" "$T/a.yaml"
+  expect_rc 0 "build of spec a again"
+  if [ -f "$out/sources.json" ]; then
+    python3 -c 'import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]: print(k["source_sha256"] + "  " + k["source"])' \
+      "$out/sources.json" >"$T/sums"
+    (cd "$out" && sha256sum --quiet -c "$T/sums") >"$T/sumcheck" 2>&1 ||
+      fail "after 'hkgen build' rewrote the sources, sources.json still lists the old ones: $(cat "$T/sumcheck")"
+  fi
+  check_manifest "$out"
+  echo "ok   build after gen: no stale sources.json"
+}
+
+case_inspect() {
+  cat=$WORK/catalog
+  [ -d "$cat" ] || fail "$cat is missing: the build_all test must run first"
+  for t in gfx90a gfx942 gfx950; do
+    obj=$(ls "$cat"/*/"$t"/*.hsaco 2>/dev/null | head -1)
+    [ -n "$obj" ] || fail "no .hsaco for $t under $cat"
+    k=$(basename "$obj" .hsaco)
+    run_hk "$T/ins.out" inspect "$obj"
+    expect_rc 0 "hkgen inspect $obj"
+    awk -v k="$k" -v t="$t" '$1 == k && $2 == t { found = 1 } END { exit !found }' "$T/ins.out" ||
+      fail "hkgen inspect $obj printed no row for $k ($t): $(cat "$T/ins.out")"
+    [ "$(wc -l <"$T/ins.out")" = 2 ] || fail "expected a header and one row: $(cat "$T/ins.out")"
+    echo "ok   inspect $t/$k.hsaco"
+  done
+  # Not a code object: exit 1 with a message, no crash.
+  printf 'not an ELF\n' >"$T/junk.hsaco"
+  run_hk "$T/junk.out" inspect "$T/junk.hsaco"
+  expect_rc 1 "hkgen inspect on junk"
+  grep -q 'not an AMDGPU code object' "$T/junk.out" || fail "no message for junk: $(cat "$T/junk.out")"
+  run_hk "$T/missing.out" inspect "$T/nothing-here"
+  expect_rc 2 "hkgen inspect on a missing path"
+  echo "ok   inspect refuses junk (1) and a missing path (2)"
+}
+
+[ $# = 1 ] || fail "usage: build_cases.sh all|determinism|cache|mfma|manifest|failure|lock|inspect|stale"
+case $1 in
+all | determinism | cache | mfma | manifest | failure | lock | inspect | stale) "case_$1" ;;
+*) fail "unknown case $1" ;;
+esac

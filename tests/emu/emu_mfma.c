@@ -1,0 +1,310 @@
+/* emu_mfma.c: the emulator's 32x32 bf16 MFMA against AMD's ground truth.
+ *
+ *   emu_mfma layout DATA_DIR    hkemu_mfma_layout() vs the layout tables
+ *   emu_mfma product DATA_DIR   hkemu_mfma_wave_32x32_bf16() vs fp64 C + A*B,
+ *                               operands placed by the tables, not by the
+ *                               emulator's own layout function
+ *
+ * Ground truth, kpl 4 (gfx90a, gfx942): AMD Matrix Instruction Calculator
+ * 1.02 tables in DATA_DIR (tests/data/mfma-layouts; see its README):
+ *   cdna3.v_mfma_f32_32x32x8_bf16.{A,B,D}.csv
+ *   cdna2.v_mfma_f32_32x32x8bf16_1k.{A,B,D}.csv
+ * Ground truth, kpl 8 (gfx950, v_mfma_f32_32x32x16_bf16): the calculator has
+ * no CDNA4 tables; cdna4_entry() below writes down the layout of AMD's CDNA4
+ * ISA reference ("AMD Instinct MI300/CDNA4 ISA", MFMA data layouts) as also
+ * given in the ROCm blog "Matrix Core Programming on AMD CDNA3 and CDNA4
+ * Architecture" (rocm.blogs.amd.com, 2025; its 32x32x16 8-bit example has
+ * the same 8-k-per-lane placement) and in AMD's gfx950 sample
+ * github.com/carlushuang/gcnasm matrix_core_gfx950/matrix_core.cc
+ * (v_mfma_f32_32x32x16_f16: offset_a = (tid / 32 * 8) + (tid % 32) * stride_a,
+ * C row = tid / 32 * 4 + i % 4 + i / 4 * 8, col = tid % 32):
+ *   A (32 x 16): lane l, element j holds A[l % 32][8 * (l / 32) + j]
+ *   B (16 x 32): lane l, element j holds B[8 * (l / 32) + j][l % 32]
+ *   C/D: as v_mfma_f32_32x32x8: register r of lane l holds
+ *        D[(r / 4) * 8 + (l / 32) * 4 + r % 4][l % 32]
+ *
+ * Exit status: 0 all checks pass, 1 a check failed (a mismatch), 2 usage or
+ * unreadable data. Built twice by tests/Makefile: build/emu_mfma and
+ * build/emu_mfma_mutant (runtime built with -DHKEMU_MUTATE_LAYOUT, which
+ * must make this program exit 1: test emu_layout_mutant). */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE
+#endif
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hkrt_int.h"
+
+enum { NLANES = 64, MAXREG = 16 };
+
+/* One operand table: for each lane and element, the matrix entry (row, col):
+   A[row][k] -> (row, k), B[k][col] -> (k, col), D[row][col] -> (row, col). */
+typedef struct {
+  const char *name;
+  int nelem;
+  int row[NLANES][MAXREG], col[NLANES][MAXREG];
+} layout_table;
+
+typedef struct {
+  const char *label; /* "cdna3 v_mfma_f32_32x32x8_bf16" */
+  int kpl;
+  layout_table t[3]; /* A, B, D */
+} layout_set;
+
+static int failures;
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...) {
+  va_list ap;
+  if (++failures <= 30) {
+    fputs("FAIL: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+  }
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  fputs("emu_mfma: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  exit(2);
+}
+
+/* Reads <dir>/<base>.<X>.csv: comment lines, a header "lane,...", 64 rows
+   "lane,X[i][j],...". Every cell must name matrix X, and the 64 x nelem cells
+   must cover the matrix exactly once (rows x cols entries). */
+static void read_table(const char *dir, const char *base, char which, int rows, int cols,
+                       layout_table *t) {
+  char path[4096], line[4096];
+  snprintf(path, sizeof path, "%s/%s.%c.csv", dir, base, which);
+  FILE *f = fopen(path, "r");
+  if (!f) die("cannot open %s", path);
+  int header = 0, lanes = 0;
+  static unsigned char seen[64][64];
+  memset(seen, 0, sizeof seen);
+  t->nelem = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = 0;
+    if (!header) {
+      if (!strncmp(line, "lane,", 5)) {
+        header = 1;
+        for (char *p = line; *p; p++) t->nelem += *p == ',';
+        if (t->nelem < 1 || t->nelem > MAXREG) die("%s: %d columns", path, t->nelem);
+      }
+      continue;
+    }
+    if (!line[0]) continue;
+    char *save = NULL, *tok = strtok_r(line, ",", &save);
+    char *end;
+    long lane = strtol(tok, &end, 10);
+    if (*end || lane != lanes || lanes >= NLANES) die("%s: row %d: bad lane '%s'", path, lanes, tok);
+    for (int i = 0; i < t->nelem; i++) {
+      tok = strtok_r(NULL, ",", &save);
+      int r, c, n = 0;
+      char m;
+      if (!tok || sscanf(tok, "%c[%d][%d]%n", &m, &r, &c, &n) != 3 || tok[n] || m != which ||
+          r < 0 || r >= rows || c < 0 || c >= cols)
+        die("%s: lane %ld, element %d: bad cell '%s'", path, lane, i, tok ? tok : "(none)");
+      if (seen[r][c]++) die("%s: %c[%d][%d] appears twice", path, which, r, c);
+      t->row[lane][i] = r;
+      t->col[lane][i] = c;
+    }
+    if (strtok_r(NULL, ",", &save)) die("%s: lane %ld: extra cells", path, lane);
+    lanes++;
+  }
+  fclose(f);
+  if (!header || lanes != NLANES) die("%s: %d lanes, expected 64", path, lanes);
+  if (NLANES * t->nelem != rows * cols)
+    die("%s: %d x %d cells do not cover a %d x %d matrix", path, NLANES, t->nelem, rows, cols);
+}
+
+static void load_set(const char *dir, const char *base, const char *label, int kpl, layout_set *s) {
+  s->label = label;
+  s->kpl = kpl;
+  read_table(dir, base, 'A', 32, 2 * kpl, &s->t[0]);
+  read_table(dir, base, 'B', 2 * kpl, 32, &s->t[1]);
+  read_table(dir, base, 'D', 32, 32, &s->t[2]);
+  if (s->t[0].nelem != kpl || s->t[1].nelem != kpl || s->t[2].nelem != 16)
+    die("%s: %d/%d/%d elements per lane, expected %d/%d/16", base, s->t[0].nelem,
+        s->t[1].nelem, s->t[2].nelem, kpl, kpl);
+  s->t[0].name = "A";
+  s->t[1].name = "B";
+  s->t[2].name = "D";
+}
+
+/* The documented CDNA4 v_mfma_f32_32x32x16_bf16 layout (sources above). */
+static void cdna4_entry(int which, int lane, int i, int *row, int *col) {
+  switch (which) {
+  case 0: *row = lane % 32; *col = 8 * (lane / 32) + i; break;          /* A[row][k] */
+  case 1: *row = 8 * (lane / 32) + i; *col = lane % 32; break;          /* B[k][col] */
+  default: *row = (i / 4) * 8 + (lane / 32) * 4 + i % 4; *col = lane % 32; /* D */
+  }
+}
+
+static void cdna4_set(layout_set *s) {
+  s->label = "cdna4 v_mfma_f32_32x32x16_bf16 (ISA document)";
+  s->kpl = 8;
+  static const char *const names[3] = {"A", "B", "D"};
+  for (int w = 0; w < 3; w++) {
+    s->t[w].name = names[w];
+    s->t[w].nelem = w == 2 ? 16 : 8;
+    for (int l = 0; l < NLANES; l++)
+      for (int i = 0; i < s->t[w].nelem; i++)
+        cdna4_entry(w, l, i, &s->t[w].row[l][i], &s->t[w].col[l][i]);
+  }
+}
+
+/* ---- emu_layout ----------------------------------------------------------- */
+
+static void check_layout(const layout_set *s) {
+  static const emu_operand ops[3] = {EMU_OPERAND_A, EMU_OPERAND_B, EMU_OPERAND_D};
+  int before = failures, checked = 0;
+  for (int w = 0; w < 3; w++)
+    for (int l = 0; l < NLANES; l++)
+      for (int i = 0; i < s->t[w].nelem; i++) {
+        int r = -1, c = -1;
+        hkemu_mfma_layout(ops[w], s->kpl, l, i, &r, &c);
+        checked++;
+        if (r != s->t[w].row[l][i] || c != s->t[w].col[l][i])
+          fail("%s: %s lane %d element %d: emulator places %s[%d][%d], the table %s[%d][%d]",
+               s->label, s->t[w].name, l, i, s->t[w].name, r, c, s->t[w].name,
+               s->t[w].row[l][i], s->t[w].col[l][i]);
+      }
+  printf("layout  %-48s kpl %d: %d lane/element positions, %d mismatches\n", s->label, s->kpl,
+         checked, failures - before);
+}
+
+/* ---- emu_mfma_product ------------------------------------------------------ */
+
+static uint64_t rng;
+static uint64_t next_rand(void) { /* splitmix64 */
+  uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static double uniform(void) { return (double)(next_rand() >> 11) * 0x1p-52 - 1.0; } /* [-1, 1) */
+
+static unsigned short to_bf16(double x) { /* round to nearest even */
+  float f = (float)x;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+static double from_bf16(unsigned short b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+#define PRODUCT_TOL 1e-6
+#define PRODUCT_TRIALS 25
+
+/* One trial: random A, B (bf16) and C (fp32) scattered to the lanes through
+   the tables, D gathered through the D table, compared with fp64. */
+static double product_trial(const layout_set *s) {
+  const int K = 2 * s->kpl;
+  unsigned short A[32][16], B[16][32];
+  float C[32][32];
+  double ref[32][32], got[32][32];
+  int have[32][32];
+  for (int r = 0; r < 32; r++)
+    for (int k = 0; k < K; k++) A[r][k] = to_bf16(uniform());
+  for (int k = 0; k < K; k++)
+    for (int c = 0; c < 32; c++) B[k][c] = to_bf16(uniform());
+  for (int r = 0; r < 32; r++)
+    for (int c = 0; c < 32; c++) C[r][c] = (float)uniform();
+
+  static unsigned short a[64][8], b[64][8];
+  static float c[64][16], d[64][16];
+  memset(a, 0, sizeof a);
+  memset(b, 0, sizeof b);
+  for (int l = 0; l < NLANES; l++) {
+    for (int j = 0; j < s->kpl; j++) {
+      a[l][j] = A[s->t[0].row[l][j]][s->t[0].col[l][j]];
+      b[l][j] = B[s->t[1].row[l][j]][s->t[1].col[l][j]];
+    }
+    for (int i = 0; i < 16; i++) {
+      c[l][i] = C[s->t[2].row[l][i]][s->t[2].col[l][i]];
+      d[l][i] = NAN;
+    }
+  }
+  hkemu_mfma_wave_32x32_bf16(s->kpl, (const unsigned short(*)[8])a, (const unsigned short(*)[8])b,
+                             (const float(*)[16])c, d);
+  memset(have, 0, sizeof have);
+  for (int l = 0; l < NLANES; l++)
+    for (int i = 0; i < 16; i++) {
+      int r = s->t[2].row[l][i], col = s->t[2].col[l][i];
+      got[r][col] = d[l][i];
+      have[r][col]++;
+    }
+  double num = 0, den = 0;
+  for (int r = 0; r < 32; r++)
+    for (int col = 0; col < 32; col++) {
+      double acc = C[r][col];
+      for (int k = 0; k < K; k++) acc += from_bf16(A[r][k]) * from_bf16(B[k][col]);
+      ref[r][col] = acc;
+      if (have[r][col] != 1) return INFINITY; /* cannot happen: tables are checked */
+      if (isnan(got[r][col]) || isinf(got[r][col])) return NAN;
+      num += (got[r][col] - ref[r][col]) * (got[r][col] - ref[r][col]);
+      den += ref[r][col] * ref[r][col];
+    }
+  return sqrt(num / den);
+}
+
+static void check_product(const layout_set *s) {
+  double worst = 0;
+  int bad = 0;
+  for (int t = 0; t < PRODUCT_TRIALS; t++) {
+    double e = product_trial(s);
+    if (!(e <= PRODUCT_TOL)) { /* NaN fails too */
+      bad++;
+      fail("%s: trial %d: relative L2 error %.3e (tolerance %.0e)", s->label, t, e, PRODUCT_TOL);
+    }
+    if (!(e <= worst)) worst = e;
+  }
+  printf("product %-48s kpl %d: %d trials, worst relative L2 %.3e, %d over %.0e\n", s->label,
+         s->kpl, PRODUCT_TRIALS, worst, bad, PRODUCT_TOL);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3 || (strcmp(argv[1], "layout") && strcmp(argv[1], "product"))) {
+    fprintf(stderr, "usage: %s layout|product DATA_DIR\n", argv[0]);
+    return 2;
+  }
+  static layout_set sets[3];
+  load_set(argv[2], "cdna3.v_mfma_f32_32x32x8_bf16", "cdna3 v_mfma_f32_32x32x8_bf16 (table)", 4,
+           &sets[0]);
+  load_set(argv[2], "cdna2.v_mfma_f32_32x32x8bf16_1k", "cdna2 v_mfma_f32_32x32x8bf16_1k (table)",
+           4, &sets[1]);
+  cdna4_set(&sets[2]);
+  if (!strcmp(argv[1], "layout")) {
+    for (int i = 0; i < 3; i++) check_layout(&sets[i]);
+  } else {
+    const char *env = getenv("HKGEN_TEST_SEED");
+    unsigned long long seed = env && *env ? strtoull(env, NULL, 0)
+                                          : (unsigned long long)time(NULL) ^ ((unsigned long long)clock() << 20);
+    printf("seed %llu (HKGEN_TEST_SEED=%llu repeats this run)\n", seed, seed);
+    rng = seed;
+    for (int i = 0; i < 3; i++) check_product(&sets[i]);
+  }
+  if (failures) {
+    printf("%s: %d mismatch%s\n", argv[1], failures, failures == 1 ? "" : "es");
+    return 1;
+  }
+  printf("%s: all checks passed\n", argv[1]);
+  return 0;
+}

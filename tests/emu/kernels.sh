@@ -1,0 +1,29 @@
+# kernels.sh TARGET: `hkgen test --target TARGET emu/ops.yaml` (CTest
+# emu_kernels_<target>): every generated GEMM and RoPE kernel of ops.yaml run
+# on the emulator against fp64. Asserts exit status 0, exactly EXPECTED_RUNS
+# result rows, all PASS, none FAIL, and the summary line agreeing.
+# hkgen is build/hkgen-asan (lib.sh): the generator runs under ASan/UBSan;
+# the emulator (libhkrt.a) and the host-built kernels are not instrumented,
+# so the fibers' stack switches never confuse ASan.
+EMU_DIR=$(cd "$(dirname "$0")" && pwd)
+HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
+. "$EMU_DIR/../lib.sh"
+
+target=${1:?usage: kernels.sh gfx90a|gfx942|gfx950}
+# tests/emu/ops.yaml: GEMM 8 x 6 + 4 x 6 + 1 x 1 = 73, RoPE 8 x 5 + 4 x 5 = 60.
+EXPECTED_RUNS=133
+
+run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/ops.yaml"
+cat "$T/out.txt"
+expect_rc 0 "hkgen test --target $target emu/ops.yaml"
+
+# Result rows: "kernel target shape... rel-err PASS|FAIL [message]".
+rows=$(awk -v t="$target" '$2 == t && ($0 ~ / PASS/ || $0 ~ / FAIL/)' "$T/out.txt" | wc -l)
+pass=$(awk -v t="$target" '$2 == t && $0 ~ /  PASS$/' "$T/out.txt" | wc -l)
+fails=$(grep -c 'FAIL' "$T/out.txt" || true)
+[ "$fails" -eq 0 ] || fail "$fails FAIL line(s) for $target"
+[ "$rows" -eq "$EXPECTED_RUNS" ] || fail "$rows result rows for $target, expected $EXPECTED_RUNS"
+[ "$pass" -eq "$EXPECTED_RUNS" ] || fail "$pass PASS rows for $target, expected $EXPECTED_RUNS"
+grep -q "^$EXPECTED_RUNS runs, 0 failed, 0 kernels not built; seed " "$T/out.txt" ||
+  fail "the summary line does not say '$EXPECTED_RUNS runs, 0 failed, 0 kernels not built'"
+echo "emu_kernels_$target: $pass of $EXPECTED_RUNS runs PASS"

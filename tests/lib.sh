@@ -1,0 +1,40 @@
+# lib.sh: helpers every shell test sources. Tests run from tests/ (CTest's
+# working directory); each gets a fresh temporary folder $T, removed on exit
+# (kept when HKGEN_TEST_KEEP=1), and a build cache inside it, so no test ever
+# touches ~/.cache.
+set -eu
+
+TESTS_DIR=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$TESTS_DIR/.." && pwd)
+HKGEN=${HKGEN:-$TOP/build/hkgen-asan}
+[ -x "$HKGEN" ] || { echo "FAIL: $HKGEN is missing: run 'make build/hkgen-asan' first" >&2; exit 1; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/hkgen-test.XXXXXX")
+export HKGEN_CACHE_DIR="$T/cache"
+lib_cleanup() {
+  if [ "${HKGEN_TEST_KEEP:-0}" = 1 ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+}
+trap lib_cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# run_hk OUTFILE CMD...: runs hkgen, output (stdout and stderr) to OUTFILE;
+# sets $rc. Never aborts the script, whatever the status.
+run_hk() {
+  hk_out=$1
+  shift
+  rc=0
+  "$HKGEN" "$@" >"$hk_out" 2>&1 || rc=$?
+}
+
+# expect_rc WANT WHAT: checks $rc, showing run_hk's output on failure.
+expect_rc() {
+  if [ "$rc" != "$1" ]; then
+    echo "--- output of hkgen ($2):" >&2
+    head -c 4000 "$hk_out" >&2
+    fail "$2: exit status $rc, expected $1"
+  fi
+}

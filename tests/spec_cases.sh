@@ -1,0 +1,81 @@
+#!/bin/sh
+# spec_cases.sh: `hkgen check` on every spec under spec/bad and spec/good.
+#
+# Each NAME.yaml has NAME.expect:
+#   args: OPTIONS      options given before the spec (optional)
+#   status: N          expected exit status (default 2 in bad/, 0 in good/)
+#   errors: N          number of "error:" lines (default: the number of exact
+#                      lines below that are errors, when there are any)
+#   ~ TEXT             TEXT must occur somewhere in the output
+#   any other line     must be a whole line of the output; FILE stands for
+#                      the spec's path
+# Every case runs under `timeout 10`: hostile input must be refused quickly.
+. "$(dirname "$0")/lib.sh"
+cd "$TESTS_DIR"
+
+failures=0
+cases=0
+case_fail() {
+  echo "FAIL: $1: $2" >&2
+  echo "--- output:" >&2
+  head -c 3000 "$T/out" >&2
+  echo "---" >&2
+  failures=$((failures + 1))
+}
+
+run_case() { # SPEC DEFAULT_STATUS
+  spec=$1
+  exp=${spec%.yaml}.expect
+  cases=$((cases + 1))
+  [ -f "$exp" ] || { echo "FAIL: $spec has no $exp" >&2; failures=$((failures + 1)); return; }
+  args=$(sed -n 's/^args: //p' "$exp")
+  want=$(sed -n 's/^status: //p' "$exp")
+  want=${want:-$2}
+  werr=$(sed -n 's/^errors: //p' "$exp")
+  rc=0
+  # shellcheck disable=SC2086 # args is a word list on purpose
+  timeout 10 "$HKGEN" check $args "$spec" >"$T/out" 2>&1 || rc=$?
+  if [ "$rc" = 124 ]; then case_fail "$spec" "hkgen check took more than 10 s"; return; fi
+  if [ "$rc" != "$want" ]; then case_fail "$spec" "exit status $rc, expected $want"; return; fi
+  if grep -q 'runtime error:\|AddressSanitizer\|LeakSanitizer' "$T/out"; then
+    case_fail "$spec" "sanitizer report"; return
+  fi
+  nexact=0
+  while IFS= read -r line; do
+    case $line in
+    '' | '#'* | 'args: '* | 'status: '* | 'errors: '*) continue ;;
+    '~ '*)
+      text=${line#\~ }
+      grep -qF -- "$text" "$T/out" || { case_fail "$spec" "no output contains: $text"; return; }
+      ;;
+    *)
+      full=$(printf '%s\n' "$line" | sed "s|FILE|$spec|g")
+      grep -qxF -- "$full" "$T/out" || { case_fail "$spec" "no output line is exactly: $full"; return; }
+      case $full in *': error: '*) nexact=$((nexact + 1)) ;; esac
+      ;;
+    esac
+  done <"$exp"
+  [ -n "$werr" ] || [ "$nexact" = 0 ] || werr=$nexact
+  if [ -n "$werr" ]; then
+    got=$(grep -c ': error: ' "$T/out" || true)
+    [ "$got" = "$werr" ] || { case_fail "$spec" "$got error lines, expected $werr"; return; }
+  fi
+  if [ "$want" = 0 ] && grep -q ': error: ' "$T/out"; then case_fail "$spec" "error reported with status 0"; fi
+}
+
+for f in spec/bad/*.yaml; do run_case "$f" 2; done
+for f in spec/good/*.yaml; do run_case "$f" 0; done
+# The example specs the project ships are all valid.
+for f in ../specs/*.yaml; do
+  cases=$((cases + 1))
+  rc=0
+  timeout 10 "$HKGEN" check "$f" >"$T/out" 2>&1 || rc=$?
+  [ "$rc" = 0 ] && grep -q '^ok: [1-9][0-9]* kernels\{0,1\}$' "$T/out" || case_fail "$f" "example spec not accepted (status $rc)"
+done
+# Every expectation belongs to a spec (a renamed spec must not leave its case unchecked).
+for e in spec/bad/*.expect spec/good/*.expect; do
+  [ -f "${e%.expect}.yaml" ] || { echo "FAIL: $e has no spec" >&2; failures=$((failures + 1)); }
+done
+[ "$cases" -ge 40 ] || fail "only $cases spec cases found (is spec/ complete?)"
+echo "spec_cases: $cases cases, $failures failed"
+[ "$failures" = 0 ] || exit 1
