@@ -181,7 +181,10 @@ static int bd_object(bd_ctx *c, bd_item *it) {
     cc_cache_put(&c->cache, key, obj, objlen, meta);
   }
   int rc = -1;
-  if (bd_meta(it, obj, objlen, meta, &it->meta) < 0) {
+  if (c->o->emulate) { /* host objects carry no GPU resources to check */
+    sha256_hex(obj, objlen, it->obj_sha);
+    rc = bd_write(c->o->outdir, it->obj_rel, obj, objlen);
+  } else if (bd_meta(it, obj, objlen, meta, &it->meta) < 0) {
     diag_error(it->k->file, it->k->line, it->k->col,
                "code object of %s for %s: cannot read its resource usage", it->k->name,
                it->k->target);
@@ -214,7 +217,7 @@ static void *bd_worker(void *arg) {
   return NULL;
 }
 
-static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only) {
+static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int emulate) {
   const op_inst *k = it->k;
   jw_begin_obj(w);
   jw_kstr(w, "name", k->name);
@@ -238,6 +241,8 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only) {
     jw_kstr(w, "file", it->obj_rel);
     jw_kstr(w, "sha256", it->obj_sha);
     jw_kstr(w, "compiler", it->cc.identity);
+  }
+  if (!sources_only && !emulate) {
     jw_key(w, "resources");
     w->inline_depth = w->depth + 1;
     jw_begin_obj(w);
@@ -296,9 +301,10 @@ static int bd_manifest(bd_ctx *c) {
   jw_kstr(&w, "hkgen", HK_VERSION);
   jw_kint(&w, "format", 1);
   jw_kstr(&w, "kind", c->o->sources_only ? "sources" : "catalogue");
+  jw_kstr(&w, "backend", c->o->emulate ? "emulator" : "gpu");
   jw_key(&w, "kernels");
   jw_begin_arr(&w);
-  for (size_t i = 0; i < c->n; i++) bd_manifest_kernel(&w, &c->items[i], c->o->sources_only);
+  for (size_t i = 0; i < c->n; i++) bd_manifest_kernel(&w, &c->items[i], c->o->sources_only, c->o->emulate);
   jw_end_arr(&w);
   jw_end_obj(&w);
   size_t len;
@@ -333,7 +339,12 @@ static int bd_compilers(bd_ctx *c) {
     while (t < nt && strcmp(ts[t].name, c->items[i].k->target)) t++;
     if (!have[t]) {
       char why[512];
-      if (cc_resolve(ts[t].name, &ccs[t], why, sizeof why) < 0) {
+      int r = c->o->emulate ? cc_resolve_host(&ccs[t], why, sizeof why) : cc_resolve(ts[t].name, &ccs[t], why, sizeof why);
+      if (r == 0 && c->o->emulate && !tgt_is_amd(&ts[t])) {
+        snprintf(why, sizeof why, "--emulate: the emulator runs AMD targets only, not %s", ts[t].name);
+        r = -1;
+      }
+      if (r < 0) {
         diag_error(NULL, 0, 0, "%s", why);
         have[t] = -1;
         bad = 1;
@@ -376,7 +387,7 @@ int bd_build(spec_set *set, const bd_options *o) {
     it->k = &set->v[i];
     it->src_rel = xasprintf("%s/%s.hip", it->k->target, it->k->name);
     it->obj_rel = xasprintf("%s/%s.%s", it->k->target, it->k->name,
-                            tgt_is_amd(tgt_find(it->k->target)) ? "hsaco" : "cubin");
+                            o->emulate ? "emu.so" : tgt_is_amd(tgt_find(it->k->target)) ? "hsaco" : "cubin");
   }
   int status = HK_EFAIL, lockfd = -1;
   if (!o->sources_only && bd_compilers(&c) < 0) goto out;

@@ -12,6 +12,7 @@ typedef struct {
   int use_cache;
   int sources_only; /* hkgen gen */
   int quiet;
+  int emulate; /* host objects for the CPU emulator instead of GPU code */
 } bd_options;
 
 /* Builds every kernel of set; returns an exit status (HK_OK, HK_EFAIL). */

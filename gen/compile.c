@@ -139,6 +139,97 @@ const char *cc_clang(void) {
   return ok ? cc_clang_path : NULL;
 }
 
+#ifndef HK_RUNTIME_INCLUDE
+#define HK_RUNTIME_INCLUDE "runtime/include"
+#endif
+
+const char *cc_runtime_include(void) {
+  static char dir[4096];
+  pthread_mutex_lock(&cc_lock);
+  if (!dir[0]) {
+    const char *env = getenv("HKGEN_RUNTIME_INCLUDE");
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (env && *env) snprintf(dir, sizeof dir, "%s", env);
+    if (!dir[0] && n > 0) {
+      exe[n] = 0;
+      char *slash = strrchr(exe, '/');
+      if (slash) *slash = 0;
+      static const char *const rel[] = {"/../runtime/include", "/../../runtime/include",
+                                        "/../include/hkgen"};
+      for (int i = 0; i < 3 && !dir[0]; i++) {
+        char cand[4200];
+        snprintf(cand, sizeof cand, "%s%s/hk_emu.h", exe, rel[i]);
+        if (fs_exists(cand)) snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
+      }
+    }
+    if (!dir[0]) snprintf(dir, sizeof dir, "%s", HK_RUNTIME_INCLUDE);
+  }
+  pthread_mutex_unlock(&cc_lock);
+  return dir;
+}
+
+int cc_resolve_host(cc_compiler *cc, char *why, size_t n) {
+  memset(cc, 0, sizeof *cc);
+  pthread_mutex_lock(&cc_lock);
+  int have = cc_find_clang() == 0;
+  pthread_mutex_unlock(&cc_lock);
+  if (!have) {
+    snprintf(why, n, "no clang >= 20 for emulator builds (install clang-22, or set HKGEN_CLANG)");
+    return -1;
+  }
+  cc->kind = CC_HOST;
+  snprintf(cc->path, sizeof cc->path, "%s", cc_clang_path);
+  snprintf(cc->identity, sizeof cc->identity, "host %.500s", cc_clang_id);
+  return 0;
+}
+
+/* The emulated ISA of a target: 2, 3 or 4 for CDNA2/3/4. */
+static int cc_emu_arch(const char *target) {
+  return !strcmp(target, "gfx90a") ? 2 : !strcmp(target, "gfx942") ? 3 : !strcmp(target, "gfx950") ? 4 : 0;
+}
+
+static int cc_compile_host(const cc_compiler *cc, const char *target, const char *src, size_t len,
+                           char **obj, size_t *objlen, char **log) {
+  if (!cc_emu_arch(target)) {
+    *log = xasprintf("the emulator runs AMD targets only, not %s", target);
+    return -1;
+  }
+  const char *tmp = getenv("TMPDIR");
+  char *tdir = xasprintf("%s/hkgen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(tdir)) {
+    *log = xasprintf("cannot make a temporary folder: %s", strerror(errno));
+    free(tdir);
+    return -1;
+  }
+  char *in = fs_join(tdir, "kernel.hip"), *out = fs_join(tdir, "kernel.so");
+  char *arch = xasprintf("-DHK_EMU_ARCH=%d", cc_emu_arch(target));
+  char *inc = xasprintf("-I%s", cc_runtime_include());
+  char *argv[] = {(char *)cc->path, "-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared",
+                  "-fvisibility=hidden", "-DHK_EMULATE", arch, inc, in, "-o", out, NULL};
+  int rc = -1;
+  hk_buf msg;
+  buf_init(&msg);
+  if (fs_write_atomic(in, src, len) < 0) {
+    buf_printf(&msg, "cannot write %s: %s", in, strerror(errno));
+  } else {
+    int st = cc_run_argv(argv, &msg);
+    if (st < 0) buf_printf(&msg, "cannot run %s: %s", cc->path, strerror(errno));
+    else if (st == 0 && fs_read_file(out, 1u << 30, obj, objlen) == 0) rc = 0;
+  }
+  unlink(in);
+  unlink(out);
+  rmdir(tdir);
+  free(in);
+  free(out);
+  free(arch);
+  free(inc);
+  free(tdir);
+  *log = rc ? buf_steal(&msg) : NULL;
+  buf_free(&msg);
+  return rc;
+}
+
 int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n) {
   if (!strncmp(target, "sm_", 3)) {
     memset(cc, 0, sizeof *cc);
@@ -260,6 +351,7 @@ int cc_compile(const cc_compiler *cc, const char *target, const char *src, size_
   *log = NULL;
   *meta = NULL;
   if (cc->kind == CC_NVCC) return cc_compile_nvcc(cc, target, src, len, obj, objlen, meta, log);
+  if (cc->kind == CC_HOST) return cc_compile_host(cc, target, src, len, obj, objlen, log);
   if (cc->kind == CC_COMGR)
     return cg_compile(target, src, len, cc_common_flags, 3, obj, objlen, log);
   if (cc->kind == CC_CLANG) return cc_compile_clang(cc, target, src, len, obj, objlen, log);

@@ -7,7 +7,8 @@
 
 #include "util.h"
 
-typedef enum { CC_NONE, CC_COMGR, CC_CLANG, CC_NVCC } cc_kind;
+/* CC_HOST builds a generated source for the CPU emulator (a shared object). */
+typedef enum { CC_NONE, CC_COMGR, CC_CLANG, CC_NVCC, CC_HOST } cc_kind;
 
 typedef struct {
   cc_kind kind;
@@ -19,6 +20,11 @@ typedef struct {
    else clang >= 20 ($HKGEN_CLANG, /opt/rocm/llvm/bin/clang, clang-22 ... on
    PATH). $HKGEN_COMPILER=clang|comgr forces one. Fills why on failure. */
 int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n);
+/* The host compiler for emulated builds (clang, with runtime/include). */
+int cc_resolve_host(cc_compiler *cc, char *why, size_t n);
+/* Where hk_emu.h lives: $HKGEN_RUNTIME_INCLUDE, next to the executable, or
+   the build-time path. */
+const char *cc_runtime_include(void);
 /* The clang used for targets comgr does not serve and for host (emulator)
    builds; NULL when none was found. */
 const char *cc_clang(void);

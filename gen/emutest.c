@@ -21,9 +21,6 @@
 #include "target.h"
 #include "util.h"
 
-#ifndef HK_RUNTIME_INCLUDE
-#define HK_RUNTIME_INCLUDE "runtime/include"
-#endif
 
 #define ET_MAX_SHAPES 16
 #define ET_TOLERANCE 1e-2 /* bf16 outputs: about 2^-8 per element */
@@ -168,70 +165,33 @@ double et_rel_l2(const double *ref, const double *got, size_t n) {
 
 /* ---- host build of one kernel ------------------------------------------------ */
 
-static const char *et_runtime_include(void) {
-  static char dir[4096];
-  if (dir[0]) return dir;
-  const char *env = getenv("HKGEN_RUNTIME_INCLUDE");
-  if (env && *env) {
-    snprintf(dir, sizeof dir, "%s", env);
-    return dir;
-  }
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    static const char *const rel[] = {"/../runtime/include", "/../../runtime/include",
-                                      "/../include/hkgen"};
-    for (int i = 0; i < 3; i++) {
-      char cand[4200];
-      snprintf(cand, sizeof cand, "%s%s/hk_emu.h", exe, rel[i]);
-      if (fs_exists(cand)) {
-        snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
-        return dir;
-      }
-    }
-  }
-  snprintf(dir, sizeof dir, "%s", HK_RUNTIME_INCLUDE);
-  return dir;
-}
-
-static int et_arch_number(const char *target) {
-  const tgt_info *t = tgt_find(target);
-  return t ? t->arch[4] - '0' : 0; /* "cdna3" -> 3 */
-}
-
-/* Generated source -> host shared object. */
+/* Generated source -> host shared object, through the host compiler. */
 static int et_build(const op_inst *k, const char *dir, char **so_path) {
-  char *src = NULL;
-  size_t len;
+  char *src = NULL, *obj = NULL, *meta = NULL, *log = NULL;
+  size_t len, objlen;
+  cc_compiler cc;
+  char why[512];
   if (skel_expand(skel_template_dir(), k, &src, &len) < 0) return -1;
   char *hip = xasprintf("%s/%s.%s.hip", dir, k->name, k->target);
   char *so = xasprintf("%s/%s.%s.so", dir, k->name, k->target);
-  char *arch = xasprintf("-DHK_EMU_ARCH=%d", et_arch_number(k->target));
-  char *inc = xasprintf("-I%s", et_runtime_include());
   int rc = -1;
-  const char *clang = cc_clang();
-  if (!clang) {
-    diag_error(NULL, 0, 0, "no clang >= 20 for host builds (install clang-22, or set HKGEN_CLANG)");
-  } else if (fs_write_atomic(hip, src, len) < 0) {
+  if (cc_resolve_host(&cc, why, sizeof why) < 0) {
+    diag_error(NULL, 0, 0, "%s", why);
+  } else if (fs_write_atomic(hip, src, len) < 0) { /* kept with --keep, for debugging */
     diag_error(hip, 0, 0, "cannot write: %s", strerror(errno));
+  } else if (cc_compile(&cc, k->target, src, len, &obj, &objlen, &meta, &log) < 0) {
+    diag_error(k->file, k->line, k->col, "host build of %s for %s failed:\n%s", k->name, k->target,
+               log ? log : "");
+  } else if (fs_write_atomic(so, obj, objlen) < 0) {
+    diag_error(so, 0, 0, "cannot write: %s", strerror(errno));
   } else {
-    char *argv[] = {(char *)clang, "-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared",
-                    "-fvisibility=hidden", "-DHK_EMULATE", arch, inc, hip, "-o", so, NULL};
-    hk_buf out;
-    buf_init(&out);
-    int st = cc_run_argv(argv, &out);
-    if (st == 0) rc = 0;
-    else diag_error(k->file, k->line, k->col, "host build of %s for %s failed:\n%s", k->name,
-                    k->target, out.s);
-    buf_free(&out);
+    rc = 0;
   }
   free(src);
+  free(obj);
+  free(meta);
+  free(log);
   free(hip);
-  free(arch);
-  free(inc);
   if (rc == 0) *so_path = so;
   else free(so);
   return rc;

@@ -27,12 +27,13 @@ typedef struct {
   int jobs;
   int no_cache;
   int quiet;
+  int emulate;
   const char **files;
   int nfiles;
 } cli_args;
 
 static void cli_usage(FILE *f) {
-  fputs("usage: hkgen [build] SPEC... [-o DIR] [-j N] [--target LIST] [--no-cache] [-q]\n"
+  fputs("usage: hkgen [build] SPEC... [-o DIR] [-j N] [--target LIST] [--no-cache] [--emulate] [-q]\n"
         "       hkgen gen SPEC... [-o DIR] [--target LIST]   write sources only\n"
         "       hkgen check SPEC... [--target LIST]          validate only\n"
         "       hkgen explain SPEC... [--target LIST]        which kernel serves each problem; build estimate\n"
@@ -46,6 +47,7 @@ static void cli_usage(FILE *f) {
         "  -j N           parallel compiles (default: the number of cores)\n"
         "  --target LIST  comma-separated targets replacing the spec's (gfx90a,gfx942,gfx950)\n"
         "  --no-cache     compile everything; do not read or fill the cache\n"
+        "  --emulate      build host objects for libhkrt's CPU emulator (AMD targets)\n"
         "  -q, --quiet    no progress or summary\n"
         "\n"
         "Exit status: 0 ok, 1 compile or internal failure, 2 usage or spec error.\n"
@@ -87,6 +89,8 @@ static int cli_parse(int argc, char **argv, cli_args *a) {
       else a->targets = argv[++i];
     } else if (!strncmp(s, "--target=", 9)) {
       a->targets = s + 9;
+    } else if (!strcmp(s, "--emulate")) {
+      a->emulate = 1;
     } else if (!strcmp(s, "--no-cache")) {
       a->no_cache = 1;
     } else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) {
@@ -120,7 +124,7 @@ static int cmd_build_like(int argc, char **argv, int sources_only) {
   int rc = HK_EUSAGE;
   if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) {
     bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache,
-                    .sources_only = sources_only, .quiet = a.quiet};
+                    .sources_only = sources_only, .quiet = a.quiet, .emulate = a.emulate};
     diag_set_quiet(a.quiet);
     rc = bd_build(&set, &o);
   }
