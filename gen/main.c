@@ -20,6 +20,12 @@
 
 int cmd_inspect_path(const char *path);
 int cmd_explain_set(const spec_set *set, int jobs);
+int sh_parse(const char *text, int *k, int *n);
+void sh_select(spec_set *set, int k, int n);
+int sh_mark(const char *outdir, int k, int n, size_t total);
+int sh_merge(char **dirs, int ndirs, const char *outdir);
+int sh_plan(char **specs, int nspecs, const char *targets, int nshards, const char *outdir,
+            const char *file);
 
 typedef struct {
   const char *outdir;
@@ -28,6 +34,9 @@ typedef struct {
   int no_cache;
   int quiet;
   int emulate;
+  int shard_k, shard_n; /* --shard K/N; 0 when whole */
+  int shards;           /* plan --shards N */
+  const char *makefile; /* plan --make FILE */
   const char **files;
   int nfiles;
 } cli_args;
@@ -39,6 +48,8 @@ static void cli_usage(FILE *f) {
         "       hkgen explain SPEC... [--target LIST]        which kernel serves each problem; build estimate\n"
         "       hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [--keep]\n"
         "                                                    run kernels on the CPU emulator\n"
+        "       hkgen merge SHARD_DIR... -o DIR                join --shard K/N builds into one catalogue\n"
+        "       hkgen plan SPEC... --shards N [-o DIR] [--make FILE]   a Makefile of shard builds + merge\n"
         "       hkgen list                                   ops, parameters, targets\n"
         "       hkgen inspect PATH                           resources of a catalogue or .hsaco\n"
         "       hkgen --help | --version\n"
@@ -48,6 +59,7 @@ static void cli_usage(FILE *f) {
         "  --target LIST  comma-separated targets replacing the spec's (gfx90a,gfx942,gfx950)\n"
         "  --no-cache     compile everything; do not read or fill the cache\n"
         "  --emulate      build host objects for libhkrt's CPU emulator (AMD targets)\n"
+        "  --shard K/N    build every N-th kernel from the K-th (1 <= K <= N); see merge\n"
         "  -q, --quiet    no progress or summary\n"
         "\n"
         "Exit status: 0 ok, 1 compile or internal failure, 2 usage or spec error.\n"
@@ -89,6 +101,18 @@ static int cli_parse(int argc, char **argv, cli_args *a) {
       else a->targets = argv[++i];
     } else if (!strncmp(s, "--target=", 9)) {
       a->targets = s + 9;
+    } else if (!strcmp(s, "--shard")) {
+      if (!next || sh_parse(next, &a->shard_k, &a->shard_n) < 0) {
+        diag_error(NULL, 0, 0, "--shard takes K/N with 1 <= K <= N (got '%s')", next ? next : "");
+        bad = 1;
+      }
+      i++;
+    } else if (!strcmp(s, "--shards")) {
+      if (cli_int("--shards", next, &a->shards) < 0) bad = 1;
+      i++;
+    } else if (!strcmp(s, "--make")) {
+      if (!next) { diag_error(NULL, 0, 0, "--make needs a file name"); bad = 1; }
+      else a->makefile = argv[++i];
     } else if (!strcmp(s, "--emulate")) {
       a->emulate = 1;
     } else if (!strcmp(s, "--no-cache")) {
@@ -126,7 +150,10 @@ static int cmd_build_like(int argc, char **argv, int sources_only) {
     bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache,
                     .sources_only = sources_only, .quiet = a.quiet, .emulate = a.emulate};
     diag_set_quiet(a.quiet);
+    size_t total = set.n;
+    if (a.shard_n) sh_select(&set, a.shard_k, a.shard_n);
     rc = bd_build(&set, &o);
+    if (rc == HK_OK && a.shard_n && sh_mark(a.outdir, a.shard_k, a.shard_n, total) < 0) rc = HK_EFAIL;
   }
   spec_set_free(&set);
   free(a.files);
@@ -195,6 +222,31 @@ static int cmd_explain(int argc, char **argv) {
   return rc;
 }
 
+static int cmd_merge(int argc, char **argv) {
+  cli_args a = {0};
+  int rc = HK_EUSAGE;
+  if (cli_parse(argc, argv, &a) == 0) {
+    if (a.nfiles < 1) diag_error(NULL, 0, 0, "merge takes shard folders: hkgen merge A B ... -o DIR");
+    else rc = sh_merge((char **)a.files, a.nfiles, a.outdir);
+  }
+  free(a.files);
+  return rc;
+}
+
+static int cmd_plan(int argc, char **argv) {
+  cli_args a = {0};
+  spec_set set = {0};
+  int rc = HK_EUSAGE;
+  if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) {
+    if (a.shards < 1) diag_error(NULL, 0, 0, "plan needs --shards N");
+    else rc = sh_plan((char **)a.files, a.nfiles, a.targets, a.shards, a.outdir,
+                      a.makefile ? a.makefile : "hkgen.mk");
+  }
+  spec_set_free(&set);
+  free(a.files);
+  return rc;
+}
+
 static const char *cli_type_name(op_ptype t) {
   return t == OP_INT ? "int" : t == OP_ENUM ? "enum" : t == OP_BOOL ? "bool" : "float";
 }
@@ -247,6 +299,7 @@ static const struct {
 } cli_cmds[] = {
     {"build", cmd_build}, {"gen", cmd_gen},         {"check", cmd_check},
     {"list", cmd_list},   {"inspect", cmd_inspect}, {"test", cmd_test}, {"explain", cmd_explain},
+    {"merge", cmd_merge}, {"plan", cmd_plan},
 };
 
 int main(int argc, char **argv) {
