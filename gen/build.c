@@ -85,9 +85,26 @@ int bd_waves_per_simd(const char *target, const cg_kernel_meta *m, int block) {
   return waves;
 }
 
+/* --json: one object per line on stdout, for tools. */
+static void bd_json_event(bd_ctx *c, const bd_item *it, size_t done) {
+  hk_buf b;
+  buf_init(&b);
+  buf_puts(&b, "{\"event\": \"kernel\", \"name\": ");
+  jw_escape(&b, it->k->name);
+  buf_printf(&b, ", \"target\": \"%s\", \"status\": \"%s\", \"done\": %zu, \"total\": %zu}\n",
+             it->k->target, !it->ok ? "failed" : c->o->sources_only ? "generated" : it->cached ? "cached" : "compiled",
+             done, c->n);
+  pthread_mutex_lock(&c->progress_lock);
+  fputs(b.s, stdout);
+  fflush(stdout);
+  pthread_mutex_unlock(&c->progress_lock);
+  buf_free(&b);
+}
+
 static void bd_progress(bd_ctx *c, const bd_item *it) {
   size_t done = atomic_fetch_add(&c->done, 1) + 1;
-  if (!c->tty || c->o->quiet) return;
+  if (c->o->json) bd_json_event(c, it, done);
+  if (!c->tty || c->o->quiet || c->o->json) return;
   double el = bd_now() - c->t0, rate = el > 0 ? (double)done / el : 0;
   double eta = rate > 0 ? (double)(c->n - done) / rate : 0;
   pthread_mutex_lock(&c->progress_lock);
@@ -404,7 +421,10 @@ int bd_build(spec_set *set, const bd_options *o) {
   free(mpath);
   cc_cache_open(&c.cache, o->use_cache);
   if (bd_run(&c) == 0 && bd_manifest(&c) == 0) status = HK_OK;
-  if (!o->quiet && status == HK_OK)
+  if (o->json)
+    printf("{\"event\": \"done\", \"status\": \"%s\", \"kernels\": %zu, \"compiled\": %zu, "
+           "\"seconds\": %.3f}\n", status == HK_OK ? "ok" : "failed", c.n, (size_t)c.compiled, bd_now() - c.t0);
+  if (!o->quiet && !o->json && status == HK_OK)
     diag_note("hkgen: %zu kernel%s into %s: %zu compiled, %zu from cache, %.2f s\n", c.n,
               c.n == 1 ? "" : "s", o->outdir, (size_t)c.compiled,
               o->sources_only ? 0 : c.n - (size_t)c.compiled, bd_now() - c.t0);

@@ -13,6 +13,7 @@ typedef struct {
   int sources_only; /* hkgen gen */
   int quiet;
   int emulate; /* host objects for the CPU emulator instead of GPU code */
+  int json;    /* machine-readable events on stdout */
 } bd_options;
 
 /* Builds every kernel of set; returns an exit status (HK_OK, HK_EFAIL). */

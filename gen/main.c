@@ -34,6 +34,7 @@ typedef struct {
   int no_cache;
   int quiet;
   int emulate;
+  int json;
   int shard_k, shard_n; /* --shard K/N; 0 when whole */
   int shards;           /* plan --shards N */
   const char *makefile; /* plan --make FILE */
@@ -61,6 +62,7 @@ static void cli_usage(FILE *f) {
         "  --emulate      build host objects for libhkrt's CPU emulator (AMD targets)\n"
         "  --shard K/N    build every N-th kernel from the K-th (1 <= K <= N); see merge\n"
         "  -q, --quiet    no progress or summary\n"
+        "  --json         one JSON object per finished kernel, then a summary, on stdout\n"
         "\n"
         "Exit status: 0 ok, 1 compile or internal failure, 2 usage or spec error.\n"
         "Environment: HKGEN_CLANG, HKGEN_COMGR, HKGEN_COMPILER=clang|comgr, HKGEN_CACHE_DIR,\n"
@@ -113,6 +115,8 @@ static int cli_parse(int argc, char **argv, cli_args *a) {
     } else if (!strcmp(s, "--make")) {
       if (!next) { diag_error(NULL, 0, 0, "--make needs a file name"); bad = 1; }
       else a->makefile = argv[++i];
+    } else if (!strcmp(s, "--json")) {
+      a->json = 1;
     } else if (!strcmp(s, "--emulate")) {
       a->emulate = 1;
     } else if (!strcmp(s, "--no-cache")) {
@@ -148,7 +152,7 @@ static int cmd_build_like(int argc, char **argv, int sources_only) {
   int rc = HK_EUSAGE;
   if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) {
     bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache,
-                    .sources_only = sources_only, .quiet = a.quiet, .emulate = a.emulate};
+                    .sources_only = sources_only, .quiet = a.quiet, .emulate = a.emulate, .json = a.json};
     diag_set_quiet(a.quiet);
     size_t total = set.n;
     if (a.shard_n) sh_select(&set, a.shard_k, a.shard_n);
