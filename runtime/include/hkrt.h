@@ -65,6 +65,110 @@ hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsign
 const char *hkrt_error(void);
 const char *hkrt_status_name(hkrt_status s);
 
+/* ---- catalogues --------------------------------------------------------------
+ * A catalogue is the folder `hkgen build` writes: DIR/manifest.json and the
+ * code objects it names (host shared objects `<target>/<name>.emu.so` when
+ * built with --emulate; the manifest then says "backend": "emulator", and only
+ * an HKRT_BACKEND_EMU device opens it; other catalogues need a GPU device).
+ * Kernels are chosen for a problem, their arguments checked and packed at
+ * the manifest's offsets, the grid computed from its formula, and the module
+ * loaded at the first launch. */
+
+typedef struct hkrt_catalog hkrt_catalog;
+typedef struct hkrt_kernel hkrt_kernel; /* owned by its catalogue */
+
+/* The ISA a device runs: the emulator's target, "sm_90a" for CUDA (the one
+   NVIDIA target hkgen builds), NULL for HIP (not asked of the driver: name
+   the target in the problem when a catalogue holds several AMD targets). */
+const char *hkrt_device_target(const hkrt_device *dev);
+
+/* Reads and validates DIR/manifest.json: every kernel needs name, op, target,
+   params, runtime_params, file (relative, inside DIR), kernarg {size,
+   args[{name, type, offset, size}]}, block and grid. Errors name the file,
+   the kernel and what is wrong. The device must outlive the catalogue. */
+hkrt_status hkrt_catalog_open(hkrt_device *dev, const char *dir, hkrt_catalog **out);
+/* Unloads the modules the catalogue loaded; its kernels become invalid. */
+void hkrt_catalog_close(hkrt_catalog *cat);
+/* The kernel of that name for target (NULL: the device's). */
+hkrt_status hkrt_catalog_find(hkrt_catalog *cat, const char *name, const char *target,
+                              hkrt_kernel **out);
+
+/* One parameter of a problem, as text: {"M", "4096"}, {"layout", "nt"}. */
+typedef struct {
+  const char *name;
+  const char *value;
+} hkrt_param;
+
+typedef struct {
+  const char *op;           /* "gemm", "rope", "attn_fwd" */
+  const char *target;       /* NULL: the device's (any AMD target for HIP) */
+  const hkrt_param *params; /* nparams name/value pairs, names distinct */
+  size_t nparams;
+} hkrt_problem;
+
+/* Chooses the kernel for a problem. A kernel fits when
+   - its op and target are the problem's;
+   - every parameter it bakes equals the problem's value (numbers compare as
+     numbers, other values as text), where a baked parameter the problem
+     leaves out fits only if it is
+       . a tuning parameter of the op, which does not change the result
+         (gemm: tile_m, tile_n): the selection picks it, or
+       . the op's default, written below (dtype=bf16 for gemm, rope, attn_fwd);
+     any other baked parameter the problem leaves out (layout, style, causal,
+     head_dim, a baked N...) makes the kernel not fit: hkrt never guesses what
+     a problem means;
+   - every other parameter the problem gives is one of its runtime_params.
+   Run-time parameters the problem leaves out may be given at launch.
+   Of the kernels that fit, the one baking the most of the problem's own
+   parameters wins, then the one baking the most parameters in all, then the
+   first in the manifest. When none fits: HKRT_ERR_NOT_FOUND, and
+   hkrt_error() names up to 3 nearest kernels (fewest mismatches) and why each
+   does not fit. */
+hkrt_status hkrt_select(hkrt_catalog *cat, const hkrt_problem *problem, hkrt_kernel **out);
+
+const char *hkrt_kernel_name(const hkrt_kernel *k);
+const char *hkrt_kernel_target(const hkrt_kernel *k);
+
+/* One kernel argument by name: a device pointer, an integer or a float. */
+typedef enum { HKRT_ARG_PTR = 1, HKRT_ARG_INT = 2, HKRT_ARG_FLOAT = 3 } hkrt_arg_kind;
+typedef struct {
+  const char *name;
+  hkrt_arg_kind kind;
+  union {
+    const void *p;
+    long long i;
+    double f;
+  } v;
+} hkrt_arg;
+
+/* Initialisers: hkrt_arg args[] = {HKRT_PTR("A", a), HKRT_INT("lda", 4096)}; */
+#define HKRT_PTR(n, x) {(n), HKRT_ARG_PTR, {.p = (x)}}
+#define HKRT_INT(n, x) {(n), HKRT_ARG_INT, {.i = (x)}}
+#define HKRT_FLOAT(n, x) {(n), HKRT_ARG_FLOAT, {.f = (x)}}
+
+/* Checks and packs a launch without launching: args_buf receives the
+   manifest's kernarg bytes (*args_size of them, padding zeroed), grid and
+   block the launch shape. Checks, each with its own message:
+   - every kernel argument given exactly once, no name the kernel lacks (a
+     baked parameter may be given if it agrees); run-time parameters come
+     from the problem unless given here too, and then both must agree;
+   - pointers: not NULL, aligned to their element (2 bytes for bf16, 4 for
+     float and int, 8 for long and double); integers in range of their C type;
+     an integer where a float is expected is converted, never the reverse;
+   - the op's rules (catalog.c, hkrt_op_rules): gemm lda >= K, ldb >= K
+     (layout nt) or N (nn), ldc >= N;
+   - every grid size from 1 to 2^31 - 1. */
+hkrt_status hkrt_kernel_args(hkrt_kernel *k, const hkrt_problem *problem, const hkrt_arg *args,
+                             size_t nargs, void *args_buf, size_t buf_size, size_t *args_size,
+                             unsigned grid[3], unsigned block[3]);
+
+/* hkrt_kernel_args, then the launch through hkrt_launch. A kernel for another
+   target than the device's (when the device knows it) is refused. The
+   kernel's module is loaded at its first launch, once, whatever the number
+   of threads (the emulator itself runs one launch per device at a time). */
+hkrt_status hkrt_kernel_launch(hkrt_kernel *k, const hkrt_problem *problem, const hkrt_arg *args,
+                               size_t nargs, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@ struct hkrt_device {
   const hkrt_backend_ops *ops;
   hkrt_backend backend;
   void *impl;
+  char target[16]; /* "" when unknown (HIP) */
 };
 
 struct hkrt_module {
@@ -71,9 +72,17 @@ HKRT_API hkrt_status hkrt_device_open(hkrt_backend backend, const char *target, 
     free(d);
     return st;
   }
+  if (backend == HKRT_BACKEND_EMU) snprintf(d->target, sizeof d->target, "%s", target);
+  else if (backend == HKRT_BACKEND_CUDA) snprintf(d->target, sizeof d->target, "sm_90a");
   *out = d;
   return HKRT_OK;
 }
+
+HKRT_API const char *hkrt_device_target(const hkrt_device *dev) {
+  return dev && dev->target[0] ? dev->target : NULL;
+}
+
+hkrt_backend hkrt_device_backend(const hkrt_device *dev) { return dev->backend; }
 
 HKRT_API void hkrt_device_close(hkrt_device *dev) {
   if (!dev) return;

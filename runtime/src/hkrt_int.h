@@ -13,6 +13,9 @@
 HKRT_LOCAL hkrt_status hkrt_fail(hkrt_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The backend a device was opened with (catalog.c). */
+HKRT_LOCAL hkrt_backend hkrt_device_backend(const hkrt_device *dev);
+
 /* A backend: one file implements this table (emu.c via hkrt.c, gpu.c for
    CUDA and HIP). Device pointers travel as void *. */
 typedef struct {

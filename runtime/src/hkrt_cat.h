@@ -1,0 +1,90 @@
+/* hkrt_cat.h: catalogue internals shared by catalog.c (manifest, selection)
+   and kernarg.c (argument checks, packing, grid, launch). */
+#ifndef HKRT_CAT_H
+#define HKRT_CAT_H
+
+#include <pthread.h>
+
+#include "hkrt_int.h"
+#include "hkrt_json.h"
+
+#define HKRT_MAX_KERNARG 4096 /* bytes: the HIP and CUDA limit for one launch */
+#define HKRT_MAX_ARGS 64
+
+typedef enum { HKRT_KA_PTR, HKRT_KA_INT, HKRT_KA_FLOAT } hkrt_ka_class;
+
+/* One kernel argument of the manifest, its C type understood. */
+typedef struct {
+  const char *name, *type; /* strings live in the catalogue's JSON arena */
+  unsigned offset, size;
+  hkrt_ka_class cls;
+  unsigned elem_align;     /* pointers: the alignment of the element type */
+  long long lo, hi;        /* integers: the range of the C type */
+} hkrt_karg;
+
+typedef struct {
+  const char *name, *value;
+} hkrt_kv;
+
+struct hkrt_kernel {
+  hkrt_catalog *cat;
+  size_t index; /* in the manifest */
+  int line, col;
+  const char *name, *op, *target, *file;
+  hkrt_kv *params; /* baked */
+  size_t nparams;
+  const char **rt; /* runtime_params */
+  size_t nrt;
+  hkrt_karg *args;
+  size_t nargs;
+  unsigned args_size;
+  unsigned block[3];
+  const char *grid[3];
+  pthread_mutex_t lock; /* guards mod and fn: modules load at the first launch */
+  hkrt_module *mod;
+  hkrt_func *fn;
+};
+
+struct hkrt_catalog {
+  hkrt_device *dev;
+  char *dir, *path; /* path: DIR/manifest.json, for messages */
+  hkrt_json_doc *doc;
+  hkrt_kernel *kernels;
+  size_t n;
+};
+
+/* An op's rules: tuning parameters a problem may leave out, defaults, and
+   leading-dimension checks (catalog.c, hkrt_op_rules). */
+typedef struct {
+  const char *arg;        /* the kernel argument checked */
+  const char *bound;      /* must be >= this parameter's value */
+  const char *when_param; /* only when this parameter ... */
+  const char *when_value; /* ... has this value (NULL: always) */
+} hkrt_ld_rule;
+
+typedef struct {
+  const char *op;
+  const char *tuning[4];
+  hkrt_param defaults[2];
+  hkrt_ld_rule ld[6];
+} hkrt_op_rule;
+
+HKRT_LOCAL const hkrt_op_rule *hkrt_op_rule_find(const char *op);
+HKRT_LOCAL const hkrt_kv *hkrt_kernel_baked(const hkrt_kernel *k, const char *name);
+HKRT_LOCAL int hkrt_kernel_is_runtime(const hkrt_kernel *k, const char *name);
+HKRT_LOCAL const hkrt_karg *hkrt_kernel_karg(const hkrt_kernel *k, const char *name);
+/* Full-string decimal integer; 0 on success. */
+HKRT_LOCAL int hkrt_parse_ll(const char *s, long long *out);
+/* Checks the problem against the kernel: 0 when it fits, else the number of
+   mismatches, described in why (", "-separated). named: baked parameters the
+   problem gives. target NULL: any AMD target. */
+HKRT_LOCAL int hkrt_fit(const hkrt_kernel *k, const hkrt_problem *pb, const char *target,
+                        int *named, char *why, size_t whylen);
+HKRT_LOCAL hkrt_status hkrt_problem_check(const hkrt_problem *pb, const char *fn);
+/* A grid formula: integers, names, '*', cdiv(a,b), parentheses. lookup gives
+   a name's value (0 on success). Writes a reason on failure. */
+typedef int (*hkrt_lookup)(const void *ctx, const char *name, size_t len, long long *v);
+HKRT_LOCAL int hkrt_expr_eval(const char *expr, hkrt_lookup lookup, const void *ctx, long long *out,
+                              char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,370 @@
+/* kernarg.c: a catalogue kernel's launch. Named arguments are checked (each
+   given once, no unknown names, pointers non-null and aligned, integers in
+   range, the op's leading-dimension rules) and packed at the manifest's
+   offsets; the grid comes from the manifest's formula; the module is loaded
+   at the first launch, under the kernel's lock. */
+#define _GNU_SOURCE
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hkrt_cat.h"
+
+/* ---- grid formulas: integers, names, '*', cdiv(a,b), parentheses --------------------- */
+
+typedef struct {
+  const char *s;
+  hkrt_lookup lookup;
+  const void *ctx;
+  char *err;
+  size_t errlen;
+  int depth, failed;
+} hkrt_expr;
+
+static long long hkrt_expr_fail(hkrt_expr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static long long hkrt_expr_fail(hkrt_expr *e, const char *fmt, ...) {
+  if (!e->failed) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->err, e->errlen, fmt, ap);
+    va_end(ap);
+  }
+  e->failed = 1;
+  return 0;
+}
+
+static void hkrt_expr_ws(hkrt_expr *e) {
+  while (*e->s == ' ') e->s++;
+}
+
+static int hkrt_expr_eat(hkrt_expr *e, char c) {
+  hkrt_expr_ws(e);
+  if (*e->s != c) return 0;
+  e->s++;
+  return 1;
+}
+
+static long long hkrt_expr_product(hkrt_expr *e);
+
+static long long hkrt_expr_number(hkrt_expr *e) {
+  long long v = 0;
+  for (; *e->s >= '0' && *e->s <= '9'; e->s++)
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *e->s - '0', &v))
+      return hkrt_expr_fail(e, "a number too large");
+  return v;
+}
+
+static long long hkrt_expr_cdiv(hkrt_expr *e) {
+  long long a = hkrt_expr_product(e);
+  if (!hkrt_expr_eat(e, ',')) return hkrt_expr_fail(e, "expected ',' in cdiv(a,b)");
+  long long b = hkrt_expr_product(e);
+  if (!hkrt_expr_eat(e, ')')) return hkrt_expr_fail(e, "expected ')' after cdiv(a,b)");
+  if (e->failed) return 0;
+  if (b <= 0 || a < 0) return hkrt_expr_fail(e, "cdiv(%lld,%lld) of a negative value or by zero", a, b);
+  return a / b + (a % b != 0);
+}
+
+static long long hkrt_expr_name(hkrt_expr *e) {
+  const char *n = e->s;
+  while ((*e->s >= 'a' && *e->s <= 'z') || (*e->s >= 'A' && *e->s <= 'Z') || *e->s == '_' ||
+         (*e->s >= '0' && *e->s <= '9'))
+    e->s++;
+  size_t len = (size_t)(e->s - n);
+  if (len == 4 && !memcmp(n, "cdiv", 4) && hkrt_expr_eat(e, '(')) return hkrt_expr_cdiv(e);
+  long long v;
+  if (e->lookup(e->ctx, n, len, &v) < 0)
+    return hkrt_expr_fail(e, "'%.*s' is not an integer parameter or argument of the kernel", (int)len, n);
+  return v;
+}
+
+static long long hkrt_expr_atom(hkrt_expr *e) {
+  hkrt_expr_ws(e);
+  char c = *e->s;
+  if (++e->depth > 16) return hkrt_expr_fail(e, "nested too deeply");
+  long long v;
+  if (c >= '0' && c <= '9') v = hkrt_expr_number(e);
+  else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') v = hkrt_expr_name(e);
+  else if (c == '(') {
+    e->s++;
+    v = hkrt_expr_product(e);
+    if (!hkrt_expr_eat(e, ')')) v = hkrt_expr_fail(e, "expected ')'");
+  } else if (c) {
+    v = hkrt_expr_fail(e, "unexpected '%c'", c);
+  } else {
+    v = hkrt_expr_fail(e, "unexpected end of the formula");
+  }
+  e->depth--;
+  return v;
+}
+
+static long long hkrt_expr_product(hkrt_expr *e) {
+  long long v = hkrt_expr_atom(e);
+  while (!e->failed && hkrt_expr_eat(e, '*')) {
+    long long w = hkrt_expr_atom(e);
+    if (__builtin_mul_overflow(v, w, &v)) return hkrt_expr_fail(e, "the product overflows");
+  }
+  return v;
+}
+
+int hkrt_expr_eval(const char *expr, hkrt_lookup lookup, const void *ctx, long long *out, char *err,
+                   size_t errlen) {
+  hkrt_expr e = {expr, lookup, ctx, err, errlen, 0, 0};
+  long long v = hkrt_expr_product(&e);
+  hkrt_expr_ws(&e);
+  if (!e.failed && *e.s) hkrt_expr_fail(&e, "unexpected '%c'", *e.s);
+  if (e.failed) return -1;
+  *out = v;
+  return 0;
+}
+
+/* ---- packing ----------------------------------------------------------------------------- */
+
+typedef struct {
+  hkrt_kernel *k;
+  const hkrt_problem *pb; /* may be NULL */
+  unsigned char *buf;
+  unsigned char set[HKRT_MAX_ARGS];
+  long long ival[HKRT_MAX_ARGS]; /* integer arguments, for the rules and the grid */
+} hkrt_pack;
+
+static size_t hkrt_karg_index(const hkrt_pack *p, const hkrt_karg *a) { return (size_t)(a - p->k->args); }
+
+static hkrt_status hkrt_put_int(hkrt_pack *p, const hkrt_karg *a, long long v) {
+  if (v < a->lo || v > a->hi)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s = %lld does not fit its type %s", p->k->name,
+                     a->name, v, a->type);
+  if (a->size == 4) {
+    uint32_t u = (uint32_t)v; /* two's complement: int and unsigned alike */
+    memcpy(p->buf + a->offset, &u, 4);
+  } else {
+    memcpy(p->buf + a->offset, &v, 8);
+  }
+  p->ival[hkrt_karg_index(p, a)] = v;
+  return HKRT_OK;
+}
+
+static hkrt_status hkrt_put_ptr(hkrt_pack *p, const hkrt_karg *a, const hkrt_arg *x) {
+  if (x->kind != HKRT_ARG_PTR)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is a pointer (%s); give it with HKRT_PTR",
+                     p->k->name, a->name, a->type);
+  if (!x->v.p) return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is a null pointer", p->k->name, a->name);
+  if ((uintptr_t)x->v.p % a->elem_align)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s (%p) is not aligned to %u bytes, as %s needs",
+                     p->k->name, a->name, x->v.p, a->elem_align, a->type);
+  memcpy(p->buf + a->offset, &x->v.p, sizeof x->v.p);
+  return HKRT_OK;
+}
+
+static hkrt_status hkrt_put_float(hkrt_pack *p, const hkrt_karg *a, const hkrt_arg *x) {
+  if (x->kind == HKRT_ARG_PTR)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is a %s, not a pointer", p->k->name, a->name, a->type);
+  double d = x->kind == HKRT_ARG_INT ? (double)x->v.i : x->v.f;
+  if (a->size == 8) {
+    memcpy(p->buf + a->offset, &d, 8);
+    return HKRT_OK;
+  }
+  if (isfinite(d) && fabs(d) > FLT_MAX)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s = %g does not fit a float", p->k->name, a->name, d);
+  float f = (float)d;
+  memcpy(p->buf + a->offset, &f, 4);
+  return HKRT_OK;
+}
+
+static hkrt_status hkrt_put(hkrt_pack *p, const hkrt_karg *a, const hkrt_arg *x) {
+  switch (a->cls) {
+  case HKRT_KA_PTR: return hkrt_put_ptr(p, a, x);
+  case HKRT_KA_FLOAT: return hkrt_put_float(p, a, x);
+  case HKRT_KA_INT: break;
+  }
+  if (x->kind != HKRT_ARG_INT)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is an integer (%s); give it with HKRT_INT",
+                     p->k->name, a->name, a->type);
+  return hkrt_put_int(p, a, x->v.i);
+}
+
+/* An argument naming a baked parameter: accepted when it agrees. */
+static hkrt_status hkrt_baked_arg(const hkrt_pack *p, const hkrt_arg *x) {
+  const hkrt_kv *b = hkrt_kernel_baked(p->k, x->name);
+  long long v;
+  if (!b) return hkrt_fail(HKRT_ERR_ARG, "kernel %s: unknown argument '%s'", p->k->name, x->name);
+  if (x->kind != HKRT_ARG_INT || hkrt_parse_ll(b->value, &v) < 0 || v != x->v.i)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: %s is baked to %s; the argument disagrees", p->k->name,
+                     x->name, b->value);
+  return HKRT_OK;
+}
+
+static hkrt_status hkrt_pack_args(hkrt_pack *p, const hkrt_arg *args, size_t nargs) {
+  for (size_t i = 0; i < nargs; i++) {
+    const hkrt_arg *x = &args[i];
+    if (!x->name) return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %zu has no name", p->k->name, i);
+    const hkrt_karg *a = hkrt_kernel_karg(p->k, x->name);
+    hkrt_status st;
+    if (!a) {
+      if ((st = hkrt_baked_arg(p, x))) return st;
+      continue;
+    }
+    size_t j = hkrt_karg_index(p, a);
+    if (p->set[j]) return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is given twice", p->k->name, x->name);
+    if ((st = hkrt_put(p, a, x))) return st;
+    p->set[j] = 1;
+  }
+  return HKRT_OK;
+}
+
+/* Run-time parameters from the problem: they fill what the arguments left
+   out, and must agree with what they did not. */
+static hkrt_status hkrt_pack_problem(hkrt_pack *p) {
+  for (size_t i = 0; p->pb && i < p->pb->nparams; i++) {
+    const hkrt_param *q = &p->pb->params[i];
+    const hkrt_karg *a = hkrt_kernel_is_runtime(p->k, q->name) ? hkrt_kernel_karg(p->k, q->name) : NULL;
+    long long v;
+    if (!a) continue; /* baked: hkrt_fit checked it */
+    if (hkrt_parse_ll(q->value, &v) < 0)
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: the problem's %s = '%s' is not an integer", p->k->name,
+                       q->name, q->value);
+    size_t j = hkrt_karg_index(p, a);
+    if (p->set[j] && p->ival[j] != v)
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s = %lld disagrees with the problem's %s=%s",
+                       p->k->name, a->name, p->ival[j], q->name, q->value);
+    hkrt_status st = p->set[j] ? HKRT_OK : hkrt_put_int(p, a, v);
+    if (st) return st;
+    p->set[j] = 1;
+  }
+  return HKRT_OK;
+}
+
+static hkrt_status hkrt_pack_missing(const hkrt_pack *p) {
+  char list[512];
+  size_t used = 0, n = 0;
+  list[0] = 0;
+  for (size_t i = 0; i < p->k->nargs; i++)
+    if (!p->set[i] && used + 1 < sizeof list)
+      used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", n++ ? ", " : "", p->k->args[i].name);
+  if (!n) return HKRT_OK;
+  return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument%s %s %s missing", p->k->name, n > 1 ? "s" : "", list,
+                   n > 1 ? "are" : "is");
+}
+
+/* ---- the op's rules and the grid --------------------------------------------------------- */
+
+/* An integer parameter or argument by name: packed value, else baked value. */
+static int hkrt_pack_lookup(const void *ctx, const char *name, size_t len, long long *v) {
+  const hkrt_pack *p = ctx;
+  char n[64];
+  if (len >= sizeof n) return -1;
+  memcpy(n, name, len);
+  n[len] = 0;
+  const hkrt_karg *a = hkrt_kernel_karg(p->k, n);
+  if (a && a->cls == HKRT_KA_INT) {
+    *v = p->ival[hkrt_karg_index(p, a)];
+    return 0;
+  }
+  const hkrt_kv *b = hkrt_kernel_baked(p->k, n);
+  return b ? hkrt_parse_ll(b->value, v) : -1;
+}
+
+static hkrt_status hkrt_check_rules(const hkrt_pack *p) {
+  const hkrt_op_rule *r = hkrt_op_rule_find(p->k->op);
+  for (int i = 0; r && i < 6 && r->ld[i].arg; i++) {
+    const hkrt_ld_rule *l = &r->ld[i];
+    const hkrt_kv *when = l->when_param ? hkrt_kernel_baked(p->k, l->when_param) : NULL;
+    long long v, bound;
+    if (l->when_param && (!when || strcmp(when->value, l->when_value))) continue;
+    if (hkrt_pack_lookup(p, l->arg, strlen(l->arg), &v) < 0 ||
+        hkrt_pack_lookup(p, l->bound, strlen(l->bound), &bound) < 0)
+      continue; /* a kernel without that argument */
+    if (v < bound)
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: %s = %lld is less than %s = %lld (%s%s%s needs %s >= %s)",
+                       p->k->name, l->arg, v, l->bound, bound, r->op, when ? " layout " : "",
+                       when ? when->value : "", l->arg, l->bound);
+  }
+  return HKRT_OK;
+}
+
+static hkrt_status hkrt_grid(const hkrt_pack *p, unsigned grid[3]) {
+  for (int i = 0; i < 3; i++) {
+    char err[160];
+    long long v;
+    if (hkrt_expr_eval(p->k->grid[i], hkrt_pack_lookup, p, &v, err, sizeof err) < 0)
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: grid[%d] \"%s\": %s", p->k->name, i, p->k->grid[i], err);
+    if (v < 1 || v > 0x7fffffffLL)
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: grid[%d] = %s = %lld, not from 1 to 2^31-1", p->k->name, i,
+                       p->k->grid[i], v);
+    grid[i] = (unsigned)v;
+  }
+  return HKRT_OK;
+}
+
+/* ---- entry points ------------------------------------------------------------------------- */
+
+static hkrt_status hkrt_check_problem(const hkrt_kernel *k, const hkrt_problem *pb) {
+  hkrt_status st = hkrt_problem_check(pb, "hkrt_kernel_args");
+  if (st != HKRT_OK) return st;
+  if (strcmp(pb->op, k->op))
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s is a %s kernel, not %s", k->name, k->op, pb->op);
+  char why[300];
+  int named;
+  if (hkrt_fit(k, pb, pb->target ? pb->target : k->target, &named, why, sizeof why))
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s does not fit the problem: %s", k->name, why);
+  return HKRT_OK;
+}
+
+HKRT_API hkrt_status hkrt_kernel_args(hkrt_kernel *k, const hkrt_problem *pb, const hkrt_arg *args,
+                                      size_t nargs, void *args_buf, size_t buf_size, size_t *args_size,
+                                      unsigned grid[3], unsigned block[3]) {
+  if (!k || (!args && nargs) || !args_buf || !args_size || !grid || !block)
+    return hkrt_fail(HKRT_ERR_ARG, "hkrt_kernel_args: NULL argument");
+  if (buf_size < k->args_size)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s takes %u bytes of arguments; the buffer has %zu", k->name,
+                     k->args_size, buf_size);
+  hkrt_status st = pb ? hkrt_check_problem(k, pb) : HKRT_OK;
+  if (st != HKRT_OK) return st;
+  hkrt_pack p = {.k = k, .pb = pb, .buf = args_buf};
+  memset(args_buf, 0, k->args_size);
+  if ((st = hkrt_pack_args(&p, args, nargs)) || (st = hkrt_pack_problem(&p)) ||
+      (st = hkrt_pack_missing(&p)) || (st = hkrt_check_rules(&p)) || (st = hkrt_grid(&p, grid)))
+    return st;
+  memcpy(block, k->block, sizeof k->block);
+  *args_size = k->args_size;
+  return HKRT_OK;
+}
+
+/* The kernel's function, its module loaded at the first call. */
+static hkrt_status hkrt_kernel_function(hkrt_kernel *k, hkrt_func **fn) {
+  hkrt_status st = HKRT_OK;
+  pthread_mutex_lock(&k->lock);
+  if (!k->fn) {
+    size_t n = strlen(k->cat->dir) + strlen(k->file) + 2;
+    char *path = malloc(n);
+    if (!path) st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+    else snprintf(path, n, "%s/%s", k->cat->dir, k->file);
+    if (!st) st = hkrt_module_load(k->cat->dev, path, &k->mod);
+    if (!st && (st = hkrt_module_function(k->mod, k->name, &k->fn))) {
+      hkrt_module_unload(k->mod);
+      k->mod = NULL;
+    }
+    free(path);
+  }
+  *fn = k->fn;
+  pthread_mutex_unlock(&k->lock);
+  return st;
+}
+
+HKRT_API hkrt_status hkrt_kernel_launch(hkrt_kernel *k, const hkrt_problem *pb, const hkrt_arg *args,
+                                        size_t nargs, void *stream) {
+  _Alignas(16) unsigned char buf[HKRT_MAX_KERNARG];
+  unsigned grid[3], block[3];
+  size_t size;
+  hkrt_func *fn;
+  const char *dt = k ? hkrt_device_target(k->cat->dev) : NULL;
+  if (dt && strcmp(dt, k->target))
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s is for %s; the device runs %s", k->name, k->target, dt);
+  hkrt_status st = hkrt_kernel_args(k, pb, args, nargs, buf, sizeof buf, &size, grid, block);
+  if (!st) st = hkrt_kernel_function(k, &fn);
+  if (!st) st = hkrt_launch(fn, grid, block, buf, size, stream);
+  return st;
+}

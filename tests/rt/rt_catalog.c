@@ -1,0 +1,616 @@
+/* rt_catalog.c: libhkrt's catalogue API (hkrt.h) through its public calls.
+ *
+ *   rt_catalog manifest     good and bad manifests, each bad one's message
+ *   rt_catalog select       most specialised wins, run-time fallback, "nothing fits" text
+ *   rt_catalog pack         packed bytes against structs laid out by hand
+ *   rt_catalog args         each argument check and its message
+ *   rt_catalog driver cuda|hip   GPU backends without a driver or device fail cleanly
+ *   rt_catalog e2e DIR      an emulated catalogue: select, launch a GEMM, fp64 reference
+ *
+ * Hand manifests are written into a fresh temporary folder. Exit status 0 when
+ * every check passes, 1 otherwise, 2 on a setup error, 77 for a skipped test. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hkrt.h"
+
+static int failures, checks;
+static char tmpdir[256];
+
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    checks++;                                                         \
+    if (!(cond)) {                                                    \
+      failures++;                                                     \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                   \
+      fputc('\n', stderr);                                            \
+    }                                                                 \
+  } while (0)
+
+/* The call failed with status st and a message containing text. */
+#define CHECK_ERR(call, st, text)                                                              \
+  do {                                                                                         \
+    hkrt_status got_ = (call);                                                                 \
+    CHECK(got_ == (st) && strstr(hkrt_error(), (text)), "%s: got %s \"%s\", want %s with \"%s\"", \
+          #call, hkrt_status_name(got_), hkrt_error(), hkrt_status_name(st), (text));         \
+  } while (0)
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  fputs("rt_catalog: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (hkrt_error: %s)\n", hkrt_error());
+  exit(2);
+}
+
+/* ---- hand manifests ----------------------------------------------------------------- */
+
+#define GEMM_ARGS_RT                                                                  \
+  "{\"size\": 48, \"args\": ["                                                        \
+  "{\"name\": \"A\", \"type\": \"const hk_bf16 *\", \"offset\": 0, \"size\": 8},"     \
+  "{\"name\": \"B\", \"type\": \"const hk_bf16 *\", \"offset\": 8, \"size\": 8},"     \
+  "{\"name\": \"C\", \"type\": \"hk_bf16 *\", \"offset\": 16, \"size\": 8},"          \
+  "{\"name\": \"lda\", \"type\": \"int\", \"offset\": 24, \"size\": 4},"              \
+  "{\"name\": \"ldb\", \"type\": \"int\", \"offset\": 28, \"size\": 4},"              \
+  "{\"name\": \"ldc\", \"type\": \"int\", \"offset\": 32, \"size\": 4},"              \
+  "{\"name\": \"M\", \"type\": \"int\", \"offset\": 36, \"size\": 4},"                \
+  "{\"name\": \"N\", \"type\": \"int\", \"offset\": 40, \"size\": 4},"                \
+  "{\"name\": \"K\", \"type\": \"int\", \"offset\": 44, \"size\": 4}]}"
+
+/* Listed out of offset order on purpose: packing must follow offsets. */
+#define GEMM_ARGS_M                                                                   \
+  "{\"size\": 40, \"args\": ["                                                        \
+  "{\"name\": \"M\", \"type\": \"int\", \"offset\": 36, \"size\": 4},"                \
+  "{\"name\": \"C\", \"type\": \"hk_bf16 *\", \"offset\": 16, \"size\": 8},"          \
+  "{\"name\": \"A\", \"type\": \"const hk_bf16 *\", \"offset\": 0, \"size\": 8},"     \
+  "{\"name\": \"ldc\", \"type\": \"int\", \"offset\": 32, \"size\": 4},"              \
+  "{\"name\": \"B\", \"type\": \"const hk_bf16 *\", \"offset\": 8, \"size\": 8},"     \
+  "{\"name\": \"ldb\", \"type\": \"int\", \"offset\": 28, \"size\": 4},"              \
+  "{\"name\": \"lda\", \"type\": \"int\", \"offset\": 24, \"size\": 4}]}"
+
+#define GEMM_ANY(layout, tm, tn)                                                                   \
+  "{\"name\": \"gemm_any_" layout "_tm" tm "_tn" tn "\", \"op\": \"gemm\", \"target\": \"gfx942\",\n" \
+  " \"params\": {\"dtype\": \"bf16\", \"layout\": \"" layout "\", \"tile_m\": \"" tm              \
+  "\", \"tile_n\": \"" tn "\"},\n"                                                                  \
+  " \"runtime_params\": [\"M\", \"N\", \"K\"],\n"                                                  \
+  " \"file\": \"gfx942/gemm_any_" layout "_tm" tm "_tn" tn ".emu.so\",\n"                          \
+  " \"kernarg\": " GEMM_ARGS_RT ",\n"                                                               \
+  " \"block\": [256, 1, 1],\n"                                                                      \
+  " \"grid\": [\"cdiv(N," tn ")\", \"cdiv(M," tm ")\", \"1\"]}"
+
+#define GEMM_BAKED(name, n, k)                                                                \
+  "{\"name\": \"" name "\", \"op\": \"gemm\", \"target\": \"gfx942\",\n"                       \
+  " \"params\": {\"dtype\": \"bf16\", \"layout\": \"nt\", \"N\": \"" n "\", \"K\": \"" k        \
+  "\", \"tile_m\": \"128\", \"tile_n\": \"128\"},\n"                                           \
+  " \"runtime_params\": [\"M\"],\n"                                                            \
+  " \"file\": \"gfx942/" name ".emu.so\",\n"                                                   \
+  " \"kernarg\": " GEMM_ARGS_M ",\n"                                                           \
+  " \"block\": [256, 1, 1],\n"                                                                 \
+  " \"grid\": [\"cdiv(" n ",128)\", \"cdiv(M,128)\", \"1\"]}"
+
+#define MIXED                                                                                  \
+  "{\"name\": \"mixed\", \"op\": \"mixed\", \"target\": \"gfx942\", \"params\": {},\n"         \
+  " \"runtime_params\": [\"n\"], \"file\": \"gfx942/mixed.emu.so\",\n"                         \
+  " \"kernarg\": {\"size\": 32, \"args\": ["                                                   \
+  "{\"name\": \"u\", \"type\": \"unsigned\", \"offset\": 24, \"size\": 4},"                    \
+  "{\"name\": \"stride\", \"type\": \"long\", \"offset\": 16, \"size\": 8},"                   \
+  "{\"name\": \"n\", \"type\": \"int\", \"offset\": 12, \"size\": 4},"                         \
+  "{\"name\": \"scale\", \"type\": \"float\", \"offset\": 8, \"size\": 4},"                    \
+  "{\"name\": \"x\", \"type\": \"const float *\", \"offset\": 0, \"size\": 8}]},\n"            \
+  " \"block\": [64, 2, 1], \"grid\": [\"n * 3\", \"cdiv(u, 1000000000)\", \"(2)\"]}"
+
+#define HEAD "{\"hkgen\": \"test\", \"format\": 1, \"kind\": \"catalogue\", \"backend\": \"emulator\",\n \"kernels\": [\n"
+
+static const char good_manifest[] =
+    HEAD GEMM_ANY("nt", "64", "64") ",\n" GEMM_ANY("nn", "64", "64") ",\n" GEMM_ANY("nt", "128", "128") ",\n"
+    GEMM_BAKED("llama3_8b_qkv", "6144", "4096") ",\n" MIXED "\n]}\n";
+
+/* No run-time nt kernel: the "nothing fits" message. */
+static const char near_manifest[] =
+    HEAD GEMM_ANY("nn", "64", "64") ",\n" GEMM_BAKED("llama3_8b_qkv", "6144", "4096") ",\n"
+    GEMM_BAKED("llama3_8b_o", "4096", "4096") ",\n" GEMM_BAKED("llama3_8b_down", "4096", "14336") ",\n"
+    MIXED "\n]}\n";
+
+static char *manifest_dir(const char *text, size_t len) {
+  static int n;
+  char *dir = malloc(512), path[600];
+  snprintf(dir, 512, "%s/cat%d", tmpdir, n++);
+  if (mkdir(dir, 0700) < 0) die("mkdir %s", dir);
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(text, 1, len, f) != len || fclose(f)) die("cannot write %s", path);
+  return dir;
+}
+
+/* text with the first `from` replaced by `to` (which must occur). */
+static char *replace(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  if (!at) die("test bug: '%s' not in the manifest", from);
+  size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+  return out;
+}
+
+static hkrt_device *emu_device(void) {
+  hkrt_device *d = NULL;
+  if (hkrt_device_open(HKRT_BACKEND_EMU, "gfx942", &d) != HKRT_OK) die("cannot open the emulator");
+  return d;
+}
+
+static hkrt_catalog *open_text(hkrt_device *d, const char *text) {
+  char *dir = manifest_dir(text, strlen(text));
+  hkrt_catalog *c = NULL;
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) die("cannot open the catalogue in %s", dir);
+  free(dir);
+  return c;
+}
+
+/* Opens a bad manifest: status st and a message with the path and text. */
+static void bad_manifest(hkrt_device *d, const char *text, size_t len, hkrt_status st, const char *want) {
+  char *dir = manifest_dir(text, len), path[600];
+  hkrt_catalog *c = (hkrt_catalog *)1;
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  hkrt_status got = hkrt_catalog_open(d, dir, &c);
+  CHECK(got == st && strstr(hkrt_error(), want) && strstr(hkrt_error(), path) && c == NULL,
+        "got %s \"%s\", want %s naming %s with \"%s\"", hkrt_status_name(got), hkrt_error(),
+        hkrt_status_name(st), path, want);
+  if (got == HKRT_OK) hkrt_catalog_close(c);
+  free(dir);
+}
+
+static void bad_edit(hkrt_device *d, const char *from, const char *to, hkrt_status st, const char *want) {
+  char *t = replace(good_manifest, from, to);
+  bad_manifest(d, t, strlen(t), st, want);
+  free(t);
+}
+
+static void test_manifest(void) {
+  hkrt_device *d = emu_device();
+  hkrt_catalog *c = open_text(d, good_manifest);
+  hkrt_kernel *k = NULL;
+  CHECK(hkrt_catalog_find(c, "llama3_8b_qkv", NULL, &k) == HKRT_OK && !strcmp(hkrt_kernel_name(k), "llama3_8b_qkv"),
+        "%s", hkrt_error());
+  CHECK_ERR(hkrt_catalog_find(c, "nope", NULL, &k), HKRT_ERR_NOT_FOUND, "no kernel nope for gfx942");
+  hkrt_catalog_close(c);
+
+  const char *grid0 = "\"grid\": [\"cdiv(N,64)\", \"cdiv(M,64)\", \"1\"]}";
+  bad_edit(d, ",\n \"grid\": [\"cdiv(N,64)\", \"cdiv(M,64)\", \"1\"]}", "}", HKRT_ERR_IO,
+           ":3:1: kernel 0 (gemm_any_nt_tm64_tn64): missing key \"grid\"");
+  bad_edit(d, "\"op\": \"gemm\", ", "", HKRT_ERR_IO, "kernel 0 (gemm_any_nt_tm64_tn64): missing key \"op\"");
+  bad_edit(d, "{\"name\": \"gemm_any_nt_tm64_tn64\", ", "{", HKRT_ERR_IO, "kernel 0: missing key \"name\"");
+  bad_edit(d, "\"size\": 48, ", "", HKRT_ERR_IO, "missing key \"size\"");
+  bad_edit(d, "\"offset\": 0, ", "", HKRT_ERR_IO, "missing key \"offset\"");
+  bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": \"256\"", HKRT_ERR_IO, "\"block\" must be an array, not a string");
+  bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": [256, 1, 1,]", HKRT_ERR_IO,
+           ":8:22: expected a value, found ']'");
+  bad_edit(d, "\"op\": \"gemm\", ", "\"op\": \"gemm\", \"op\": \"gemm\", ", HKRT_ERR_IO, "duplicate key \"op\"");
+  bad_edit(d, "\"offset\": 24", "\"offset\": 20", HKRT_ERR_IO, "kernel 0 (gemm_any_nt_tm64_tn64): arguments C and lda overlap");
+  bad_edit(d, "\"offset\": 24", "\"offset\": 26", HKRT_ERR_IO, "argument lda: offset 26 (size 4) is misaligned");
+  bad_edit(d, "\"type\": \"int\"", "\"type\": \"int128\"", HKRT_ERR_IO, "argument lda: unknown type 'int128'");
+  bad_edit(d, "gfx942/gemm_any_nt_tm64_tn64.emu.so", "../../lib/evil.so", HKRT_ERR_IO,
+           "file \"../../lib/evil.so\" is not a relative path inside the catalogue");
+  bad_edit(d, grid0, "\"grid\": [\"cdiv(N,64\", \"cdiv(M,64)\", \"1\"]}", HKRT_ERR_IO,
+           "grid[0] \"cdiv(N,64\": expected ')' after cdiv(a,b)");
+  bad_edit(d, grid0, "\"grid\": [\"cdiv(Q,64)\", \"cdiv(M,64)\", \"1\"]}", HKRT_ERR_IO,
+           "'Q' is not an integer parameter or argument of the kernel");
+  bad_edit(d, "\"runtime_params\": [\"M\", \"N\", \"K\"]", "\"runtime_params\": [\"M\", \"N\", \"K\", \"Z\"]",
+           HKRT_ERR_IO, "run-time parameter Z is not an integer kernel argument");
+  bad_edit(d, "\"backend\": \"emulator\",", "", HKRT_ERR_ARG, "holds GPU code objects");
+  bad_edit(d, "\"format\": 1", "\"format\": 2", HKRT_ERR_IO, "format 2 is not one this libhkrt reads");
+  bad_edit(d, "\"kind\": \"catalogue\"", "\"kind\": \"sources\"", HKRT_ERR_IO, "kind is not \"catalogue\"");
+  bad_edit(d, "_nn_tm64_tn64\", \"op\"", "_nt_tm64_tn64\", \"op\"", HKRT_ERR_IO,
+           "kernel gemm_any_nt_tm64_tn64 for gfx942 is listed twice (first at 3:1)");
+  bad_edit(d, "\"tile_m\": \"64\"", "\"tile_m\": 64", HKRT_ERR_IO, "params: \"tile_m\" must be a string");
+
+  /* truncated at every 97th byte: never a crash, always a message */
+  size_t n = strlen(good_manifest);
+  for (size_t cut = 1; cut < n; cut += 97) {
+    char *dir = manifest_dir(good_manifest, cut);
+    hkrt_catalog *t = NULL;
+    CHECK(hkrt_catalog_open(d, dir, &t) == HKRT_ERR_IO && strstr(hkrt_error(), "manifest.json:"),
+          "truncated at %zu: %s", cut, hkrt_error());
+    free(dir);
+  }
+  bad_manifest(d, good_manifest, n / 2, HKRT_ERR_IO, "(truncated?)");
+  bad_manifest(d, good_manifest, 40, HKRT_ERR_IO, "a string that never ends (truncated?)");
+
+  /* depth: 100000 brackets, refused at 33 levels without recursing further */
+  size_t deep = 200000;
+  char *brackets = malloc(deep);
+  for (size_t i = 0; i < deep; i++) brackets[i] = i < deep / 2 ? '[' : ']';
+  bad_manifest(d, brackets, deep, HKRT_ERR_IO, "1:33: nesting deeper than 32 levels");
+  free(brackets);
+
+  bad_manifest(d, "{\"kernels\": [] } x", 18, HKRT_ERR_IO, "1:18: 'x' after the document's end");
+  bad_manifest(d, "{\"kernels\": [], \"a\": \"\x01\"}", 25, HKRT_ERR_IO, "control character 0x01 in a string");
+  bad_manifest(d, "{\"kernels\": [], \"a\": \"\xc0\xaf\"}", 26, HKRT_ERR_IO, "invalid UTF-8");
+  bad_manifest(d, "{\"kernels\": [], \"a\": 01}", 24, HKRT_ERR_IO, "a number with a leading zero");
+  bad_manifest(d, "{\"kernels\": [], \"a\": \"\\ud800\"}", 30, HKRT_ERR_IO, "without its low half");
+  bad_manifest(d, "{\"kernels\": [], \"a\": tru}", 25, HKRT_ERR_IO, "expected a value, found 't'");
+  bad_manifest(d, "{\"kernels\": [], \0}", 18, HKRT_ERR_IO, "a NUL byte");
+  bad_manifest(d, "[]", 2, HKRT_ERR_IO, "the manifest must be an object");
+  bad_manifest(d, "", 0, HKRT_ERR_IO, "found the end of the file (truncated?)");
+
+  hkrt_catalog *none = NULL;
+  char missing[600];
+  snprintf(missing, sizeof missing, "%s/no-such-folder", tmpdir);
+  CHECK_ERR(hkrt_catalog_open(d, missing, &none), HKRT_ERR_IO, "no-such-folder/manifest.json: cannot open");
+  hkrt_device_close(d);
+}
+
+/* ---- selection ----------------------------------------------------------------------- */
+
+static const char *select_name(hkrt_catalog *c, const char *target, const hkrt_param *p, size_t n) {
+  hkrt_problem pb = {"gemm", target, p, n};
+  hkrt_kernel *k = NULL;
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) return hkrt_error();
+  return hkrt_kernel_name(k);
+}
+
+static void test_select(void) {
+  hkrt_device *d = emu_device();
+  hkrt_catalog *c = open_text(d, good_manifest);
+  const char *got;
+  hkrt_param qkv[] = {{"M", "4096"}, {"N", "6144"}, {"K", "4096"}, {"layout", "nt"}};
+  CHECK(!strcmp(got = select_name(c, NULL, qkv, 4), "llama3_8b_qkv"), "most specialised: %s", got);
+  hkrt_param odd[] = {{"M", "100"}, {"N", "77"}, {"K", "93"}, {"layout", "nt"}};
+  CHECK(!strcmp(got = select_name(c, NULL, odd, 4), "gemm_any_nt_tm64_tn64"), "run-time nt: %s", got);
+  hkrt_param nn[] = {{"M", "4096"}, {"N", "6144"}, {"K", "4096"}, {"layout", "nn"}};
+  CHECK(!strcmp(got = select_name(c, NULL, nn, 4), "gemm_any_nn_tm64_tn64"), "run-time nn: %s", got);
+  hkrt_param tile[] = {{"M", "100"}, {"N", "77"}, {"K", "93"}, {"layout", "nt"}, {"tile_m", "128"}};
+  CHECK(!strcmp(got = select_name(c, NULL, tile, 5), "gemm_any_nt_tm128_tn128"), "named tile: %s", got);
+  hkrt_param dtype[] = {{"M", "4096"}, {"N", "6144"}, {"K", "4096.0"}, {"layout", "nt"}, {"dtype", "bf16"}};
+  CHECK(!strcmp(got = select_name(c, "gfx942", dtype, 5), "llama3_8b_qkv"), "dtype named: %s", got);
+
+  hkrt_problem pb = {"gemm", NULL, odd, 3}; /* layout left out: no gemm_any fits */
+  hkrt_kernel *k = NULL;
+  CHECK_ERR(hkrt_select(c, &pb, &k), HKRT_ERR_NOT_FOUND,
+            "no gemm kernel for gfx942 fits M=100 N=77 K=93: nearest: gemm_any_nt_tm64_tn64 (bakes "
+            "layout=nt, problem does not give layout), gemm_any_nn_tm64_tn64 (bakes layout=nn, problem "
+            "does not give layout), gemm_any_nt_tm128_tn128 (bakes layout=nt, problem does not give layout)");
+  hkrt_param typo[] = {{"M", "100"}, {"N", "77"}, {"K", "93"}, {"layout", "nt"}, {"KK", "3"}};
+  pb = (hkrt_problem){"gemm", NULL, typo, 5};
+  CHECK_ERR(hkrt_select(c, &pb, &k), HKRT_ERR_NOT_FOUND, "gemm_any_nt_tm64_tn64 (has no parameter KK)");
+  pb = (hkrt_problem){"gemm", "gfx950", odd, 4};
+  CHECK_ERR(hkrt_select(c, &pb, &k), HKRT_ERR_NOT_FOUND,
+            "no gemm kernel for gfx950 fits M=100 N=77 K=93 layout=nt: nearest: gemm_any_nt_tm64_tn64 (is for gfx942)");
+  pb = (hkrt_problem){"attn_fwd", NULL, odd, 0};
+  CHECK_ERR(hkrt_select(c, &pb, &k), HKRT_ERR_NOT_FOUND, "has no attn_fwd kernel");
+  hkrt_param twice[] = {{"M", "1"}, {"M", "2"}};
+  pb = (hkrt_problem){"gemm", NULL, twice, 2};
+  CHECK_ERR(hkrt_select(c, &pb, &k), HKRT_ERR_ARG, "the problem gives M twice");
+  CHECK(k == NULL, "a failed select leaves *out NULL");
+  hkrt_catalog_close(c);
+
+  c = open_text(d, near_manifest);
+  pb = (hkrt_problem){"gemm", NULL, odd, 4};
+  CHECK_ERR(hkrt_select(c, &pb, &k), HKRT_ERR_NOT_FOUND,
+            "no gemm kernel for gfx942 fits M=100 N=77 K=93 layout=nt: nearest: gemm_any_nn_tm64_tn64 "
+            "(bakes layout=nn, problem has layout=nt), llama3_8b_qkv (bakes N=6144, problem has N=77, "
+            "bakes K=4096, problem has K=93), llama3_8b_o (bakes N=4096, problem has N=77, bakes K=4096, "
+            "problem has K=93)");
+  CHECK(strstr(hkrt_error(), "llama3_8b_down") == NULL, "only 3 nearest: %s", hkrt_error());
+  hkrt_catalog_close(c);
+  hkrt_device_close(d);
+}
+
+/* ---- packing -------------------------------------------------------------------------- */
+
+struct gemm_m_args { /* the kernarg layout of GEMM_ARGS_M, by hand */
+  const void *A, *B;
+  void *C;
+  int lda, ldb, ldc, M;
+};
+
+struct mixed_args { /* MIXED, by hand */
+  const float *x;
+  float scale;
+  int n;
+  long stride;
+  unsigned u;
+};
+
+static void test_pack(void) {
+  hkrt_device *d = emu_device();
+  hkrt_catalog *c = open_text(d, good_manifest);
+  static unsigned short a[64], b[64], cc[64];
+  static float x[4];
+  unsigned char buf[256];
+  size_t size = 0;
+  unsigned grid[3], block[3];
+  hkrt_kernel *k = NULL;
+
+  hkrt_param p[] = {{"M", "100"}, {"N", "6144"}, {"K", "4096"}, {"layout", "nt"}};
+  hkrt_problem pb = {"gemm", NULL, p, 4};
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) die("select");
+  hkrt_arg args[] = {HKRT_PTR("C", cc), HKRT_INT("ldb", 4097), HKRT_PTR("A", a), HKRT_INT("lda", 4096),
+                     HKRT_INT("ldc", 6150), HKRT_PTR("B", b)};
+  memset(buf, 0xab, sizeof buf);
+  CHECK(hkrt_kernel_args(k, &pb, args, 6, buf, sizeof buf, &size, grid, block) == HKRT_OK, "%s", hkrt_error());
+  struct gemm_m_args want;
+  memset(&want, 0, sizeof want);
+  want.A = a, want.B = b, want.C = cc, want.lda = 4096, want.ldb = 4097, want.ldc = 6150, want.M = 100;
+  CHECK(size == sizeof want && !memcmp(buf, &want, sizeof want), "gemm bytes differ (size %zu)", size);
+  CHECK(buf[40] == 0xab, "packing wrote past kernarg.size");
+  CHECK(grid[0] == 48 && grid[1] == 1 && grid[2] == 1 && block[0] == 256 && block[1] == 1 && block[2] == 1,
+        "grid %u %u %u block %u %u %u", grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+  /* the comparison can fail: a struct with lda and ldb swapped differs */
+  want.lda = 4097, want.ldb = 4096;
+  CHECK(memcmp(buf, &want, sizeof want) != 0, "a wrong layout compared equal");
+
+  if (hkrt_catalog_find(c, "mixed", NULL, &k) != HKRT_OK) die("mixed");
+  hkrt_param mp[] = {{"n", "-7"}};
+  hkrt_problem mpb = {"mixed", NULL, mp, 1};
+  hkrt_arg margs[] = {HKRT_INT("u", 4000000000LL), HKRT_INT("stride", 1LL << 40), HKRT_FLOAT("scale", 0.125),
+                      HKRT_PTR("x", x)};
+  memset(buf, 0xab, sizeof buf);
+  CHECK_ERR(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
+            "grid[0] = n * 3 = -21, not from 1 to 2^31-1");
+  mp[0].value = "5";
+  CHECK(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block) == HKRT_OK, "%s", hkrt_error());
+  struct mixed_args mw;
+  memset(&mw, 0, sizeof mw);
+  mw.x = x, mw.scale = 0.125f, mw.n = 5, mw.stride = 1L << 40, mw.u = 4000000000u;
+  CHECK(size == sizeof mw && !memcmp(buf, &mw, sizeof mw), "mixed bytes differ (size %zu)", size);
+  CHECK(grid[0] == 15 && grid[1] == 4 && grid[2] == 2 && block[0] == 64 &&
+            block[1] == 2,
+        "mixed grid %u %u %u", grid[0], grid[1], grid[2]);
+  hkrt_arg ints[] = {HKRT_INT("u", 1), HKRT_INT("stride", 7), HKRT_INT("scale", 3), HKRT_PTR("x", x),
+                     HKRT_INT("n", 5)};
+  CHECK(hkrt_kernel_args(k, NULL, ints, 5, buf, sizeof buf, &size, grid, block) == HKRT_OK, "%s", hkrt_error());
+  float three;
+  memcpy(&three, buf + offsetof(struct mixed_args, scale), 4);
+  CHECK(three == 3.0f && grid[1] == 1, "an integer for a float: %g", three);
+  hkrt_catalog_close(c);
+  hkrt_device_close(d);
+}
+
+/* ---- argument checks ------------------------------------------------------------------- */
+
+static hkrt_status gemm_args(hkrt_kernel *k, const hkrt_problem *pb, const hkrt_arg *args, size_t n) {
+  unsigned char buf[256];
+  size_t size;
+  unsigned grid[3], block[3];
+  return hkrt_kernel_args(k, pb, args, n, buf, sizeof buf, &size, grid, block);
+}
+
+static void test_args(void) {
+  hkrt_device *d = emu_device();
+  hkrt_catalog *c = open_text(d, good_manifest);
+  static unsigned short a[64], b[64], cc[64];
+  hkrt_kernel *k = NULL, *nnk = NULL, *qkv = NULL;
+  hkrt_param p[] = {{"M", "100"}, {"N", "77"}, {"K", "93"}, {"layout", "nt"}};
+  hkrt_problem pb = {"gemm", NULL, p, 4};
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) die("select");
+  hkrt_arg ok[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                   HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
+  CHECK(gemm_args(k, &pb, ok, 6) == HKRT_OK, "%s", hkrt_error());
+
+  hkrt_arg null[] = {HKRT_PTR("A", NULL), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                     HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
+  CHECK_ERR(gemm_args(k, &pb, null, 6), HKRT_ERR_ARG, "kernel gemm_any_nt_tm64_tn64: argument A is a null pointer");
+  hkrt_arg mis[] = {HKRT_PTR("A", a), HKRT_PTR("B", (char *)b + 1), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
+  CHECK_ERR(gemm_args(k, &pb, mis, 6), HKRT_ERR_ARG, "is not aligned to 2 bytes, as const hk_bf16 * needs");
+  CHECK(strstr(hkrt_error(), "argument B ("), "names B: %s", hkrt_error());
+  CHECK_ERR(gemm_args(k, &pb, ok, 5), HKRT_ERR_ARG, "kernel gemm_any_nt_tm64_tn64: argument ldc is missing");
+  CHECK_ERR(gemm_args(k, &pb, ok, 3), HKRT_ERR_ARG, "arguments lda, ldb, ldc are missing");
+  hkrt_arg unk[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 77), HKRT_INT("foo", 1)};
+  CHECK_ERR(gemm_args(k, &pb, unk, 7), HKRT_ERR_ARG, "kernel gemm_any_nt_tm64_tn64: unknown argument 'foo'");
+  hkrt_arg lda[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 50),
+                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
+  CHECK_ERR(gemm_args(k, &pb, lda, 6), HKRT_ERR_ARG, "lda = 50 is less than K = 93 (gemm needs lda >= K)");
+  hkrt_arg ldb[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                    HKRT_INT("ldb", 92), HKRT_INT("ldc", 77)};
+  CHECK_ERR(gemm_args(k, &pb, ldb, 6), HKRT_ERR_ARG, "ldb = 92 is less than K = 93 (gemm layout nt needs ldb >= K)");
+  hkrt_arg ldc[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 76)};
+  CHECK_ERR(gemm_args(k, &pb, ldc, 6), HKRT_ERR_ARG, "ldc = 76 is less than N = 77 (gemm needs ldc >= N)");
+  hkrt_arg twice[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                      HKRT_INT("ldb", 93), HKRT_INT("ldc", 77), HKRT_INT("lda", 93)};
+  CHECK_ERR(gemm_args(k, &pb, twice, 7), HKRT_ERR_ARG, "argument lda is given twice");
+  hkrt_arg dis[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 77), HKRT_INT("M", 99)};
+  CHECK_ERR(gemm_args(k, &pb, dis, 7), HKRT_ERR_ARG, "argument M = 99 disagrees with the problem's M=100");
+  hkrt_arg big[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 1LL << 40),
+                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
+  CHECK_ERR(gemm_args(k, &pb, big, 6), HKRT_ERR_ARG, "argument lda = 1099511627776 does not fit its type int");
+  hkrt_arg flt[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_FLOAT("lda", 93),
+                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
+  CHECK_ERR(gemm_args(k, &pb, flt, 6), HKRT_ERR_ARG, "argument lda is an integer (int); give it with HKRT_INT");
+  hkrt_arg iptr[] = {HKRT_INT("A", 4096), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                     HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
+  CHECK_ERR(gemm_args(k, &pb, iptr, 6), HKRT_ERR_ARG, "argument A is a pointer (const hk_bf16 *)");
+
+  /* run-time parameters as arguments only, with no problem */
+  hkrt_arg all[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 77), HKRT_INT("M", 0), HKRT_INT("N", 77), HKRT_INT("K", 93)};
+  CHECK_ERR(gemm_args(k, NULL, all, 9), HKRT_ERR_ARG, "grid[1] = cdiv(M,64) = 0, not from 1 to 2^31-1");
+  all[6] = (hkrt_arg)HKRT_INT("M", 1);
+  CHECK(gemm_args(k, NULL, all, 9) == HKRT_OK, "%s", hkrt_error());
+  CHECK_ERR(gemm_args(k, NULL, all, 8), HKRT_ERR_ARG, "argument K is missing");
+
+  hkrt_param pnn[] = {{"M", "100"}, {"N", "77"}, {"K", "93"}, {"layout", "nn"}};
+  hkrt_problem pbnn = {"gemm", NULL, pnn, 4};
+  if (hkrt_select(c, &pbnn, &nnk) != HKRT_OK) die("select nn");
+  hkrt_arg nnb[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
+                    HKRT_INT("ldb", 76), HKRT_INT("ldc", 77)};
+  CHECK_ERR(gemm_args(nnk, &pbnn, nnb, 6), HKRT_ERR_ARG, "ldb = 76 is less than N = 77 (gemm layout nn needs ldb >= N)");
+  CHECK_ERR(gemm_args(nnk, &pb, ok, 6), HKRT_ERR_ARG,
+            "kernel gemm_any_nn_tm64_tn64 does not fit the problem: bakes layout=nn, problem has layout=nt");
+
+  hkrt_param pq[] = {{"M", "100"}, {"N", "6144"}, {"K", "4096"}, {"layout", "nt"}};
+  hkrt_problem pbq = {"gemm", NULL, pq, 4};
+  if (hkrt_select(c, &pbq, &qkv) != HKRT_OK) die("select qkv");
+  hkrt_arg qa[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 4096),
+                   HKRT_INT("ldb", 4096), HKRT_INT("ldc", 6144), HKRT_INT("N", 6144)};
+  CHECK(gemm_args(qkv, &pbq, qa, 7) == HKRT_OK, "a baked parameter that agrees: %s", hkrt_error());
+  qa[6] = (hkrt_arg)HKRT_INT("N", 77);
+  CHECK_ERR(gemm_args(qkv, &pbq, qa, 7), HKRT_ERR_ARG, "kernel llama3_8b_qkv: N is baked to 6144");
+  hkrt_catalog_close(c);
+  hkrt_device_close(d);
+}
+
+/* ---- GPU backends without a driver --------------------------------------------------------- */
+
+static int test_driver(const char *which) {
+  int cuda = !strcmp(which, "cuda");
+  hkrt_device *d = NULL;
+  hkrt_status st = hkrt_device_open(cuda ? HKRT_BACKEND_CUDA : HKRT_BACKEND_HIP, NULL, &d);
+  printf("%s: %s: %s\n", which, hkrt_status_name(st), hkrt_error());
+  if (st == HKRT_OK) {
+    printf("SKIP: a %s device is present\n", which);
+    hkrt_device_close(d);
+    return 77;
+  }
+  if (cuda) {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib) {
+      dlclose(lib);
+      CHECK(st == HKRT_ERR_NO_DEVICE, "libcuda.so.1 loads, so NO_DEVICE: %s", hkrt_status_name(st));
+    } else {
+      CHECK(st == HKRT_ERR_NO_DRIVER && strstr(hkrt_error(), "cannot load libcuda.so.1"), "%s: %s",
+            hkrt_status_name(st), hkrt_error());
+    }
+  } else {
+    CHECK(st == HKRT_ERR_NO_DRIVER || st == HKRT_ERR_NO_DEVICE, "%s: %s", hkrt_status_name(st), hkrt_error());
+    CHECK(strstr(hkrt_error(), "HIP"), "the message names HIP: %s", hkrt_error());
+  }
+  CHECK(d == NULL, "a failed open leaves *out NULL");
+  return -1;
+}
+
+/* ---- end to end on the emulator -------------------------------------------------------------- */
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static double uniform(void) { /* splitmix64, in [-1, 1) */
+  uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (double)((z ^ (z >> 31)) >> 11) * 0x1p-52 - 1.0;
+}
+
+static unsigned short to_bf16(double x) {
+  float f = (float)x;
+  unsigned u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+
+static double from_bf16(unsigned short b) {
+  unsigned u = (unsigned)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static void *dev_upload(hkrt_device *d, const void *h, size_t bytes) {
+  void *p = NULL;
+  if (hkrt_alloc(d, bytes, &p) != HKRT_OK || hkrt_copy_to_device(d, p, h, bytes) != HKRT_OK) die("upload");
+  return p;
+}
+
+/* One GEMM through select and launch; returns the relative L2 error. */
+static double e2e_gemm(hkrt_device *d, hkrt_catalog *c, int nt, long M, long N, long K, const char *want) {
+  char ms[32], ns[32], ks[32];
+  snprintf(ms, sizeof ms, "%ld", M), snprintf(ns, sizeof ns, "%ld", N), snprintf(ks, sizeof ks, "%ld", K);
+  hkrt_param p[] = {{"M", ms}, {"N", ns}, {"K", ks}, {"layout", nt ? "nt" : "nn"}};
+  hkrt_problem pb = {"gemm", NULL, p, 4};
+  hkrt_kernel *k = NULL;
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) die("select");
+  CHECK(!strcmp(hkrt_kernel_name(k), want), "selected %s, want %s", hkrt_kernel_name(k), want);
+  long lda = K + 3, ldb = (nt ? K : N) + 1, ldc = N + 5, brows = nt ? N : K;
+  size_t na = (size_t)(M * lda), nb = (size_t)(brows * ldb), nc = (size_t)(M * ldc);
+  unsigned short *ha = malloc(na * 2), *hb = malloc(nb * 2), *hc = malloc(nc * 2);
+  for (size_t i = 0; i < na; i++) ha[i] = to_bf16(uniform());
+  for (size_t i = 0; i < nb; i++) hb[i] = to_bf16(uniform());
+  for (size_t i = 0; i < nc; i++) hc[i] = 0xffff; /* NaN poison */
+  void *A = dev_upload(d, ha, na * 2), *B = dev_upload(d, hb, nb * 2), *C = dev_upload(d, hc, nc * 2);
+  hkrt_arg args[] = {HKRT_PTR("A", A), HKRT_PTR("B", B), HKRT_PTR("C", C), HKRT_INT("lda", lda),
+                     HKRT_INT("ldb", ldb), HKRT_INT("ldc", ldc)};
+  hkrt_status st = hkrt_kernel_launch(k, &pb, args, 6, NULL);
+  CHECK(st == HKRT_OK, "launch %s: %s", hkrt_kernel_name(k), hkrt_error());
+  if (st == HKRT_OK && hkrt_synchronize(d) == HKRT_OK && hkrt_copy_to_host(d, hc, C, nc * 2) != HKRT_OK)
+    die("download");
+  double num = 0, den = 0;
+  int outside = 0;
+  for (long i = 0; i < M; i++) {
+    for (long j = 0; j < N; j++) {
+      double s = 0;
+      for (long q = 0; q < K; q++)
+        s += from_bf16(ha[i * lda + q]) * from_bf16(nt ? hb[j * ldb + q] : hb[q * ldb + j]);
+      double g = from_bf16(hc[i * ldc + j]);
+      num += (g - s) * (g - s); /* NaN stays NaN */
+      den += s * s;
+    }
+    for (long j = N; j < ldc; j++) outside |= hc[i * ldc + j] != 0xffff;
+  }
+  CHECK(!outside, "%s wrote C outside its N columns", want);
+  hkrt_free(d, A), hkrt_free(d, B), hkrt_free(d, C);
+  free(ha), free(hb), free(hc);
+  double err = sqrt(num / den);
+  printf("%-28s %s M=%ld N=%ld K=%ld rel L2 %.3e\n", hkrt_kernel_name(k), nt ? "nt" : "nn", M, N, K, err);
+  return err;
+}
+
+static void test_e2e(const char *dir) {
+  hkrt_device *d = emu_device();
+  hkrt_catalog *c = NULL;
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) die("cannot open %s", dir);
+  double e1 = e2e_gemm(d, c, 1, 100, 77, 93, "gemm_any_nt");
+  double e2 = e2e_gemm(d, c, 0, 129, 64, 200, "gemm_any_nn");
+  double e3 = e2e_gemm(d, c, 1, 37, 96, 80, "rt_e2e_baked");
+  double e4 = e2e_gemm(d, c, 1, 3, 77, 93, "gemm_any_nt"); /* module already loaded */
+  hkrt_param p[] = {{"M", "1"}, {"N", "96"}, {"K", "80"}, {"layout", "nt"}};
+  hkrt_problem pb = {"gemm", "gfx950", p, 4};
+  hkrt_kernel *k = NULL;
+  hkrt_arg none[] = {HKRT_INT("lda", 80)};
+  if (hkrt_select(c, &pb, &k) == HKRT_OK) /* a catalogue with gfx950 kernels too */
+    CHECK_ERR(hkrt_kernel_launch(k, &pb, none, 1, NULL), HKRT_ERR_ARG, "is for gfx950; the device runs gfx942");
+  CHECK(e1 < 1e-2 && e2 < 1e-2 && e3 < 1e-2 && e4 < 1e-2, "rel L2 %.3e %.3e %.3e %.3e (NaN fails)", e1, e2, e3, e4);
+  hkrt_catalog_close(c);
+  hkrt_device_close(d);
+}
+
+/* ---- main ---------------------------------------------------------------------------------------- */
+
+static void rm_tree(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "rt_catalog: cannot remove %s\n", dir);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) die("usage: rt_catalog manifest|select|pack|args|driver cuda|hip|e2e DIR");
+  const char *t = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/rt_catalog.XXXXXX", t && *t ? t : "/tmp");
+  if (!mkdtemp(tmpdir)) die("mkdtemp");
+  int rc = -1;
+  if (!strcmp(argv[1], "manifest")) test_manifest();
+  else if (!strcmp(argv[1], "select")) test_select();
+  else if (!strcmp(argv[1], "pack")) test_pack();
+  else if (!strcmp(argv[1], "args")) test_args();
+  else if (!strcmp(argv[1], "driver") && argc == 3) rc = test_driver(argv[2]);
+  else if (!strcmp(argv[1], "e2e") && argc == 3) test_e2e(argv[2]);
+  else die("unknown test '%s'", argv[1]);
+  rm_tree(tmpdir);
+  if (rc == 77) return 77;
+  printf("%s: %d checks, %d failed\n", argv[1], checks, failures);
+  return failures ? 1 : 0;
+}
