@@ -10,6 +10,7 @@ never needed to build or run hkgen itself.
 """
 import ctypes
 import json
+import operator
 import os
 import re
 
@@ -52,13 +53,20 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def _eval(expr, values):
-    """Evaluates a manifest grid formula: integers, names, '*', cdiv(a,b)."""
+def _compile(expr):
+    """Compiles a manifest grid formula (integers, names, '*', cdiv(a,b)) once."""
     if not re.fullmatch(r"[A-Za-z0-9_*(), ]*", expr):
         raise HkrtError("bad grid formula %r" % expr)
+    return compile(expr, "<grid>", "eval")  # only the characters above can reach it
+
+
+def _eval(code, values):
     env = dict(values)
     env["cdiv"] = _cdiv
-    return int(eval(expr, {"__builtins__": {}}, env))  # formula text is checked above
+    try:
+        return int(eval(code, {"__builtins__": {}}, env))
+    except NameError as e:
+        raise HkrtError("grid formula needs a value: %s" % e)
 
 
 class Kernel:
@@ -68,6 +76,8 @@ class Kernel:
         self.args = entry["kernarg"]["args"]
         self.size = entry["kernarg"]["size"]
         self._fn = None
+        self._grid = [_compile(g) for g in entry["grid"]]
+        self._baked = {k: int(v) for k, v in entry["params"].items() if re.fullmatch(r"-?\d+", v)}
 
     def _function(self):
         if self._fn is None:  # modules load lazily, once
@@ -102,9 +112,11 @@ class Kernel:
         return bytes(buf)
 
     def grid(self, values):
-        params = {k: int(v) for k, v in self.entry["params"].items() if re.fullmatch(r"-?\d+", v)}
-        params.update({k: int(v) for k, v in values.items() if isinstance(v, int)})
-        return [_eval(g, params) for g in self.entry["grid"]]
+        params = dict(self._baked)
+        for k, v in values.items():
+            if hasattr(v, "__index__"):  # Python, numpy and torch integers alike
+                params[k] = operator.index(v)
+        return [_eval(g, params) for g in self._grid]
 
     def __call__(self, stream=None, **values):
         args = self.pack(values)
