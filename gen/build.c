@@ -113,10 +113,12 @@ static void bd_progress(bd_ctx *c, const bd_item *it) {
   pthread_mutex_unlock(&c->progress_lock);
 }
 
+/* Sources and objects: atomic, not synced one by one (bd_manifest syncs the
+   folder once before the manifest that refers to them). */
 static int bd_write(const char *outdir, const char *rel, const char *data, size_t len) {
   char *path = fs_join(outdir, rel);
   char *dir = fs_dirname(path);
-  int rc = fs_mkdirs(dir) == 0 ? fs_write_atomic(path, data, len) : -1;
+  int rc = fs_mkdirs(dir) == 0 ? fs_write_file(path, data, len, 0) : -1;
   if (rc < 0) diag_error(path, 0, 0, "cannot write: %s", strerror(errno));
   free(dir);
   free(path);
@@ -171,10 +173,28 @@ static int bd_nv_meta(const char *text, const char *name, cg_kernel_meta *m) {
   return 0;
 }
 
+/* The figures of an AMD object, kept beside it in the cache so that a
+   rebuild need not parse the object's metadata again. */
+static void bd_res_text(const cg_kernel_meta *m, char *out, size_t n) {
+  snprintf(out, n, "hkres %d %d %d %d %d %d %d %d %d %d %s\n", m->vgpr, m->agpr, m->sgpr,
+           m->vgpr_spill, m->sgpr_spill, m->lds, m->scratch, m->kernarg_size, m->max_wg_size,
+           m->wave_size, m->name);
+}
+
+static int bd_res_parse(const char *text, cg_kernel_meta *m) {
+  memset(m, 0, sizeof *m);
+  return text && sscanf(text, "hkres %d %d %d %d %d %d %d %d %d %d %127s", &m->vgpr, &m->agpr,
+                        &m->sgpr, &m->vgpr_spill, &m->sgpr_spill, &m->lds, &m->scratch,
+                        &m->kernarg_size, &m->max_wg_size, &m->wave_size, m->name) == 11
+             ? 0
+             : -1;
+}
+
 /* Resource figures: from the AMD code object's metadata, or nvcc's report. */
 static int bd_meta(const bd_item *it, const char *obj, size_t objlen, const char *meta,
                    cg_kernel_meta *out) {
   if (!tgt_is_amd(tgt_find(it->k->target))) return bd_nv_meta(meta, it->k->name, out);
+  if (bd_res_parse(meta, out) == 0 && !strcmp(out->name, it->k->name)) return 0;
   cg_kernel_meta metas[4];
   int nm = cg_read_meta(obj, objlen, metas, 4);
   if (nm != 1 || strcmp(metas[0].name, it->k->name)) return -1;
@@ -206,6 +226,11 @@ static int bd_object(bd_ctx *c, bd_item *it) {
                "code object of %s for %s: cannot read its resource usage", it->k->name,
                it->k->target);
   } else {
+    if (!meta && tgt_is_amd(tgt_find(it->k->target))) {
+      char res[256];
+      bd_res_text(&it->meta, res, sizeof res);
+      cc_cache_put_text(&c->cache, key, ".meta", res, strlen(res));
+    }
     sha256_hex(obj, objlen, it->obj_sha);
     if (bd_check_resources(it) == 0 && bd_write(c->o->outdir, it->obj_rel, obj, objlen) == 0)
       rc = 0;
@@ -215,8 +240,21 @@ static int bd_object(bd_ctx *c, bd_item *it) {
   return rc;
 }
 
+/* The generated source: from the cache when the same prologue and templates
+   made it before (no m4 run), else from m4. */
+static int bd_source(bd_ctx *c, bd_item *it) {
+  char gkey[65];
+  if (c->cache.enabled) {
+    skel_gen_key(c->tpldir, it->k, gkey);
+    if (cc_cache_get_text(&c->cache, gkey, ".src", &it->src, &it->srclen) == 0) return 0;
+  }
+  if (skel_expand(c->tpldir, it->k, &it->src, &it->srclen) < 0) return -1;
+  if (c->cache.enabled) cc_cache_put_text(&c->cache, gkey, ".src", it->src, it->srclen);
+  return 0;
+}
+
 static void bd_one(bd_ctx *c, bd_item *it) {
-  if (skel_expand(c->tpldir, it->k, &it->src, &it->srclen) < 0) return;
+  if (bd_source(c, it) < 0) return;
   sha256_hex(it->src, it->srclen, it->src_sha);
   if (bd_write(c->o->outdir, it->src_rel, it->src, it->srclen) < 0) return;
   if (!c->o->sources_only && bd_object(c, it) < 0) return;
@@ -326,7 +364,10 @@ static int bd_manifest(bd_ctx *c) {
   jw_end_obj(&w);
   size_t len;
   char *text = jw_finish(&w, &len);
-  int rc = bd_write(c->o->outdir, c->o->sources_only ? "sources.json" : "manifest.json", text, len);
+  char *path = fs_join(c->o->outdir, c->o->sources_only ? "sources.json" : "manifest.json");
+  int rc = fs_sync_dir(c->o->outdir) == 0 ? fs_write_atomic(path, text, len) : -1;
+  if (rc < 0) diag_error(path, 0, 0, "cannot write: %s", strerror(errno));
+  free(path);
   free(text);
   return rc;
 }

@@ -381,6 +381,21 @@ void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, si
   sha256_to_hex(d, key);
 }
 
+int cc_cache_get_text(const cc_cache *c, const char *key, const char *ext, char **text, size_t *len) {
+  if (!c->enabled) return -1;
+  char *p = xasprintf("%s/%s%s", c->dir, key, ext);
+  int rc = fs_read_file(p, 1u << 26, text, len);
+  free(p);
+  return rc;
+}
+
+void cc_cache_put_text(const cc_cache *c, const char *key, const char *ext, const char *text, size_t len) {
+  if (!c->enabled) return;
+  char *p = xasprintf("%s/%s%s", c->dir, key, ext);
+  fs_write_file(p, text, len, 0);
+  free(p);
+}
+
 int cc_cache_has(const cc_cache *c, const char *key) {
   if (!c->enabled) return 0;
   char *p = xasprintf("%s/%s.obj", c->dir, key);
@@ -411,7 +426,7 @@ void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t le
   if (!c->enabled) return;
   char *p = xasprintf("%s/%s.obj", c->dir, key), *m = xasprintf("%s/%s.meta", c->dir, key);
   /* a failed cache write only costs a recompile */
-  if (!meta || fs_write_atomic(m, meta, strlen(meta)) == 0) fs_write_atomic(p, obj, len);
+  if (!meta || fs_write_file(m, meta, strlen(meta), 0) == 0) fs_write_file(p, obj, len, 0);
   free(p);
   free(m);
 }

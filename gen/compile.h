@@ -48,6 +48,9 @@ typedef struct {
 void cc_cache_open(cc_cache *c, int enabled);
 void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, size_t len,
                   char key[65]);
+/* Small text entries beside the objects: <key><ext> (e.g. ".src", ".res"). */
+int cc_cache_get_text(const cc_cache *c, const char *key, const char *ext, char **text, size_t *len);
+void cc_cache_put_text(const cc_cache *c, const char *key, const char *ext, const char *text, size_t len);
 /* Whether the cache holds key (no read). */
 int cc_cache_has(const cc_cache *c, const char *key);
 int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len, char **meta);

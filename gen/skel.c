@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sha256.h"
 #include "target.h"
 
 #ifndef HK_VERSION
@@ -274,6 +275,39 @@ char *skel_skeleton_for(const char *tpldir, const op_inst *k) {
     free(name);
   }
   return xstrdup(k->op->skeleton);
+}
+
+/* Hashes one template file into s (its name first, so moves count). */
+static void skel_hash_file(sha256_ctx *s, const char *dir, const char *name) {
+  char *path = fs_join(dir, name), *data = NULL;
+  size_t len = 0;
+  sha256_update(s, name, strlen(name) + 1);
+  if (fs_read_file(path, 1u << 24, &data, &len) == 0) sha256_update(s, data, len);
+  free(data);
+  free(path);
+}
+
+void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]) {
+  skel_prologue p;
+  skel_prologue_init(&p);
+  skel_prologue_for(&p, k);
+  sha256_ctx s;
+  unsigned char d[32];
+  sha256_init(&s);
+  const char *m4 = getenv("HKGEN_M4");
+  sha256_update(&s, "hkgen-gen-1 " HK_VERSION, strlen("hkgen-gen-1 " HK_VERSION) + 1);
+  sha256_update(&s, m4 ? m4 : "m4", strlen(m4 ? m4 : "m4") + 1);
+  sha256_update(&s, p.text.s, p.text.len + 1);
+  char *skeleton = skel_skeleton_for(tpldir, k);
+  char *hdr = xasprintf("include/%s", tgt_find(k->target)->header);
+  skel_hash_file(&s, tpldir, "hk.m4");
+  skel_hash_file(&s, tpldir, skeleton);
+  skel_hash_file(&s, tpldir, hdr);
+  sha256_final(&s, d);
+  sha256_to_hex(d, key);
+  free(skeleton);
+  free(hdr);
+  skel_prologue_free(&p);
 }
 
 int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {

@@ -36,6 +36,11 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len);
    the op's own. Caller frees. */
 char *skel_skeleton_for(const char *tpldir, const op_inst *k);
 
+/* A key for k's generated source: the prologue, hk.m4, the skeleton, the
+   tile header and hkgen's version. Equal keys give equal sources, so a
+   rebuild can take the source from the cache without running m4. */
+void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]);
+
 /* Where templates live: $HKGEN_TEMPLATES, else next to the executable
    (../templates or ../share/hkgen/templates), else the build-time path. */
 const char *skel_template_dir(void);

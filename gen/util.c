@@ -199,9 +199,28 @@ int fs_read_file(const char *path, size_t max, char **data, size_t *len) {
   return 0;
 }
 
-/* Write to a temporary name in the same folder, fsync, then rename: readers
-   see the old file or the whole new one, never a partial one. */
+/* Whether path already holds exactly these bytes (then a rewrite is skipped). */
+static int fs_same(const char *path, const void *data, size_t len) {
+  struct stat st;
+  if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != len) return 0;
+  char *old;
+  size_t n;
+  if (fs_read_file(path, len, &old, &n) < 0) return 0;
+  int same = n == len && memcmp(old, data, len) == 0;
+  free(old);
+  return same;
+}
+
 int fs_write_atomic(const char *path, const void *data, size_t len) {
+  return fs_write_file(path, data, len, 1);
+}
+
+/* Write to a temporary name in the same folder, then rename: readers see the
+   old file or the whole new one, never a partial one. With durable, the data
+   reaches the disk before the rename (fsync); callers that write many files
+   skip that and call fs_sync_dir once before the file that refers to them. */
+int fs_write_file(const char *path, const void *data, size_t len, int durable) {
+  if (!durable && fs_same(path, data, len)) return 0;
   static atomic_uint seq; /* threads of one process write distinct temporaries */
   char *tmp = xasprintf("%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&seq, 1));
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -220,7 +239,7 @@ int fs_write_atomic(const char *path, const void *data, size_t len) {
     p += w;
     left -= (size_t)w;
   }
-  if (fsync(fd) < 0) goto err;
+  if (durable && fsync(fd) < 0) goto err;
   if (close(fd) < 0) {
     fd = -1;
     goto err;
@@ -319,4 +338,12 @@ const char *str_closest(const char *word, const char *const *cands, size_t n) {
   size_t wl = strlen(word);
   unsigned limit = wl <= 3 ? 1 : wl <= 6 ? 2 : 3;
   return bd <= limit ? best : NULL;
+}
+
+int fs_sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int rc = syncfs(fd);
+  close(fd);
+  return rc;
 }

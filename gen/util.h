@@ -42,6 +42,9 @@ char *buf_steal(hk_buf *b);
 /* Files. fs_read_file caps the size it accepts; returns -1 and sets errno. */
 int fs_read_file(const char *path, size_t max, char **data, size_t *len);
 int fs_write_atomic(const char *path, const void *data, size_t len);
+int fs_write_file(const char *path, const void *data, size_t len, int durable);
+/* Flushes the file system holding dir (one call after many fs_write_file). */
+int fs_sync_dir(const char *dir);
 int fs_mkdirs(const char *path);
 int fs_exists(const char *path);
 char *fs_join(const char *dir, const char *name);
