@@ -165,6 +165,10 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   long B = ATTN_VAL("batch"), Sq = ATTN_VAL("seqlen_q"), Sk = ATTN_VAL("seqlen_k"),
        HQ = ATTN_VAL("heads_q"), HK = ATTN_VAL("heads_k"), D = op_int(k, "head_dim");
 #undef ATTN_VAL
+  if (HK < 1 || HQ % HK) { /* possible through --shape; the spec checks baked values */
+    et_note(c, "heads_q (%ld) must be a multiple of heads_k (%ld)", HQ, HK);
+    return -1;
+  }
   int causal = (int)op_int(k, "causal"), bhsd = (int)(et_rand(c) % 2);
   double scale = 1.0 / sqrt((double)D);
   attn_layout lq = attn_make_layout(c, B, Sq, HQ, D, bhsd), lk = attn_make_layout(c, B, Sk, HK, D, bhsd);

@@ -11,6 +11,7 @@
 #ifndef HK_EMU_H
 #define HK_EMU_H
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define hkemu_fault_lds(off, n, size, w) (hkemu_api.fault_lds((off), (n), (size), (w)))
 #define hkemu_check_global(p, n, w) (hkemu_api.check_global((p), (n), (w)))
 #define hkemu_mfma_32x32_bf16(kpl, a, b, c, d) (hkemu_api.mfma_32x32_bf16((kpl), (a), (b), (c), (d)))
+#define hkemu_swap_halves_b32(v) (hkemu_api.swap_halves_b32(v))
 
 #define __global__
 #define __device__
@@ -165,6 +167,11 @@ HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v)
     hkemu_check_global(p, 2, 1);
     *p = v;
 }
+HK_DEVICE void hk_global_store_f32(float *p, float v)
+{
+    hkemu_check_global(p, 4, 1);
+    *p = v;
+}
 
 /* ---- bf16 <-> fp32, as the hardware rounds (nearest even) -------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x)
@@ -182,6 +189,11 @@ HK_DEVICE hk_bf16 hk_f32_to_bf16(float f)
         return (hk_bf16)((u >> 16) | 0x0040u);
     u += 0x7fffu + ((u >> 16) & 1u);
     return (hk_bf16)(u >> 16);
+}
+
+HK_DEVICE unsigned hk_f32x2_to_bf16x2(float lo, float hi)
+{
+    return (unsigned)hk_f32_to_bf16(lo) | ((unsigned)hk_f32_to_bf16(hi) << 16);
 }
 
 /* ---- MFMA 32x32 bf16 -> fp32: a wave collective -------------------------------- */
@@ -219,6 +231,19 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_ac
     hkemu_mfma_32x32_bf16(HK_MFMA_KPL, av, bv, c, d);
     memcpy(&acc, d, sizeof d);
     return acc;
+}
+
+/* ---- fast math (host libm) and cross-lane exchange (a wave collective) ---------- */
+HK_DEVICE float hk_exp2f(float x) { return exp2f(x); }
+HK_DEVICE float hk_log2f(float x) { return log2f(x); }
+HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
+HK_DEVICE float hk_swap_halves(float x)
+{
+    unsigned u;
+    memcpy(&u, &x, 4);
+    u = hkemu_swap_halves_b32(u);
+    memcpy(&x, &u, 4);
+    return x;
 }
 
 #endif /* HK_EMU_H */

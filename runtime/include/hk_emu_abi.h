@@ -23,6 +23,8 @@ typedef struct {
   void (*check_global)(const void *p, size_t n, int write);
   void (*mfma_32x32_bf16)(int kpl, const unsigned short *a, const unsigned short *b,
                           const float *c, float *d);
+  /* appended, same ABI version (a module built before leaves them unused) */
+  unsigned (*swap_halves_b32)(unsigned v); /* wave collective: v of lane l ^ 32 */
 } hkemu_api_t;
 
 #ifdef __cplusplus

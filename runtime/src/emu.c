@@ -9,6 +9,8 @@
    and LDS accesses are checked; the first bad one stops the launch. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,10 +52,16 @@ typedef struct {
   emu_tstate state;
 } emu_thread;
 
+/* The wave collectives: a lane that reaches one deposits its operands and
+   waits (TS_WAVE) until all 64 lanes of its wave are there. */
+typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP } emu_coll;
+
 typedef struct {
   int kpl;
+  unsigned char kind[64]; /* emu_coll each lane is waiting in */
   unsigned short a[64][8], b[64][8];
   float c[64][16], d[64][16];
+  unsigned xv[64], xr[64]; /* swap_halves: deposited and returned words */
 } emu_wave;
 
 typedef struct {
@@ -83,6 +91,7 @@ static void hkemu_fault_lds(unsigned off, unsigned n, unsigned size, int write);
 static void hkemu_check_global(const void *p, size_t n, int write);
 static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
                                   const float *c, float *d);
+static unsigned hkemu_swap_halves_b32(unsigned v);
 
 static const struct {
   const char *name;
@@ -163,7 +172,9 @@ hkrt_status emu_check_range(emu_device *d, const void *p, size_t n) {
   return hkrt_fail(HKRT_ERR_ARG, "%zu bytes at %p are not inside one hkrt_alloc block", n, p);
 }
 
-static void emu_bind(hkemu_api_t *api) {
+/* have: the size of the module's hkemu_api; fields appended after a module
+   was built are left alone (the module never calls them). */
+static void emu_bind(hkemu_api_t *api, size_t have) {
   api->thread_id = hkemu_thread_id;
   api->block_id = hkemu_block_id;
   api->barrier = hkemu_barrier;
@@ -171,6 +182,8 @@ static void emu_bind(hkemu_api_t *api) {
   api->fault_lds = hkemu_fault_lds;
   api->check_global = hkemu_check_global;
   api->mfma_32x32_bf16 = hkemu_mfma_32x32_bf16;
+  if (have >= offsetof(hkemu_api_t, swap_halves_b32) + sizeof api->swap_halves_b32)
+    api->swap_halves_b32 = hkemu_swap_halves_b32;
 }
 
 hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out) {
@@ -183,7 +196,11 @@ hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out) {
     return hkrt_fail(HKRT_ERR_IO, "emulator: %s is not an emulated hkgen kernel of ABI version %d",
                      path, HKEMU_ABI_VERSION);
   }
-  emu_bind(api);
+  size_t have = sizeof *api;
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (dladdr1(api, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) have = sym->st_size;
+  emu_bind(api, have);
   emu_module *m = calloc(1, sizeof *m);
   if (!m) {
     dlclose(h);
@@ -275,11 +292,22 @@ static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsign
   int w = r->cur / 64, l = r->cur % 64;
   emu_wave *wv = &r->waves[w];
   wv->kpl = kpl;
+  wv->kind[l] = EMU_COLL_MFMA;
   memcpy(wv->a[l], a, (size_t)kpl * 2);
   memcpy(wv->b[l], b, (size_t)kpl * 2);
   memcpy(wv->c[l], c, 16 * sizeof(float));
   emu_yield(TS_WAVE);
   memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
+}
+
+/* Cross-lane exchange: each lane gets the word of lane l ^ 32. */
+static unsigned hkemu_swap_halves_b32(unsigned v) {
+  emu_run *r = emu_cur;
+  int w = r->cur / 64, l = r->cur % 64;
+  r->waves[w].kind[l] = EMU_COLL_SWAP;
+  r->waves[w].xv[l] = v;
+  emu_yield(TS_WAVE);
+  return emu_cur->waves[w].xr[l];
 }
 
 /* ---- the scheduler ----------------------------------------------------------- */
@@ -326,14 +354,29 @@ static void emu_run_wave(emu_run *r, int w) {
     int at_wave = 0;
     for (int t = lo; t < hi; t++) at_wave += r->th[t].state == TS_WAVE;
     if (!at_wave) return;
-    if (at_wave != 64) {
-      emu_set_fault(r, "MFMA reached by %d of the 64 lanes of wave %d (divergent or partial wave)",
-                    at_wave, w);
+    emu_wave *wv = &r->waves[w];
+    int kind = 0, mixed = 0;
+    for (int t = lo; t < hi; t++)
+      if (r->th[t].state == TS_WAVE) {
+        if (kind && wv->kind[t - lo] != kind) mixed = 1;
+        kind = wv->kind[t - lo];
+      }
+    const char *what = kind == EMU_COLL_SWAP ? "lane exchange (swap_halves)" : "MFMA";
+    if (mixed) {
+      emu_set_fault(r, "lanes of wave %d wait in different wave collectives (MFMA and lane "
+                       "exchange: divergent control flow)", w);
       return;
     }
-    emu_wave *wv = &r->waves[w];
-    hkemu_mfma_wave_32x32_bf16(wv->kpl, (const unsigned short(*)[8])wv->a,
-                               (const unsigned short(*)[8])wv->b, (const float(*)[16])wv->c, wv->d);
+    if (at_wave != 64) {
+      emu_set_fault(r, "%s reached by %d of the 64 lanes of wave %d (divergent or partial wave)",
+                    what, at_wave, w);
+      return;
+    }
+    if (kind == EMU_COLL_SWAP)
+      for (int l = 0; l < 64; l++) wv->xr[l] = wv->xv[l ^ 32];
+    else
+      hkemu_mfma_wave_32x32_bf16(wv->kpl, (const unsigned short(*)[8])wv->a,
+                                 (const unsigned short(*)[8])wv->b, (const float(*)[16])wv->c, wv->d);
     for (int t = lo; t < hi; t++) r->th[t].state = TS_RUN;
   }
 }

@@ -34,6 +34,7 @@
  *   hk_global_store_f32       store 1 float to global
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
  *   hk_f32_to_bf16            narrow float to bf16, round to nearest even, NaN kept quiet
+ *   hk_f32x2_to_bf16x2(lo, hi) two floats narrowed as hk_f32_to_bf16, packed (lo in bits 0..15), branch-free
  *   HK_MFMA_K                 K of the 32x32 bf16 MFMA: 8 (gfx90a, gfx942) or 16 (gfx950)
  *   HK_MFMA_KPL               k values per lane in an A/B operand (HK_MFMA_K / 2)
  *   HK_MFMA_AB_BYTES          bytes of one A/B operand per lane (2 * HK_MFMA_KPL)
@@ -175,6 +176,27 @@ HK_DEVICE hk_bf16 hk_f32_to_bf16(float f)
         return (hk_bf16)((u >> 16) | 0x0040u);
     u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even */
     return (hk_bf16)(u >> 16);
+}
+
+/* Two at once: v_cvt_pk_bf16_f32 on gfx950 (RNE, NaN quieted), else the same
+ * rounding as hk_f32_to_bf16 with selects instead of a branch. */
+HK_DEVICE unsigned hk_f32x2_to_bf16x2(float lo, float hi)
+{
+#if defined(__gfx950__)
+    typedef float hk_f32x2_ __attribute__((ext_vector_type(2)));
+    typedef __bf16 hk_bf16x2_ __attribute__((ext_vector_type(2)));
+    const hk_f32x2_ v = {lo, hi};
+    return __builtin_bit_cast(unsigned, __builtin_convertvector(v, hk_bf16x2_));
+#else
+    const unsigned a = __builtin_bit_cast(unsigned, lo), b = __builtin_bit_cast(unsigned, hi);
+    const unsigned ra = lo != lo ? (a | 0x00400000u) : a + 0x7fffu + ((a >> 16) & 1u);
+    const unsigned rb = hi != hi ? (b | 0x00400000u) : b + 0x7fffu + ((b >> 16) & 1u);
+#if __has_builtin(__builtin_amdgcn_perm)
+    return __builtin_amdgcn_perm(rb, ra, 0x07060302u); /* high halves of ra (low) and rb (high) */
+#else
+    return (ra >> 16) | (rb & 0xffff0000u);
+#endif
+#endif
 }
 
 /* ---- MFMA 32x32 bf16 -> fp32 -------------------------------------------------- */
