@@ -44,11 +44,11 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 /* The emulator calls NAME__hkemu(args): the kernel takes its struct by value. */
 #define HK_EMU_ENTRY(name)                                                     \
     extern "C" void name(struct hk_args);                                      \
-    extern "C" __attribute__((visibility("default"))) void name##__hkemu(const void *p) \
+    extern "C" __attribute__((visibility("default"))) void name##__hkemu(const void *hk_emu_p_) \
     {                                                                          \
-        struct hk_args a;                                                      \
-        memcpy(&a, p, sizeof a);                                               \
-        name(a);                                                               \
+        struct hk_args hk_emu_a_;                                                      \
+        memcpy(&hk_emu_a_, hk_emu_p_, sizeof hk_emu_a_);                                               \
+        name(hk_emu_a_);                                                               \
     }                                                                          \
     extern "C" __attribute__((visibility("default"))) const unsigned name##__hkemu_args = \
         sizeof(struct hk_args);
