@@ -454,12 +454,16 @@ int bd_build(spec_set *set, const bd_options *o) {
     goto out;
   }
   if ((lockfd = bd_lock(o->outdir)) < 0) goto out;
-  /* The old manifest goes first: from here until the new one is in place
-     the folder holds no manifest, never a stale one. */
-  char *mpath = fs_join(o->outdir, o->sources_only ? "sources.json" : "manifest.json");
-  if (unlink(mpath) < 0 && errno != ENOENT)
-    diag_error(mpath, 0, 0, "cannot replace: %s", strerror(errno));
-  free(mpath);
+  /* The old manifests go first (a build's and a gen's: either may describe
+     files this run replaces): from here until the new one is in place the
+     folder holds none, never a stale one. */
+  static const char *const manifests[] = {"manifest.json", "sources.json"};
+  for (int i = 0; i < 2; i++) {
+    char *mpath = fs_join(o->outdir, manifests[i]);
+    if (unlink(mpath) < 0 && errno != ENOENT)
+      diag_error(mpath, 0, 0, "cannot replace: %s", strerror(errno));
+    free(mpath);
+  }
   cc_cache_open(&c.cache, o->use_cache);
   if (bd_run(&c) == 0 && bd_manifest(&c) == 0) status = HK_OK;
   if (o->json)

@@ -23,7 +23,7 @@ extern char **environ;
 static const char *const cc_common_flags[] = {"-O3", "-std=c++17", "-nogpuinc"};
 
 const char *cc_flags_text(void) {
-  return "-O3 -std=c++17 -nogpuinc | nvcc -x cu --cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -Xptxas -v";
+  return "-O3 -std=c++17 -nogpuinc -fuse-cuid=none | nvcc -x cu --cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -Xptxas -v";
 }
 
 /* Runs argv, capturing stdout+stderr into out (may be NULL). */
@@ -283,9 +283,11 @@ static int cc_compile_clang(const cc_compiler *cc, const char *target, const cha
   }
   char *in = fs_join(tdir, "kernel.hip"), *out = fs_join(tdir, "kernel.hsaco");
   char *arch = xasprintf("--offload-arch=%s", target);
+  /* -fuse-cuid=none: no symbol named after the (random) temporary path, so
+     objects are byte-identical from build to build */
   char *argv[] = {(char *)cc->path, "-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output",
-                  arch, "-nogpulib", (char *)cc_common_flags[0], (char *)cc_common_flags[1],
-                  (char *)cc_common_flags[2], in, "-o", out, NULL};
+                  arch, "-nogpulib", "-fuse-cuid=none", (char *)cc_common_flags[0],
+                  (char *)cc_common_flags[1], (char *)cc_common_flags[2], in, "-o", out, NULL};
   int rc = -1;
   hk_buf msg;
   buf_init(&msg);

@@ -228,6 +228,7 @@ int op_eval(const op_inst *k, const long *shape, const char *expr, long *out) {
 }
 
 void op_shape_baked(const op_inst *k, long *shape) {
+  memset(shape, 0, OP_MAX_PARAMS * sizeof *shape); /* shapes are compared whole */
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
     int numeric = p->type == OP_INT || p->type == OP_BOOL ||

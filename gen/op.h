@@ -86,7 +86,8 @@ void op_inst_free(op_inst *k);
 /* Evaluates a grid formula ("cdiv(N,128)", "batch*seq_len", "1") with the
    parameter values of shape. Returns -1 on a malformed formula. */
 int op_eval(const op_inst *k, const long *shape, const char *expr, long *out);
-/* Fills shape[i] with parameter i's baked value (0 for enums and `any`). */
+/* Fills shape[0..OP_MAX_PARAMS) with each parameter's baked value (0 for
+   enums, `any` and unused slots). */
 void op_shape_baked(const op_inst *k, long *shape);
 
 #endif

@@ -254,7 +254,9 @@ static void skel_report_m4(const char *err, const op_inst *k) {
     if (colon && colon2 && colon2 > colon + 1 && strspn(colon + 1, "0123456789") == (size_t)(colon2 - colon - 1)) {
       *colon = 0;
       *colon2 = 0;
-      diag_error(l, atoi(colon + 1), 1, "%s (kernel %s, %s)", colon2 + 1 + (colon2[1] == ' '), k->name, k->target);
+      const char *msg = colon2 + 1 + (colon2[1] == ' ');
+      if (!strncmp(msg, "error: ", 7)) msg += 7; /* hkm_fatal's own prefix */
+      diag_error(l, atoi(colon + 1), 1, "%s (kernel %s, %s)", msg, k->name, k->target);
     } else {
       diag_error(NULL, 0, 0, "m4: %s (kernel %s, %s)", l, k->name, k->target);
     }
@@ -333,7 +335,11 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
     const char *bad = skel_leftover(o.s);
     if (bad) {
       char word[48];
-      snprintf(word, sizeof word, "%.*s", (int)strcspn(bad, " \t\n([,;)"), bad);
+      size_t wl = 0;
+      while (bad[wl] == '_' || (bad[wl] >= 'a' && bad[wl] <= 'z') || (bad[wl] >= 'A' && bad[wl] <= 'Z') ||
+             (bad[wl] >= '0' && bad[wl] <= '9'))
+        wl++;
+      snprintf(word, sizeof word, "%.*s", (int)wl, bad);
       diag_error(skeleton, 0, 0,
                  "suspicious '%s' left in the output of kernel %s (line %d of the generated source): "
                  "a quoting bug in the template",

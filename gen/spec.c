@@ -94,6 +94,14 @@ static int spec_read_vals(spec_ctx *c, const op_param *p, const yt_node *n, spec
       continue;
     }
     char msg[512];
+    if (e->quoted && strcmp(e->value, OP_ANY) == 0) { /* quoted scalars are never keywords */
+      diag_error(c->file, e->line, e->col,
+                 "'%s': a quoted \"any\" is a string; write any without quotes for a run-time argument",
+                 p->name);
+      c->errors++;
+      bad = 1;
+      continue;
+    }
     if (op_value_ok(p, e->value, msg, sizeof msg) < 0) {
       diag_error(c->file, e->line, e->col, "%s", msg);
       c->errors++;
@@ -142,8 +150,11 @@ static int spec_read_targets(spec_ctx *c, const yt_node *entry, spec_vals *tv) {
   }
   if (list) { /* --target was checked by spec_targets_ok */
     tv->v = xcalloc(strlen(list) + 1, sizeof *tv->v);
-    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
-      if (tgt_find(t)) tv->v[tv->n++] = xstrdup(t);
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      int seen = 0;
+      for (size_t j = 0; j < tv->n; j++) seen |= !strcmp(tv->v[j], t);
+      if (tgt_find(t) && !seen) tv->v[tv->n++] = xstrdup(t); /* gfx942,gfx942 is one target */
+    }
     free(list);
     return tv->n ? 0 : -1;
   }
@@ -294,7 +305,7 @@ static void spec_entry(spec_ctx *c, const yt_node *entry) {
     if (near)
       spec_err(c, opn, "unknown op '%s'; did you mean '%s'?", opn->value, near);
     else
-      spec_err(c, opn, "unknown op; allowed: %s%s", allowed, "");
+      spec_err(c, opn, "unknown op '%s'; allowed: %s", opn->kind == YT_SCALAR ? opn->value : "?", allowed);
     return;
   }
   int before = c->errors;

@@ -54,23 +54,34 @@ static int yt_check_bytes(const char *file, const char *d, size_t len) {
       diag_error(file, line, col, "NUL byte in spec: a spec is UTF-8 text");
       return -1;
     }
+    /* the second byte's range rules out overlong forms, surrogates and
+       code points past U+10FFFF (RFC 3629) */
+    unsigned char lo = 0x80, hi = 0xbf;
     if (c < 0x80) need = 0;
-    else if ((c & 0xe0) == 0xc0 && c >= 0xc2) need = 1;
-    else if ((c & 0xf0) == 0xe0) need = 2;
-    else if ((c & 0xf8) == 0xf0 && c <= 0xf4) need = 3;
-    else {
+    else if (c >= 0xc2 && c <= 0xdf) need = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    } else {
       diag_error(file, line, col, "invalid UTF-8 byte 0x%02x: a spec is UTF-8 text", c);
       return -1;
     }
-    if (i + need >= len + (need ? 0 : 1) && need) {
+    if (need && i + need >= len) {
       diag_error(file, line, col, "truncated UTF-8 sequence at end of file");
       return -1;
     }
-    for (size_t k = 1; k <= need; k++)
-      if (((unsigned char)d[i + k] & 0xc0) != 0x80) {
+    for (size_t k = 1; k <= need; k++) {
+      unsigned char b = (unsigned char)d[i + k];
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf)) {
         diag_error(file, line, col, "invalid UTF-8 sequence: a spec is UTF-8 text");
         return -1;
       }
+    }
     if (c == '\n') {
       line++;
       col = 1;
@@ -103,38 +114,80 @@ static int yt_next(yt_reader *r, yaml_event_t *ev) {
 
 static yt_node *yt_read_node(yt_reader *r, yaml_event_t *ev, int depth);
 
-static int yt_check_duplicate(yt_reader *r, yt_node *map, yt_node *key) {
+/* Keys seen in one mapping: open addressing over node indices, so a mapping
+   of many keys is checked in linear time. */
+typedef struct {
+  size_t *slot; /* index + 1 of the key node in the map's items; 0 = empty */
+  size_t cap, n;
+} yt_keyset;
+
+static size_t yt_hash(const char *s) {
+  size_t h = 1469598103934665603u;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+  return h;
+}
+
+static void yt_keyset_grow(yt_keyset *ks, const yt_node *map) {
+  size_t cap = ks->cap ? ks->cap * 2 : 16, *slot = xcalloc(cap, sizeof *slot);
+  for (size_t i = 0; i < ks->cap; i++)
+    if (ks->slot[i]) {
+      size_t h = yt_hash(map->items[ks->slot[i] - 1]->value) & (cap - 1);
+      while (slot[h]) h = (h + 1) & (cap - 1);
+      slot[h] = ks->slot[i];
+    }
+  free(ks->slot);
+  ks->slot = slot;
+  ks->cap = cap;
+}
+
+static int yt_check_duplicate(yt_reader *r, yt_keyset *ks, yt_node *map, yt_node *key) {
   if (key->kind != YT_SCALAR) {
     diag_error(r->file, key->line, key->col, "mapping keys must be plain words");
     return -1;
   }
-  for (size_t i = 0; i + 1 < map->n; i += 2)
-    if (map->items[i]->kind == YT_SCALAR && strcmp(map->items[i]->value, key->value) == 0) {
+  if (2 * (ks->n + 1) > ks->cap) yt_keyset_grow(ks, map);
+  size_t h = yt_hash(key->value) & (ks->cap - 1);
+  for (; ks->slot[h]; h = (h + 1) & (ks->cap - 1)) {
+    const yt_node *prev = map->items[ks->slot[h] - 1];
+    if (strcmp(prev->value, key->value) == 0) {
       diag_error(r->file, key->line, key->col, "duplicate key '%s' (first given at line %d)",
-                 key->value, map->items[i]->line);
+                 key->value, prev->line);
       return -1;
     }
+  }
+  ks->slot[h] = map->n + 1; /* the key is pushed at index map->n next */
+  ks->n++;
   return 0;
 }
 
 /* Read the children of a sequence or mapping until its end event. */
 static int yt_read_children(yt_reader *r, yt_node *n, yaml_event_type_t end, int depth) {
+  yt_keyset ks = {0};
+  int rc = 0;
   for (;;) {
     yaml_event_t ev;
-    if (yt_next(r, &ev) < 0) return -1;
+    if (yt_next(r, &ev) < 0) {
+      rc = -1;
+      break;
+    }
     if (ev.type == end) {
       yaml_event_delete(&ev);
       break;
     }
     yt_node *c = yt_read_node(r, &ev, depth + 1);
-    if (!c) return -1;
-    if (n->kind == YT_MAP && n->n % 2 == 0 && yt_check_duplicate(r, n, c) < 0) {
+    if (!c) {
+      rc = -1;
+      break;
+    }
+    if (n->kind == YT_MAP && n->n % 2 == 0 && yt_check_duplicate(r, &ks, n, c) < 0) {
       yt_node_free(c);
-      return -1;
+      rc = -1;
+      break;
     }
     yt_push(n, c);
   }
-  return 0;
+  free(ks.slot);
+  return rc;
 }
 
 /* Builds the node that starts with ev (consumed). */

@@ -88,3 +88,30 @@ add_test(emu_kernels_gfx942 sh emu/kernels.sh gfx942)
 set_tests_properties(emu_kernels_gfx942 PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
 add_test(emu_kernels_gfx950 sh emu/kernels.sh gfx950)
 set_tests_properties(emu_kernels_gfx950 PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
+
+# Runtime catalogues (label runtime; `ctest -L runtime`): manifests good and bad
+# (each error's text), kernel selection and the "nothing fits" message, kernarg
+# bytes against structs laid out by hand, argument checks, the GPU backends
+# without a driver (never a crash; 77 = skipped where a GPU is present), and an
+# emulated catalogue end to end (hkgen build --emulate, GEMM against fp64).
+add_test(rt_manifest build/rt_catalog manifest)
+set_tests_properties(rt_manifest PROPERTIES TIMEOUT 60 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
+add_test(rt_select build/rt_catalog select)
+set_tests_properties(rt_select PROPERTIES TIMEOUT 60 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
+add_test(rt_pack build/rt_catalog pack)
+set_tests_properties(rt_pack PROPERTIES TIMEOUT 60 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
+add_test(rt_args build/rt_catalog args)
+set_tests_properties(rt_args PROPERTIES TIMEOUT 60 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
+add_test(rt_driver_cuda build/rt_catalog driver cuda)
+set_tests_properties(rt_driver_cuda PROPERTIES TIMEOUT 60 LABELS "runtime" SKIP_RETURN_CODE 77
+  ENVIRONMENT "${HK_ENV}")
+add_test(rt_driver_hip build/rt_catalog driver hip)
+set_tests_properties(rt_driver_hip PROPERTIES TIMEOUT 60 LABELS "runtime" SKIP_RETURN_CODE 77
+  ENVIRONMENT "${HK_ENV}")
+add_test(rt_emu_e2e sh rt/e2e.sh)
+set_tests_properties(rt_emu_e2e PROPERTIES TIMEOUT 300 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
+
+# A build killed with SIGKILL at random moments leaves no manifest pointing at
+# missing or different files; a build started again completes the catalogue.
+add_test(build_killed sh kill_build.sh)
+set_tests_properties(build_killed PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")

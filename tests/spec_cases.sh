@@ -6,7 +6,7 @@
 #   status: N          expected exit status (default 2 in bad/, 0 in good/)
 #   errors: N          number of "error:" lines (default: the number of exact
 #                      lines below that are errors, when there are any)
-#   ~ TEXT             TEXT must occur somewhere in the output
+#   ~ TEXT             TEXT must occur somewhere in the output (FILE too)
 #   any other line     must be a whole line of the output; FILE stands for
 #                      the spec's path
 # Every case runs under `timeout 10`: hostile input must be refused quickly.
@@ -45,7 +45,7 @@ run_case() { # SPEC DEFAULT_STATUS
     case $line in
     '' | '#'* | 'args: '* | 'status: '* | 'errors: '*) continue ;;
     '~ '*)
-      text=${line#\~ }
+      text=$(printf '%s\n' "${line#\~ }" | sed "s|FILE|$spec|g")
       grep -qF -- "$text" "$T/out" || { case_fail "$spec" "no output contains: $text"; return; }
       ;;
     *)

@@ -75,7 +75,7 @@ grep -q 'past_10ffff.yaml:2:9: error:' "$T/out" || bad "past_10ffff: error not r
 hostile many_nodes 2 ""
 grep -q 'spec too large: more than 100000 YAML nodes' "$T/out" || bad "many_nodes: no node-limit message"
 awk 'BEGIN { print "kernels:\n  - op: gemm\n    target: gfx942\nx:"; for (i = 0; i < 49990; i++) printf "  k%d: 1\n", i }' >"$T/many_keys.yaml"
-hostile many_keys 2 ":4:1: error: unknown top-level key 'x'; allowed: hkgen, defaults, kernels"
+hostile many_keys 2 ":4:1: error: unknown top-level key 'x'; allowed: hkgen, defaults, kernels, models"
 { printf 'kernels:\n  - op: gemm\n    name: '; repeat 900000 'k'; echo; } >"$T/long_name.yaml"
 hostile long_name 2 ""
 grep -q "'name' must be a C identifier of at most 48 characters (got 'kkkk" "$T/out" || bad "long_name: no name message"

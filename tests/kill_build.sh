@@ -1,0 +1,67 @@
+#!/bin/sh
+# A build killed with SIGKILL at random moments never leaves a manifest that
+# points at a missing or different file, and a build started again afterwards
+# finishes with a valid catalogue. Delays are drawn fresh each run (printed).
+. "$(dirname "$0")/lib.sh"
+HKGEN=$TOP/build/hkgen   # the plain binary: ASan slows it and changes the timing
+
+spec=$T/spec.yaml
+cat >"$spec" <<'YAML'
+kernels:
+  - op: gemm
+    name: kb
+    layout: [nt, nn]
+    tile_m: [64, 128]
+    N: [64, 96]
+  - op: rope
+    name: kr
+    style: [rotate_half, interleaved]
+YAML
+
+# check_catalogue DIR: no manifest, or one whose every file exists with its sha256.
+check_catalogue() {
+  [ -f "$1/manifest.json" ] || return 0
+  grep -o '"\(file\|source\)": "[^"]*"' "$1/manifest.json" | sed 's/.*: "\(.*\)"/\1/' >"$T/files"
+  [ -s "$T/files" ] || fail "manifest in $1 lists no files"
+  while read -r f; do
+    [ -f "$1/$f" ] || fail "manifest in $1 points at missing $f"
+  done <"$T/files"
+  grep -o '"sha256": "[0-9a-f]*"' "$1/manifest.json" | sed 's/.*: "\(.*\)"/\1/' >"$T/want"
+  grep -o '"file": "[^"]*"' "$1/manifest.json" | sed 's/.*: "\(.*\)"/\1/' | while read -r f; do
+    sha256sum "$1/$f" | cut -d' ' -f1
+  done >"$T/got"
+  cmp -s "$T/want" "$T/got" || fail "a file in $1 does not match the sha256 its manifest records"
+}
+
+out=$T/cat
+# a complete catalogue of another spec first: killed builds start over a folder
+# that already holds a manifest (which must never end up stale)
+sed 's/N: \[64, 96\]/N: [80]/' "$spec" >"$T/first.yaml"
+run_hk "$T/first" build -q --target gfx942 "$T/first.yaml" -o "$out"
+expect_rc 0 "first build"
+check_catalogue "$out"
+seed=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+echo "delays from seed $seed"
+i=0
+killed=0
+while [ $i -lt 8 ]; do
+  # delays between 0.05 and 1.6 s: before, during and after compiles
+  ms=$(( (seed * (i + 7) * 7919) % 1550 + 50 ))
+  HKGEN_CACHE_DIR=$T/nocache-$i "$HKGEN" build -q --no-cache -j2 --target gfx942,gfx950 "$spec" -o "$out" >/dev/null 2>&1 &
+  pid=$!
+  sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
+  if kill -KILL "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
+  wait "$pid" 2>/dev/null || true
+  check_catalogue "$out"
+  i=$((i + 1))
+done
+echo "$killed of 8 builds were killed mid-way"
+[ "$killed" -ge 1 ] || fail "no build was killed: the delays are too long for this machine"
+
+run_hk "$T/final" build -q --target gfx942,gfx950 "$spec" -o "$out"
+expect_rc 0 "build after the kills"
+[ -f "$out/manifest.json" ] || fail "no manifest after a complete build"
+check_catalogue "$out"
+n=$(grep -c '^      "name": ' "$out/manifest.json")
+[ "$n" -eq 20 ] || fail "final manifest lists $n kernels, expected 20"
+echo "ok: killed builds left no bad manifest; the final build is complete"
