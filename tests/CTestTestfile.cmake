@@ -115,3 +115,10 @@ set_tests_properties(rt_emu_e2e PROPERTIES TIMEOUT 300 LABELS "runtime" ENVIRONM
 # missing or different files; a build started again completes the catalogue.
 add_test(build_killed sh kill_build.sh)
 set_tests_properties(build_killed PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+
+# Attention forward on the emulator: every head-count cliff case, odd
+# lengths, causal with Sq != Sk, both layouts.
+foreach(t gfx942 gfx950)
+  add_test(emu_attn_${t} sh emu/attn.sh ${t})
+  set_tests_properties(emu_attn_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+endforeach()
