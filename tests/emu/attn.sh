@@ -12,7 +12,7 @@ run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/attn.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/attn.yaml"
 ! grep -q 'FAIL' "$T/out.txt" || fail "FAIL rows for $target"
-pass=$(awk -v t="$target" '$2 == t && $0 ~ /  PASS$/' "$T/out.txt" | wc -l)
+pass=$(awk -v t="$target" '$2 == t && $0 ~ /  PASS( |$)/' "$T/out.txt" | wc -l)
 [ "$pass" -eq "$EXPECTED_RUNS" ] || fail "$pass PASS rows for $target, expected $EXPECTED_RUNS"
 grep -q "^$EXPECTED_RUNS runs, 0 failed, 0 kernels not built; seed " "$T/out.txt" ||
   fail "the summary line does not say '$EXPECTED_RUNS runs, 0 failed, 0 kernels not built'"
