@@ -122,3 +122,7 @@ foreach(t gfx942 gfx950)
   add_test(emu_attn_${t} sh emu/attn.sh ${t})
   set_tests_properties(emu_attn_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 endforeach()
+
+# sm_90a: the example specs compile with nvcc (CPU only) without spills.
+add_test(build_sm90 sh build_sm90.sh)
+set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
