@@ -184,6 +184,48 @@ int cc_resolve_host(cc_compiler *cc, char *why, size_t n) {
   return 0;
 }
 
+/* A private folder holding one compiler run's input and output. */
+typedef struct {
+  char *dir, *in, *out;
+} cc_tmp;
+
+static int cc_tmp_open(cc_tmp *t, const char *in_name, const char *out_name, char **log) {
+  const char *tmp = getenv("TMPDIR");
+  memset(t, 0, sizeof *t);
+  t->dir = xasprintf("%s/hkgen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(t->dir)) {
+    *log = xasprintf("cannot make a temporary folder: %s", strerror(errno));
+    free(t->dir);
+    t->dir = NULL;
+    return -1;
+  }
+  t->in = fs_join(t->dir, in_name);
+  t->out = fs_join(t->dir, out_name);
+  return 0;
+}
+
+static void cc_tmp_close(cc_tmp *t) {
+  unlink(t->in);
+  unlink(t->out);
+  rmdir(t->dir);
+  free(t->in);
+  free(t->out);
+  free(t->dir);
+}
+
+/* Writes src to t->in, runs argv and reads t->out; the compiler's messages
+   go to msg. Returns 0 when the compiler succeeded and its output was read. */
+static int cc_tmp_run(const cc_tmp *t, char *const argv[], const char *src, size_t len, char **obj,
+                      size_t *objlen, hk_buf *msg) {
+  if (fs_write_atomic(t->in, src, len) < 0) {
+    buf_printf(msg, "cannot write %s: %s", t->in, strerror(errno));
+    return -1;
+  }
+  int st = cc_run_argv(argv, msg);
+  if (st < 0) buf_printf(msg, "cannot run %s: %s", argv[0], strerror(errno));
+  return st == 0 && fs_read_file(t->out, 1u << 30, obj, objlen) == 0 ? 0 : -1;
+}
+
 /* The emulated ISA of a target: 2, 3 or 4 for CDNA2/3/4. */
 static int cc_emu_arch(const char *target) {
   return !strcmp(target, "gfx90a") ? 2 : !strcmp(target, "gfx942") ? 3 : !strcmp(target, "gfx950") ? 4 : 0;
@@ -195,38 +237,20 @@ static int cc_compile_host(const cc_compiler *cc, const char *target, const char
     *log = xasprintf("the emulator runs AMD targets only, not %s", target);
     return -1;
   }
-  const char *tmp = getenv("TMPDIR");
-  char *tdir = xasprintf("%s/hkgen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(tdir)) {
-    *log = xasprintf("cannot make a temporary folder: %s", strerror(errno));
-    free(tdir);
-    return -1;
-  }
-  char *in = fs_join(tdir, "kernel.hip"), *out = fs_join(tdir, "kernel.so");
+  cc_tmp t;
+  if (cc_tmp_open(&t, "kernel.hip", "kernel.so", log) < 0) return -1;
   char *arch = xasprintf("-DHK_EMU_ARCH=%d", cc_emu_arch(target));
   char *inc = xasprintf("-I%s", cc_runtime_include());
   char *argv[] = {(char *)cc->path, "-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared",
-                  "-fvisibility=hidden", "-DHK_EMULATE", arch, inc, in, "-o", out, NULL};
-  int rc = -1;
+                  "-fvisibility=hidden", "-DHK_EMULATE", arch, inc, t.in, "-o", t.out, NULL};
   hk_buf msg;
   buf_init(&msg);
-  if (fs_write_atomic(in, src, len) < 0) {
-    buf_printf(&msg, "cannot write %s: %s", in, strerror(errno));
-  } else {
-    int st = cc_run_argv(argv, &msg);
-    if (st < 0) buf_printf(&msg, "cannot run %s: %s", cc->path, strerror(errno));
-    else if (st == 0 && fs_read_file(out, 1u << 30, obj, objlen) == 0) rc = 0;
-  }
-  unlink(in);
-  unlink(out);
-  rmdir(tdir);
-  free(in);
-  free(out);
-  free(arch);
-  free(inc);
-  free(tdir);
+  int rc = cc_tmp_run(&t, argv, src, len, obj, objlen, &msg);
   *log = rc ? buf_steal(&msg) : NULL;
   buf_free(&msg);
+  free(arch);
+  free(inc);
+  cc_tmp_close(&t);
   return rc;
 }
 
@@ -273,77 +297,40 @@ int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n) {
 
 static int cc_compile_clang(const cc_compiler *cc, const char *target, const char *src,
                             size_t len, char **obj, size_t *objlen, char **log) {
-  char dir[] = "/tmp/hkgen.XXXXXX";
-  const char *tmp = getenv("TMPDIR");
-  char *tdir = tmp && *tmp ? xasprintf("%s/hkgen.XXXXXX", tmp) : xstrdup(dir);
-  if (!mkdtemp(tdir)) {
-    *log = xasprintf("cannot make a temporary folder: %s", strerror(errno));
-    free(tdir);
-    return -1;
-  }
-  char *in = fs_join(tdir, "kernel.hip"), *out = fs_join(tdir, "kernel.hsaco");
+  cc_tmp t;
+  if (cc_tmp_open(&t, "kernel.hip", "kernel.hsaco", log) < 0) return -1;
   char *arch = xasprintf("--offload-arch=%s", target);
   /* -fuse-cuid=none: no symbol named after the (random) temporary path, so
      objects are byte-identical from build to build */
   char *argv[] = {(char *)cc->path, "-x", "hip", "--cuda-device-only", "--no-gpu-bundle-output",
                   arch, "-nogpulib", "-fuse-cuid=none", (char *)cc_common_flags[0],
-                  (char *)cc_common_flags[1], (char *)cc_common_flags[2], in, "-o", out, NULL};
-  int rc = -1;
+                  (char *)cc_common_flags[1], (char *)cc_common_flags[2], t.in, "-o", t.out, NULL};
   hk_buf msg;
   buf_init(&msg);
-  if (fs_write_atomic(in, src, len) < 0) {
-    buf_printf(&msg, "cannot write %s: %s", in, strerror(errno));
-  } else {
-    int st = cc_run_argv(argv, &msg);
-    if (st < 0) buf_printf(&msg, "cannot run %s: %s", cc->path, strerror(errno));
-    else if (st == 0 && fs_read_file(out, 1u << 30, obj, objlen) == 0) rc = 0;
-  }
-  unlink(in);
-  unlink(out);
-  rmdir(tdir);
-  free(in);
-  free(out);
-  free(arch);
-  free(tdir);
+  int rc = cc_tmp_run(&t, argv, src, len, obj, objlen, &msg);
   *log = rc ? buf_steal(&msg) : NULL;
   buf_free(&msg);
+  free(arch);
+  cc_tmp_close(&t);
   return rc;
 }
 
 /* nvcc for sm_90a: the cubin, and ptxas -v's report as meta. */
 static int cc_compile_nvcc(const cc_compiler *cc, const char *target, const char *src, size_t len,
                            char **obj, size_t *objlen, char **meta, char **log) {
-  const char *tmp = getenv("TMPDIR");
-  char *tdir = xasprintf("%s/hkgen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(tdir)) {
-    *log = xasprintf("cannot make a temporary folder: %s", strerror(errno));
-    free(tdir);
-    return -1;
-  }
-  char *in = fs_join(tdir, "kernel.cu"), *out = fs_join(tdir, "kernel.cubin");
+  cc_tmp t;
+  if (cc_tmp_open(&t, "kernel.cu", "kernel.cubin", log) < 0) return -1;
   char *gencode = xasprintf("-gencode=arch=compute_%s,code=%s", target + 3, target); /* sm_90a */
   char *argv[] = {(char *)cc->path, "-x", "cu", "--cubin", gencode, "-O3", "-std=c++17",
-                  "-Xptxas", "-v", in, "-o", out, NULL};
-  int rc = -1;
+                  "-Xptxas", "-v", t.in, "-o", t.out, NULL};
   hk_buf msg;
   buf_init(&msg);
-  if (fs_write_atomic(in, src, len) < 0) {
-    buf_printf(&msg, "cannot write %s: %s", in, strerror(errno));
-  } else {
-    int st = cc_run_argv(argv, &msg);
-    if (st < 0) buf_printf(&msg, "cannot run %s: %s", cc->path, strerror(errno));
-    else if (st == 0 && fs_read_file(out, 1u << 30, obj, objlen) == 0) rc = 0;
-  }
-  unlink(in);
-  unlink(out);
-  rmdir(tdir);
-  free(in);
-  free(out);
-  free(gencode);
-  free(tdir);
-  if (rc == 0) *meta = buf_steal(&msg);
+  int rc = cc_tmp_run(&t, argv, src, len, obj, objlen, &msg);
+  if (rc == 0) *meta = buf_steal(&msg); /* ptxas -v: registers, shared memory, spills */
   else *log = buf_steal(&msg);
   buf_free(&msg);
+  free(gencode);
+  cc_tmp_close(&t);
   return rc;
 }
 

@@ -115,6 +115,16 @@ void et_arg_int(et_ctx *c, const char *name, long v) {
   }
 }
 
+void et_arg_strides(et_ctx *c, const char *tensor, long sb, long ss, long sh) {
+  static const char *const axes[] = {"b", "s", "h"};
+  long v[] = {sb, ss, sh};
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s_stride_%s", tensor, axes[i]);
+    et_arg_int(c, name, v[i]);
+  }
+}
+
 void et_arg_float(et_ctx *c, const char *name, double v) {
   op_arg *a = et_find_arg(c, name);
   float f = (float)v;

@@ -25,6 +25,8 @@ int et_is_nan_bf16(unsigned short b);
 void et_arg_ptr(et_ctx *c, const char *name, const void *p);
 void et_arg_int(et_ctx *c, const char *name, long v);
 void et_arg_float(et_ctx *c, const char *name, double v);
+/* The three <tensor>_stride_b/_s/_h arguments of op_arg_strides. */
+void et_arg_strides(et_ctx *c, const char *tensor, long sb, long ss, long sh);
 /* Launches with the grid of the op's formula and its block size. Returns 0,
    or -1 with the emulator's message recorded for the report. */
 int et_launch(et_ctx *c);

@@ -149,6 +149,15 @@ void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name) {
   (*n)++;
 }
 
+void op_arg_strides(op_arg *args, int *n, const char *tensor) {
+  static const char *const axes[] = {"b", "s", "h"};
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s_stride_%s", tensor, axes[i]);
+    op_arg_add(args, n, "long", name);
+  }
+}
+
 int op_args_size(const op_arg *args, int n) {
   if (n == 0) return 0;
   int end = args[n - 1].offset + args[n - 1].size, al = 1;

@@ -79,6 +79,8 @@ const char *op_term(const op_inst *k, const char *name);
 int op_value_ok(const op_param *p, const char *v, char *msg, size_t n);
 /* Appends an argument; computes its offset from the previous ones. */
 void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name);
+/* <tensor>_stride_b, _s, _h (long, elements): batch, sequence and head strides. */
+void op_arg_strides(op_arg *args, int *n, const char *tensor);
 int op_args_size(const op_arg *args, int n);
 /* The allowed values of a parameter as one line of text. */
 void op_describe_allowed(const op_param *p, char *out, size_t n);

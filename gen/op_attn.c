@@ -38,15 +38,6 @@ static int attn_check(const op_inst *k, char *msg, size_t n) {
   return 0;
 }
 
-static void attn_strides(op_arg *a, int *n, const char *t) {
-  static const char *const axes[] = {"b", "s", "h"};
-  for (int i = 0; i < 3; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "%s_stride_%s", t, axes[i]);
-    op_arg_add(a, n, "long", name);
-  }
-}
-
 static int attn_args(const op_inst *k, op_arg *a) {
   int n = 0;
   op_arg_add(a, &n, "const hk_bf16 *", "Q");
@@ -55,7 +46,7 @@ static int attn_args(const op_inst *k, op_arg *a) {
   op_arg_add(a, &n, "hk_bf16 *", "O");
   op_arg_add(a, &n, "float *", "LSE"); /* [batch][heads_q][seqlen_q], may be null */
   static const char *const ts[] = {"q", "k", "v", "o"};
-  for (int i = 0; i < 4; i++) attn_strides(a, &n, ts[i]);
+  for (int i = 0; i < 4; i++) op_arg_strides(a, &n, ts[i]);
   op_arg_add(a, &n, "float", "scale");
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
   for (int i = 0; i < 5; i++)
@@ -114,16 +105,6 @@ static attn_layout attn_make_layout(et_ctx *c, long B, long S, long H, long D, i
   }
   l.elems = B * l.sb;
   return l;
-}
-
-static void attn_arg_strides(et_ctx *c, const char *t, const attn_layout *l) {
-  char n[32];
-  snprintf(n, sizeof n, "%s_stride_b", t);
-  et_arg_int(c, n, l->sb);
-  snprintf(n, sizeof n, "%s_stride_s", t);
-  et_arg_int(c, n, l->ss);
-  snprintf(n, sizeof n, "%s_stride_h", t);
-  et_arg_int(c, n, l->sh);
 }
 
 static unsigned short *attn_random(et_ctx *c, long n) {
@@ -187,10 +168,10 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   et_arg_ptr(c, "V", dv);
   et_arg_ptr(c, "O", dO);
   et_arg_ptr(c, "LSE", dl);
-  attn_arg_strides(c, "q", &lq);
-  attn_arg_strides(c, "k", &lk);
-  attn_arg_strides(c, "v", &lv);
-  attn_arg_strides(c, "o", &lo);
+  et_arg_strides(c, "q", lq.sb, lq.ss, lq.sh);
+  et_arg_strides(c, "k", lk.sb, lk.ss, lk.sh);
+  et_arg_strides(c, "v", lv.sb, lv.ss, lv.sh);
+  et_arg_strides(c, "o", lo.sb, lo.ss, lo.sh);
   et_arg_float(c, "scale", scale);
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
   long vals[] = {B, Sq, Sk, HQ, HK};

@@ -37,15 +37,6 @@ static int rope_check(const op_inst *k, char *msg, size_t n) {
   return 0;
 }
 
-static void rope_strides(op_arg *a, int *n, const char *t) {
-  static const char *const axes[] = {"b", "s", "h"};
-  for (int i = 0; i < 3; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "%s_stride_%s", t, axes[i]);
-    op_arg_add(a, n, "long", name);
-  }
-}
-
 static int rope_args(const op_inst *k, op_arg *a) {
   int n = 0;
   static const char *const inplace_t[] = {"q", "k"};
@@ -59,7 +50,7 @@ static int rope_args(const op_inst *k, op_arg *a) {
     op_arg_add(a, &n, "const float *", "cos_table");
     op_arg_add(a, &n, "const float *", "sin_table");
   }
-  for (int i = 0; i < nt; i++) rope_strides(a, &n, ts[i]);
+  for (int i = 0; i < nt; i++) op_arg_strides(a, &n, ts[i]);
   op_arg_add(a, &n, "int", "pos_offset");
   static const char *const dims[] = {"batch", "seq_len", "heads_q", "heads_k", "head_dim"};
   for (int i = 0; i < 5; i++)
@@ -116,16 +107,6 @@ static rope_layout rope_bhsd(long B, long S, long H, long D) {
   return l;
 }
 
-static void rope_arg_strides(et_ctx *c, const char *t, const rope_layout *l) {
-  char n[32];
-  snprintf(n, sizeof n, "%s_stride_b", t);
-  et_arg_int(c, n, l->sb);
-  snprintf(n, sizeof n, "%s_stride_s", t);
-  et_arg_int(c, n, l->ss);
-  snprintf(n, sizeof n, "%s_stride_h", t);
-  et_arg_int(c, n, l->sh);
-}
-
 /* The fp64 rotation of one head vector x (bf16) into y. */
 static void rope_ref_head(const unsigned short *x, long D, int interleaved, const double *cs,
                           const double *sn, double *y) {
@@ -175,12 +156,12 @@ static int rope_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   for (int t = 0; t < 2; t++) {
     if (inplace) {
       et_arg_ptr(c, in_names[t], din[t]);
-      rope_arg_strides(c, in_names[t], &lin[t]);
+      et_arg_strides(c, in_names[t], lin[t].sb, lin[t].ss, lin[t].sh);
     } else {
       et_arg_ptr(c, src_names[t], din[t]);
       et_arg_ptr(c, dst_names[t], dout[t]);
-      rope_arg_strides(c, src_names[t], &lin[t]);
-      rope_arg_strides(c, dst_names[t], &lout[t]);
+      et_arg_strides(c, src_names[t], lin[t].sb, lin[t].ss, lin[t].sh);
+      et_arg_strides(c, dst_names[t], lout[t].sb, lout[t].ss, lout[t].sh);
     }
   }
   if (table) {
