@@ -33,9 +33,16 @@
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_u32_as_f32(u)          the float whose bit pattern is u
+ *   hk_f32_as_u32(f)          the bit pattern of float f
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
  *   hk_f32_to_bf16            narrow float to bf16, round to nearest even (cvt.rn; NaN -> canonical NaN)
  *   hk_f32x2_to_bf16x2(lo,hi) two floats to a packed bf16 pair (lo in bits 0..15), RNE
+ *   hk_global_store_f32       store 1 float to global
+ *   hk_exp2f(x)               fast 2^x (ex2.approx.ftz; 2^-inf = 0)
+ *   hk_log2f(x)               fast log2(x) (lg2.approx.ftz; log2(0) = -inf)
+ *   hk_maxf(a, b)             larger of two floats (a NaN operand gives the other one)
+ *   hk_shfl_xor_f32(x, m)     warp collective: x of lane (lane ^ m) (all 32 lanes must call it)
  *  Hopper-only (asynchronous copies, tensor cores):
  *   hk_async_load_b128(l, off, src, n_bytes)   cp.async 16 bytes global -> shared; bytes >= n_bytes (0..16) are 0;
  *                                              src 16-byte aligned; nothing is read when n_bytes == 0
@@ -160,6 +167,8 @@ HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __uint_as_float((unsigned)x << 16); }
+HK_DEVICE float hk_u32_as_f32(unsigned u) { return __uint_as_float(u); }
+HK_DEVICE unsigned hk_f32_as_u32(float f) { return __float_as_uint(f); }
 
 HK_DEVICE hk_bf16 hk_f32_to_bf16(float f)
 {
@@ -303,5 +312,26 @@ HK_DEVICE void hk_wgmma_64x128x16(hk_wgmma_acc128_t &d, unsigned long long desc_
                  : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63])
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
+
+/* ---- fp32 math and warp exchange (attention softmax) -------------------------- */
+HK_DEVICE void hk_global_store_f32(float *p, float v) { *p = v; }
+
+HK_DEVICE float hk_exp2f(float x)
+{
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
+HK_DEVICE float hk_log2f(float x)
+{
+    float r;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
+HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
+
+HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 
 #endif /* HK_SM90_H */

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""hkgen's H200 attention-forward suite: numerics and benchmarks of the sm_90a
+attn_fwd kernels of tests/device/h200_attn.yaml (templates/attn_fwd.sm90.hip.m4).
+
+Run on the GPU machine, from the repository root (nothing is built there):
+    PYTHONPATH=runtime/python HKRT_LIB=build/libhkrt.so \
+        python3 tests/device/attn_bench.py build/h200attn [--no-bench] [--quick]
+
+(a) numerics: every kernel of the catalogue against torch SDPA computed in
+    fp64 (inputs upcast; explicit boolean mask, bottom-right causal alignment)
+    and an fp64 log-sum-exp, on a grid of shapes: odd lengths, Sq != Sk
+    (causal rows with no visible key: O = 0, LSE = -inf), heads 12:12, 12:4,
+    40:8, 7:1 (MQA), BSHD and BHSD layouts with padded rows, one odd-stride
+    case (element-load path) and a misaligned base. O and LSE are poisoned with
+    NaN first; rel L2 < 1e-2 for O and for LSE (finite entries; -inf must
+    match), no NaN/Inf in O, O's row padding and guards untouched.
+(b) benchmarks, triton.testing.do_bench medians (warm-up 25 ms, rep 100 ms,
+    as /work/shared/anchors/h200_anchors.py): hkgen vs torch SDPA with
+    SDPBackend.CUDNN_ATTENTION and SDPBackend.FLASH_ATTENTION in the same run,
+    bf16, d128, batch x seq = 16K tokens, [B][H][S][D] contiguous;
+    TFLOP/s = 4 B H Sq Sk D / time (halved for causal).
+The log goes to $OUT/attn.log (else build/attn.log). Exit status non-zero on
+any numerics failure.
+"""
+import ctypes
+import datetime
+import math
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import torch
+import torch.nn.functional as F
+
+import hkrt
+
+TARGET = "sm_90a"
+TOL = 1e-2
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+flags = {a for a in sys.argv[1:] if a.startswith("--")}
+CAT = args[0] if args else "build/h200attn"
+out_dir = os.environ.get("OUT") or "build"
+LOG = open(os.path.join(out_dir, "attn.log"), "w")
+GUARD = 64
+T_START = time.time()
+DEADLINE = T_START + float(os.environ.get("ATTN_BUDGET_S", "1e9"))
+
+
+def log(*a):
+    s = " ".join(str(x) for x in a)
+    print(s, flush=True)
+    LOG.write(s + "\n")
+    LOG.flush()
+
+
+failures = []
+
+
+def fail(what, detail):
+    failures.append((what, detail))
+    log("FAIL", what, detail)
+
+
+dev = torch.device("cuda")
+torch.zeros(1, device=dev)
+cat = hkrt.Catalog(CAT, backend="cuda")
+entries = [e for e in cat.manifest["kernels"] if e["target"] == TARGET and e["op"] == "attn_fwd"]
+DIMS = ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k")
+
+
+def launcher(k, vals):
+    """A no-argument launch of kernel k with vals, packed once (hkrt_launch on
+    torch's current stream); the grid comes from the integer values only."""
+    packed = k.pack(vals)
+    g = (ctypes.c_uint * 3)(*k.grid({n: x for n, x in vals.items() if isinstance(x, int)}))
+    blk = (ctypes.c_uint * 3)(*k.entry["block"])
+    buf = ctypes.create_string_buffer(packed, len(packed))
+    fn = k._function()
+    lib = cat.lib
+
+    def go():
+        lib.check(lib.c.hkrt_launch(fn, g, blk, buf, len(packed),
+                                    ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)), "launch " + k.name)
+    return go
+
+
+def is_true(v):
+    return v in ("true", "1")
+
+
+def make(B, S, H, D, order, pad, fill, offset=0):
+    """A [B][S][H][D] view (memory order 'bshd' or 'bhsd', rows of D + pad
+    elements) over a flat bf16 buffer with GUARD elements after it and
+    `offset' before it. Returns (buf, view, strides (b, s, h), lead)."""
+    row = D + pad
+    if order == "bshd":
+        ss, sh = H * row, row
+        sb = S * ss
+    else:
+        sh, ss = S * row, row
+        sb = H * sh
+    n = B * sb
+    lead = GUARD + offset
+    if fill == "nan":
+        buf = torch.full((lead + n + GUARD,), float("nan"), device=dev, dtype=torch.bfloat16)
+    else:
+        buf = torch.randn(lead + n + GUARD, device=dev, dtype=torch.bfloat16)
+    view = buf.as_strided((B, S, H, D), (sb, ss, sh, 1), lead)
+    return buf, view, (sb, ss, sh), lead
+
+
+def reference(q, k, v, causal, scale):
+    """fp64 O [B][Sq][Hq][D] (SDPA, math on upcast inputs) and LSE [B][Hq][Sq]."""
+    B, Sq, Hq, D = q.shape
+    Sk, Hk = k.shape[1], k.shape[2]
+    qd = q.double().transpose(1, 2)                       # B H S D
+    kd = k.double().transpose(1, 2).repeat_interleave(Hq // Hk, dim=1)
+    vd = v.double().transpose(1, 2).repeat_interleave(Hq // Hk, dim=1)
+    i = torch.arange(Sq, device=dev)[:, None]
+    j = torch.arange(Sk, device=dev)[None, :]
+    vis = (j <= i + (Sk - Sq)) if causal else torch.ones(Sq, Sk, dtype=torch.bool, device=dev)
+    s = (qd @ kd.transpose(-1, -2)) * scale
+    s = s.masked_fill(~vis, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)                      # -inf where no key is visible
+    o = F.scaled_dot_product_attention(qd, kd, vd, attn_mask=vis, scale=scale)
+    o = torch.where(vis.any(-1)[None, None, :, None], o, torch.zeros_like(o))
+    return o.transpose(1, 2), lse
+
+
+def run_case(k, e, shape, order, pads, offset=0, scale=None):
+    B, Sq, Sk, Hq, Hk = shape
+    D = int(e["params"]["head_dim"])
+    causal = is_true(e["params"]["causal"])
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
+    _, q, qs, _ = make(B, Sq, Hq, D, order, pads[0], "rand", offset)
+    _, kk, ks, _ = make(B, Sk, Hk, D, order, pads[1], "rand", offset)
+    _, v, vs, _ = make(B, Sk, Hk, D, "bhsd" if order == "bshd" else "bshd", pads[2], "rand", offset)
+    obuf, o, os_, olead = make(B, Sq, Hq, D, order, pads[3], "nan")
+    lbuf = torch.full((B * Hq * Sq + GUARD,), float("nan"), device=dev, dtype=torch.float32)
+    lse = lbuf[:B * Hq * Sq].view(B, Hq, Sq)
+    vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=scale)
+    for t, st in (("q", qs), ("k", ks), ("v", vs), ("o", os_)):
+        for ax, x in zip("bsh", st):
+            vals["%s_stride_%s" % (t, ax)] = x
+    for d, x in zip(DIMS, shape):
+        if d in e["runtime_params"]:
+            vals[d] = x
+    launcher(k, vals)()
+    torch.cuda.synchronize()
+    oref, lref = reference(q, kk, v, causal, scale)
+    got = o.double()
+    bad = bool((~torch.isfinite(got)).any().item())
+    eo = ((got - oref).norm() / max(oref.norm().item(), 1e-30)).item() if oref.norm().item() > 0 \
+        else got.norm().item()
+    fin = torch.isfinite(lref)
+    lse_match = bool(torch.equal(fin, torch.isfinite(lse)) and
+                     bool((lse[~fin] == float("-inf")).all().item()))
+    lr, lg = lref[fin], lse[fin].double()
+    el = ((lg - lr).norm() / max(lr.norm().item(), 1e-30)).item() if lr.numel() else 0.0
+    # O's padding and guards: still NaN (bit pattern of the poison)
+    mask = torch.zeros(obuf.numel(), dtype=torch.bool, device=dev)
+    mask.as_strided(o.shape, o.stride(), olead).fill_(True)
+    outside = int((~torch.isnan(obuf[~mask])).sum().item())
+    lse_guard = int((~torch.isnan(lbuf[B * Hq * Sq:])).sum().item())
+    return eo, el, bad, lse_match, outside + lse_guard
+
+
+SHAPES = [  # batch, seqlen_q, seqlen_k, heads_q, heads_k
+    (1, 1, 1, 1, 1), (1, 37, 37, 12, 12), (2, 65, 129, 12, 4), (1, 130, 97, 7, 1),
+    (1, 33, 70, 40, 8), (1, 129, 129, 12, 4), (2, 77, 200, 12, 4), (1, 200, 77, 12, 4),
+    (1, 255, 1000, 7, 1), (1, 1000, 255, 40, 8), (3, 383, 383, 12, 12), (1, 1024, 1024, 12, 4),
+    (2, 2048, 2048, 8, 2), (1, 4096, 4031, 4, 4),
+]
+
+
+def shapes_for(e):
+    p = e["params"]
+    out = []
+    for s in SHAPES:
+        s = list(s)
+        for i, d in enumerate(DIMS):
+            if d in p:
+                s[i] = int(p[d])
+        if s[3] % s[4]:
+            continue
+        if tuple(s) not in out:
+            out.append(tuple(s))
+    return out
+
+
+def numerics():
+    log("\n== (a) numerics: fp64 torch SDPA reference, outputs poisoned, rel L2 < %g for O and LSE" % TOL)
+    for e in entries:
+        k = cat.kernel(e["name"], TARGET)
+        worst_o = worst_l = 0.0
+        n = 0
+        cases = []
+        for i, s in enumerate(shapes_for(e)):
+            order = "bshd" if i % 2 == 0 else "bhsd"
+            pads = (0, 0, 0, 0) if i % 3 == 0 else (8, 0, 16, 8)
+            cases.append((s, order, pads, 0, None))
+        s0 = shapes_for(e)[min(6, len(shapes_for(e)) - 1)]
+        cases.append((s0, "bshd", (3, 5, 1, 3), 0, None))      # odd strides: element loads/stores
+        cases.append((s0, "bhsd", (0, 0, 0, 0), 1, None))      # misaligned bases
+        cases.append((s0, "bshd", (0, 8, 0, 0), 0, -0.07))     # negative scale
+        for (s, order, pads, off, sc) in cases:
+            try:
+                eo, el, bad, lm, outside = run_case(k, e, s, order, pads, off, sc)
+            except Exception as ex:
+                fail(e["name"], "shape %s %s: exception %s" % (s, order, ex))
+                traceback.print_exc()
+                if "CUDA" in str(ex):
+                    raise
+                continue
+            n += 1
+            worst_o, worst_l = max(worst_o, eo), max(worst_l, el)
+            if bad or not eo < TOL or not el < TOL or not lm or outside:
+                fail(e["name"], "B,Sq,Sk,Hq,Hk=%s %s pads=%s off=%d scale=%s: rel O %.3e, rel LSE %.3e, "
+                     "non-finite O %s, LSE -inf pattern ok %s, written outside %d"
+                     % (s, order, pads, off, sc, eo, el, bad, lm, outside))
+        log("%-20s %2d cases  worst rel L2: O %.3e  LSE %.3e" % (e["name"], n, worst_o, worst_l))
+
+
+def bench():
+    import triton.testing
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def med(f):
+        return triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")
+
+    log("\n== (b) benchmarks: do_bench medians, bf16 d128, [B][H][S][D] contiguous, 16K tokens per launch")
+    log("%-18s %7s %3s %5s %6s | %8s %7s | %7s %7s | %6s %6s | %s" % (
+        "kernel", "S", "B", "Hq:Hk", "causal", "hk ms", "TFLOP/s", "cuDNN", "FLASH", "/cuDNN", "/FLASH",
+        "rel L2 vs cuDNN"))
+    rows = []
+    configs = []
+    for S in (8192, 2048, 32768, 131072):
+        for (Hq, Hk) in ((16, 16), (32, 8), (12, 4)):
+            if S == 131072 and Hq != 16:
+                continue
+            for causal in (True, False):
+                configs.append((S, Hq, Hk, causal))
+    if "--quick" in flags:
+        configs = [c for c in configs if c[0] == 8192]
+    for (S, Hq, Hk, causal) in configs:
+        if time.time() > DEADLINE:
+            log("  (stopped: the run's time budget, ATTN_BUDGET_S, is spent; the remaining shapes were not measured)")
+            break
+        B = max(1, 16384 // S)
+        D = 128
+        q = torch.randn(B, Hq, S, D, device=dev, dtype=torch.bfloat16)
+        kk = torch.randn(B, Hk, S, D, device=dev, dtype=torch.bfloat16)
+        v = torch.randn(B, Hk, S, D, device=dev, dtype=torch.bfloat16)
+        o = torch.empty_like(q)
+        lse = torch.empty(B, Hq, S, device=dev, dtype=torch.float32)
+        name = "attn_l3_c%d" % causal if (Hq, Hk) == (32, 8) else "attn_any_d128_c%d" % causal
+        k = cat.kernel(name, TARGET)
+        vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D))
+        for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
+            vals["%s_stride_b" % t], vals["%s_stride_h" % t], vals["%s_stride_s" % t] = x.stride(0), x.stride(1), x.stride(2)
+        for d, x in zip(DIMS, (B, S, S, Hq, Hk)):
+            if d in k.entry["runtime_params"]:
+                vals[d] = x
+        hk = launcher(k, vals)
+
+        fl = 4 * B * Hq * S * S * D / (2 if causal else 1)
+        t_hk = med(hk)
+        res = {}
+        ref = None
+        for be in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION):
+            try:
+                with sdpa_kernel([be]):
+                    f = lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=causal, enable_gqa=(Hq != Hk))
+                    out = f()
+                    if ref is None:
+                        ref = out
+                    res[be.name] = fl / med(f) / 1e9
+            except Exception as ex:
+                res[be.name] = None
+                log("  %s S=%d %d:%d causal=%s: %s" % (be.name, S, Hq, Hk, causal, str(ex).splitlines()[0][:100]))
+        torch.cuda.synchronize()
+        err = ((o.float() - ref.float()).norm() / ref.float().norm()).item() if ref is not None else float("nan")
+        tf = fl / t_hk / 1e9
+        cu, fa = res.get("CUDNN_ATTENTION"), res.get("FLASH_ATTENTION")
+        fmt = lambda x: "%7.1f" % x if x else "    n/a"
+        rat = lambda x: "%6.3f" % (tf / x) if x else "   n/a"
+        log("%-18s %7d %3d %5s %6s | %8.3f %7.1f | %s %s | %s %s | %.2e" % (
+            name, S, B, "%d:%d" % (Hq, Hk), causal, t_hk, tf, fmt(cu), fmt(fa), rat(cu), rat(fa), err))
+        rows.append((name, S, B, Hq, Hk, causal, t_hk, tf, cu, fa, err))
+        del q, kk, v, o, lse, ref
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main():
+    log("attn_bench.py", datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "commit", os.environ.get("HK_COMMIT", "?"))
+    log("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(),
+        torch.cuda.get_device_name())
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.mem,power.limit,temperature.gpu",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+        log("nvidia-smi:", smi)
+    except Exception as ex:
+        log("nvidia-smi failed:", ex)
+    log("catalogue", CAT, ":", ", ".join("%s (%d regs, %d B smem, spills %d)" % (
+        e["name"], e["resources"]["vgpr"], e["resources"]["lds"], e["resources"]["vgpr_spill"]) for e in entries))
+    t0 = time.time()
+    numerics()
+    log("numerics: %d failures, %.1f s" % (len(failures), time.time() - t0))
+    if "--no-bench" not in flags:
+        try:
+            bench()
+        except Exception as ex:
+            fail("bench", repr(ex))
+            traceback.print_exc()
+    log("\nfailures: %d" % len(failures))
+    for f in failures:
+        log("  ", *f)
+    sys.exit(1 if failures else 0)
+
+
+main()
