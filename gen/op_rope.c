@@ -92,12 +92,15 @@ typedef struct {
   long sb, ss, sh, elems; /* strides and size in elements */
 } rope_layout;
 
-/* Inputs: [b][s][h][d] with random padding; outputs: [b][h][s][d]. */
-static rope_layout rope_bshd(et_ctx *c, long B, long S, long H, long D) {
+/* Inputs: [b][s][h][d] with random padding; outputs: [b][h][s][d]. With
+   aligned, every stride is a multiple of 8 elements (the kernels' 16-byte
+   path, when head_dim allows it), else the paddings are odd (the element path). */
+static rope_layout rope_bshd(et_ctx *c, long B, long S, long H, long D, int aligned) {
   rope_layout l;
-  l.sh = D + (long)(et_rand(c) % 2) * 2;
-  l.ss = H * l.sh + (long)(et_rand(c) % 3);
-  l.sb = S * l.ss + (long)(et_rand(c) % 5);
+  long unit = aligned ? 8 : 1;
+  l.sh = D + (long)(et_rand(c) % 2) * (aligned ? 8 : 2) + (aligned || D % 2 ? 0 : 1);
+  l.ss = H * l.sh + (long)(et_rand(c) % 3) * unit;
+  l.sb = S * l.ss + (long)(et_rand(c) % 5) * unit;
   l.elems = B * l.sb;
   return l;
 }
@@ -142,7 +145,9 @@ static int rope_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   unsigned short *hin[2], *hout[2];
   void *din[2], *dout[2];
   for (int t = 0; t < 2; t++) {
-    lin[t] = rope_bshd(c, B, S, heads[t], D);
+    /* which path a shape takes is fixed by the shape: the default shapes
+       cover both (gen/op_rope.c rope_emu_shapes) */
+    lin[t] = rope_bshd(c, B, S, heads[t], D, (B + S) % 2 == 0);
     lout[t] = inplace ? lin[t] : rope_bhsd(B, S, heads[t], D);
     hin[t] = malloc((size_t)lin[t].elems * 2);
     for (long i = 0; i < lin[t].elems; i++) hin[t][i] = et_to_bf16(et_uniform(c));

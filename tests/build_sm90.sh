@@ -1,10 +1,15 @@
 #!/bin/sh
-# build_sm90: the example specs' GEMM and RoPE kernels compile for sm_90a with
+# build_sm90: the example specs (GEMM, RoPE, attention) compile for sm_90a with
 # nvcc (no GPU needed): exit 0, one .cubin per kernel, the manifest records
 # nvcc and zero spills for each, and the sources carry no AMD-only code.
 . "$(dirname "$0")/lib.sh"
 HKGEN=$TOP/build/hkgen # nvcc dominates; ASan adds nothing here
 specs="$TOP/specs/llama3-8b-tp1.yaml $TOP/specs/llama3-8b-tp8.yaml $TOP/specs/llama3-70b-tp8.yaml $TOP/specs/gemm-any.yaml"
+# models.yaml derives names the hand-written Llama specs also use: its own catalogue
+run_hk "$T/out" build -q --target sm_90a "$TOP/specs/models.yaml" -o "$T/models"
+expect_rc 0 "hkgen build --target sm_90a specs/models.yaml"
+[ "$(grep -c '"op": "attn_fwd"' "$T/models/manifest.json")" -eq 5 ] || fail "models.yaml: expected 5 attention kernels"
+grep -q '"vgpr_spill": [1-9]' "$T/models/manifest.json" && fail "a models.yaml kernel spills"
 run_hk "$T/out" build -q --target sm_90a $specs -o "$T/cat"
 expect_rc 0 "hkgen build --target sm_90a"
 m=$T/cat/manifest.json

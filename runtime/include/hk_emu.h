@@ -172,6 +172,22 @@ HK_DEVICE void hk_global_store_f32(float *p, float v)
     hkemu_check_global(p, 4, 1);
     *p = v;
 }
+/* 4 and 16 bytes: a misaligned address faults (sm_90a would), reported as a
+ * write at address 0; otherwise bounds-checked like the others */
+HK_DEVICE void hk_global_store_b32(void *p, unsigned v)
+{
+    if ((size_t)p % 4)
+        hkemu_check_global(NULL, 4, 1);
+    hkemu_check_global(p, 4, 1);
+    memcpy(p, &v, 4);
+}
+HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v)
+{
+    if ((size_t)p % 16)
+        hkemu_check_global(NULL, 16, 1);
+    hkemu_check_global(p, 16, 1);
+    memcpy(p, &v, 16);
+}
 
 /* ---- bf16 <-> fp32, as the hardware rounds (nearest even) -------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x)
@@ -180,6 +196,18 @@ HK_DEVICE float hk_bf16_to_f32(hk_bf16 x)
     float f;
     memcpy(&f, &u, 4);
     return f;
+}
+HK_DEVICE float hk_u32_as_f32(unsigned u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+HK_DEVICE unsigned hk_f32_as_u32(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, 4);
+    return u;
 }
 HK_DEVICE hk_bf16 hk_f32_to_bf16(float f)
 {

@@ -114,7 +114,8 @@ class Kernel:
     def grid(self, values):
         params = dict(self._baked)
         for k, v in values.items():
-            if hasattr(v, "__index__"):  # Python, numpy and torch integers alike
+            # Python and numpy integers (tensors, which also have __index__, are pointers)
+            if hasattr(v, "__index__") and not hasattr(v, "data_ptr"):
                 params[k] = operator.index(v)
         return [_eval(g, params) for g in self._grid]
 

@@ -32,6 +32,10 @@
  *   hk_global_load_f32        1 float from global
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_f32       store 1 float to global
+ *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
+ *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_u32_as_f32(u)          the float whose bit pattern is u
+ *   hk_f32_as_u32(f)          the bit pattern of float f
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
  *   hk_f32_to_bf16            narrow float to bf16, round to nearest even, NaN kept quiet
  *   hk_f32x2_to_bf16x2(lo, hi) two floats narrowed as hk_f32_to_bf16, packed (lo in bits 0..15), branch-free
@@ -165,9 +169,13 @@ HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return val
 HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_f32(float *p, float v) { *p = v; }
+HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
+HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __builtin_bit_cast(float, (unsigned)x << 16); }
+HK_DEVICE float hk_u32_as_f32(unsigned u) { return __builtin_bit_cast(float, u); }
+HK_DEVICE unsigned hk_f32_as_u32(float f) { return __builtin_bit_cast(unsigned, f); }
 
 HK_DEVICE hk_bf16 hk_f32_to_bf16(float f)
 {
