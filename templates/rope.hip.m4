@@ -83,7 +83,9 @@ HK_DEVICE void rope_sincos(float x, float *sin_x, float *cos_x)
 // LDS: cos of pair i at 4 i, sin at ROPE_SIN_OFF + 4 i (d/2 <= 256 pairs)
 static constexpr int ROPE_MAX_HALF = 256;
 static constexpr int ROPE_SIN_OFF = 4 * ROPE_MAX_HALF;
-static constexpr int ROPE_BATCH = 2;   // units per thread loaded before the barrier
+// units per thread loaded before the barrier (sm90: 2 made nvcc spill in the
+// interleaved table kernels)
+static constexpr int ROPE_BATCH = ]m4_ifelse(hkm_arch, [sm90], [1], [2])[;
 
 // 8 floats of the cos (or sin) row from LDS at byte offset off (16-byte aligned)
 HK_DEVICE void rope_lds_f32x8(hk_lds_t lds, int off, float *v)
@@ -177,9 +179,9 @@ HK_DEVICE void rope_vec_unit(hk_lds_t lds, hk_bf16 *dst, int c, int half, hk_bf1
         const int h = ok ? u / chunks : 0, c = ok ? u % chunks : 0;
         const bool is_q = h < heads_q;
         const hk_bf16 *src = (is_q ? q_src + h * q_src_h : k_src + (h - heads_q) * k_src_h) + 8 * c;
-        x0[r] = hk_global_load_bf16x8(src, ok ? 8 : 0, true);
+        x0[r] = ok ? hk_global_load_bf16x8(src, 8, true) : hk_bf16x8{};
 ]hkm_if_param([style], [rotate_half],
-[[        x1[r] = hk_global_load_bf16x8(src + half, ok ? 8 : 0, true);
+[[        x1[r] = ok ? hk_global_load_bf16x8(src + half, 8, true) : hk_bf16x8{};
 ]], [[        x1[r] = x0[r];
 ]])[    }
 
@@ -218,9 +220,9 @@ HK_DEVICE void rope_vec_unit(hk_lds_t lds, hk_bf16 *dst, int c, int half, hk_bf1
                 const int h = ok ? u / chunks : 0, c = ok ? u % chunks : 0;
                 const bool is_q = h < heads_q;
                 const hk_bf16 *src = (is_q ? q_src + h * q_src_h : k_src + (h - heads_q) * k_src_h) + 8 * c;
-                x0[r] = hk_global_load_bf16x8(src, ok ? 8 : 0, true);
+                x0[r] = ok ? hk_global_load_bf16x8(src, 8, true) : hk_bf16x8{};
 ]hkm_if_param([style], [rotate_half],
-[[                x1[r] = hk_global_load_bf16x8(src + half, ok ? 8 : 0, true);
+[[                x1[r] = ok ? hk_global_load_bf16x8(src + half, 8, true) : hk_bf16x8{};
 ]], [[                x1[r] = x0[r];
 ]])[            }
 #pragma unroll
