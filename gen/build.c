@@ -136,10 +136,11 @@ static int bd_check_resources(const bd_item *it) {
                it->k->name, it->k->target, m->vgpr_spill, m->sgpr_spill, m->scratch);
     ok = 0;
   }
-  if ((unsigned)m->lds > t->lds_bytes) {
+  unsigned dyn = (unsigned)op_dynamic_lds(it->k), lds = (unsigned)m->lds + dyn;
+  if (lds > t->lds_bytes) {
     diag_error(it->k->file, it->k->line, it->k->col,
-               "kernel %s for %s uses %d bytes of LDS, %u over the %s limit of %u",
-               it->k->name, it->k->target, m->lds, (unsigned)m->lds - t->lds_bytes, t->name,
+               "kernel %s for %s uses %u bytes of LDS (%d static + %u dynamic), %u over the %s limit of %u",
+               it->k->name, it->k->target, lds, m->lds, dyn, lds - t->lds_bytes, t->name,
                t->lds_bytes);
     ok = 0;
   }
@@ -308,8 +309,10 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int
     jw_kint(w, "scratch", it->meta.scratch);
     jw_kint(w, "vgpr_spill", it->meta.vgpr_spill);
     jw_kint(w, "sgpr_spill", it->meta.sgpr_spill);
+    cg_kernel_meta occ = it->meta; /* occupancy counts static + dynamic LDS */
+    occ.lds += op_dynamic_lds(k);
     jw_kint(w, tgt_is_amd(tgt_find(k->target)) ? "waves_per_simd" : "warps_per_sm",
-            bd_waves_per_simd(k->target, &it->meta, k->op->block(k)));
+            bd_waves_per_simd(k->target, &occ, k->op->block(k)));
     jw_end_obj(w);
     w->inline_depth = 1000;
   }
@@ -339,6 +342,7 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int
   jw_int(w, 1);
   jw_int(w, 1);
   jw_end_arr(w);
+  jw_kint(w, "dynamic_lds", op_dynamic_lds(k));
   char grid[3][96];
   k->op->grid(k, grid);
   jw_key(w, "grid");

@@ -62,7 +62,17 @@ typedef struct op_desc {
      reference, giving the relative L2 error. */
   int (*emu_shapes)(const op_inst *k, long out[][OP_MAX_PARAMS], int max);
   int (*emu_run)(const op_inst *k, const long *shape, struct et_ctx *c, double *err);
+  /* Optional: the bytes of dynamic shared memory (LDS) kernel k allocates at
+     launch on its target, on top of its static LDS; NULL or 0: none. The
+     manifest records it ("dynamic_lds"), the runtime passes it at launch and
+     the skeleton reads it as hkm_dynamic_lds. */
+  int (*dynamic_lds)(const op_inst *k);
 } op_desc;
+
+/* k->op->dynamic_lds(k), or 0 when the op has none. */
+static inline int op_dynamic_lds(const op_inst *k) {
+  return k->op->dynamic_lds ? k->op->dynamic_lds(k) : 0;
+}
 
 const op_desc *const *op_all(size_t *n);
 const op_desc *op_find(const char *name);

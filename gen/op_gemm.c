@@ -7,6 +7,7 @@
 
 #include "emutest.h"
 #include "op.h"
+#include "target.h"
 
 static const char *const gemm_dtypes[] = {"bf16", NULL};
 static const char *const gemm_layouts[] = {"nt", "nn", NULL};
@@ -136,6 +137,26 @@ static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
+/* sm_90a, layout nt (wgmma): GEMM_SM90_STAGES shared-memory stages of k =
+   GEMM_SM90_TILE_K (A tile_m x k and B tile_n x k bf16), in dynamic shared
+   memory, plus GEMM_LDS_SLACK bytes so that the skeleton can align the region
+   to 1024 bytes (the 128-byte swizzle's period). gemm.sm90.hip.m4 derives its
+   stage count from hkm_dynamic_lds with the same formula. Everything else
+   (nn, AMD) uses static shared memory only. */
+#ifndef GEMM_SM90_STAGES
+#define GEMM_SM90_STAGES 4
+#endif
+#ifndef GEMM_SM90_TILE_K
+#define GEMM_SM90_TILE_K 32 /* templates/gemm.sm90.hip.m4 hkm_gemm_wgmma_k */
+#endif
+#define GEMM_LDS_SLACK 1024
+static int gemm_dynamic_lds(const op_inst *k) {
+  const tgt_info *t = tgt_find(k->target);
+  if (!t || strcmp(t->arch, "sm90") || strcmp(op_val(k, "layout"), "nt")) return 0;
+  long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_SM90_TILE_K * 2;
+  return (int)(GEMM_SM90_STAGES * stage + GEMM_LDS_SLACK);
+}
+
 const op_desc op_gemm = {
     .name = "gemm",
     .doc = "bf16 GEMM with fp32 accumulation: C[M][N] = A[M][K] x B (B^T for layout nt)",
@@ -148,4 +169,5 @@ const op_desc op_gemm = {
     .grid = gemm_grid,
     .emu_shapes = gemm_emu_shapes,
     .emu_run = gemm_emu_run,
+    .dynamic_lds = gemm_dynamic_lds,
 };

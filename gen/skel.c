@@ -141,6 +141,8 @@ void skel_prologue_for(skel_prologue *p, const op_inst *k) {
   skel_define_str(p, "tile_header", t->header);
   snprintf(num, sizeof num, "%d", k->op->block(k));
   skel_define_str(p, "block_size", num);
+  snprintf(num, sizeof num, "%d", op_dynamic_lds(k));
+  skel_define_str(p, "dynamic_lds", num);
   buf_init(&b);
   skel_banner(&b, k);
   skel_define_str(p, "banner", b.s);

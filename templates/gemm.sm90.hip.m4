@@ -16,9 +16,15 @@ m4_divert(-1)                                                   -*- C -*-
 # Grid: x = cdiv(N, tile_n), y = cdiv(M, tile_m); the kernel renumbers the
 # blocks so that groups of GROUP_M consecutive m-tiles run together (A and B
 # tiles are reused from L2).
-# K advances 32 per shared-memory stage; STAGES stages filled by asynchronous
-# copies (hk_async_load_b128, 16 bytes, zero-filled past the matrix), STAGES-1
-# k-tiles in flight while one is multiplied; one barrier per k-tile.
+# Layout nt (wgmma): K advances hkm_gemm_wgmma_k (32: 64-byte swizzle; 64:
+# 128-byte swizzle) per shared-memory stage;
+# the stages live in dynamic shared memory, hkm_dynamic_lds bytes (op_gemm.c,
+# gemm_dynamic_lds: the stage count comes from there), STAGES-2 k-tiles in
+# flight while one is multiplied and the previous one's wgmma group may still
+# run (wait<1>).  Layout nn (mma.sync): K advances 32 per stage, 3 stages of
+# static shared memory, STAGES-1 k-tiles in flight.  Stages are filled by
+# asynchronous copies (hk_async_load_b128, 16 bytes, zero-filled past the
+# matrix); one barrier per k-tile.
 # Shared-memory rows are XOR-swizzled in 16-byte chunks so that the 8 rows
 # each ldmatrix phase reads fall into distinct banks.
 # Operands reach registers with ldmatrix (A, and B for nt: k innermost in
@@ -89,6 +95,16 @@ m4_define([hkm_gemm_b_frag], [hkm_if_param([layout], [nt],
 m4_define([hkm_gemm_wg_n],
           m4_ifelse(hkm_param([tile_m]), [128], hkm_param([tile_n]), m4_eval(hkm_param([tile_n]) / 2)))
 
+# hkm_gemm_wgmma_k
+# ----------------
+# k per shared-memory stage of the wgmma path: 64 (128-byte rows, 128-byte
+# swizzle) or 32 (64-byte rows, 64-byte swizzle).  op_gemm.c's
+# GEMM_SM90_TILE_K must agree (gemm_dynamic_lds sizes the stages with it; a
+# mismatch fails the static_assert on whole stages or gives other stages).
+# 32 measured best on the H200 (docs/PERF.md, "GEMM with dynamic shared
+# memory": 4 stages of 32 beat 3 and 5 of 64 and 6 of 32).
+m4_define([hkm_gemm_wgmma_k], [32])
+
 # hkm_if_wgmma(IF-WGMMA, IF-MMA-SYNC)
 # ----------------------------------
 m4_define([hkm_if_wgmma], [hkm_if_param([layout], [nt], [$1], [$2])])
@@ -99,9 +115,9 @@ hkm_file_head()[
 static constexpr int GEMM_THREADS = ]hkm_block_size[;
 static constexpr int TILE_M = ]hkm_param([tile_m])[;     // rows of C per block
 static constexpr int TILE_N = ]hkm_param([tile_n])[;     // columns of C per block
-static constexpr int TILE_K = 32;      // k per shared-memory stage
-static constexpr int STAGES = 3;       // shared-memory stages (STAGES - 1 k-tiles in flight)
-static constexpr int GROUP_M = 8;      // m-tiles per block-renumbering group
+]hkm_if_wgmma([[static constexpr int TILE_K = ]]hkm_gemm_wgmma_k[[;      // k per shared-memory stage
+]], [[static constexpr int TILE_K = 32;      // k per shared-memory stage (64-byte rows)
+]])[static constexpr int GROUP_M = 8;      // m-tiles per block-renumbering group
 static constexpr int WARPS_M = 2, WARPS_N = 4;
 static constexpr int WAVE_M = TILE_M / WARPS_M;  // rows of C per warp
 static constexpr int WAVE_N = TILE_N / WARPS_N;  // columns of C per warp
@@ -112,21 +128,38 @@ static constexpr int FRAG_N = WAVE_N / 8;
 static constexpr int LDS_A_BYTES = TILE_M * TILE_K * 2;
 static constexpr int LDS_B_BYTES = TILE_N * TILE_K * 2;
 static constexpr int LDS_STAGE_BYTES = LDS_A_BYTES + LDS_B_BYTES;
-// 16-byte chunks per thread and stage
+]hkm_if_wgmma([[// wgmma: dynamic shared memory, the prologue's dynamic_lds bytes (op_gemm.c's formula:
+// stages x stage bytes + the alignment slack); STAGES - 2 k-tiles in flight
+// while one is multiplied and the previous one's wgmma may still run
+static constexpr int DYNAMIC_LDS = ]]hkm_dynamic_lds[[;
+static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK) / LDS_STAGE_BYTES;
+static_assert(STAGES * LDS_STAGE_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
+              "dynamic_lds must hold whole stages (op_gemm.c gemm_dynamic_lds)");
+static_assert(STAGES >= 3, "one stage multiplied, one in wgmma, one or more in flight");
+static constexpr int STAGES_AHEAD = STAGES - 2;  // k-tiles loaded ahead of the one multiplied
+]], [[static_assert(]]hkm_dynamic_lds[[ == 0, "mma.sync path: static shared memory only");
+static constexpr int STAGES = 3;       // shared-memory stages (STAGES - 1 k-tiles in flight)
+static constexpr int STAGES_AHEAD = STAGES - 1;
+static_assert(STAGES * LDS_STAGE_BYTES <= 48 * 1024, "static shared memory budget");
+]])[// 16-byte chunks per thread and stage
 static constexpr int A_CHUNKS = TILE_M * TILE_K / 8 / GEMM_THREADS;
 static constexpr int B_CHUNKS = TILE_N * TILE_K / 8 / GEMM_THREADS;
 static_assert(GEMM_THREADS == 32 * WARPS_M * WARPS_N, "8 warps");
 static_assert(TILE_M * TILE_K % (8 * GEMM_THREADS) == 0 && TILE_N * TILE_K % (8 * GEMM_THREADS) == 0,
               "tiles must split into 16-byte chunks evenly");
 static_assert(FRAG_N % 2 == 0, "B operands are loaded two n-tiles at a time");
-static_assert(TILE_K == 32, "swz_k assumes 64-byte rows");
-static_assert(STAGES * LDS_STAGE_BYTES <= 48 * 1024, "static shared memory budget");
+static_assert(TILE_K == 32 || TILE_K == 64, "swz_k: 64- or 128-byte rows");
 
-// Byte offset of 16-byte chunk c of row r in a [rows][32] bf16 tile (64-byte
-// rows, 4 chunks): rows 2i and 2i+1 share a 128-byte line; the chunk is XORed
-// with (r / 2) % 4, so 8 consecutive rows at one logical chunk hit 8
+// Byte offset of 16-byte chunk c of row r in a [rows][TILE_K] bf16 tile.
+// TILE_K 32 (64-byte rows, 4 chunks): rows 2i and 2i+1 share a 128-byte line;
+// the chunk is XORed with (r / 2) % 4 (the 64-byte swizzle).  TILE_K 64
+// (128-byte rows, 8 chunks): the chunk is XORed with r % 8 (the 128-byte
+// swizzle).  Either way 8 consecutive rows at one logical chunk hit 8
 // different 16-byte bank groups.
-HK_DEVICE int swz_k(int r, int c) { return r * (TILE_K * 2) + ((c ^ ((r >> 1) & 3)) << 4); }
+HK_DEVICE int swz_k(int r, int c)
+{
+    return TILE_K == 64 ? r * 128 + ((c ^ (r & 7)) << 4) : r * (TILE_K * 2) + ((c ^ ((r >> 1) & 3)) << 4);
+}
 // The same for a [TILE_K][TILE_N] tile (rows of TILE_N bf16): chunk XOR r % 8.
 HK_DEVICE int swz_n(int r, int c) { return r * (TILE_N * 2) + ((c ^ (r & 7)) << 4); }
 
@@ -212,23 +245,27 @@ HK_DEVICE void gemm_store_pair(hk_bf16 *C, int ldc, int m, int n, int M, int N, 
 }
 
 ]hkm_if_wgmma([[// ---- one stage x wgmma (warpgroup wg): acc += A_tile * B_tile over TILE_K ----------
-// Both tiles are K-major with 64-byte rows in the 64-byte swizzle pattern that
-// swz_k writes (16-byte chunk c of row r at chunk c ^ (r / 2) % 4): descriptor
-// swizzle mode 2, 512 bytes between 8-row groups; a k step of 16 adds 32 bytes.
+// Both tiles are K-major in the swizzle pattern swz_k writes: TILE_K 64,
+// 128-byte rows, chunk c of row r at c ^ r % 8 (descriptor swizzle mode 1,
+// 1024 bytes between 8-row groups); TILE_K 32, 64-byte rows, chunk c at
+// c ^ (r / 2) % 4 (mode 2, 512 bytes).  A k step of 16 adds 32 bytes.  Committed, not waited for: on return the previous stage's wgmma
+// group is complete (wait<1>), this one may still run.
 static constexpr int WG_M = 64;                 // rows of C per warpgroup
 static constexpr int WG_N = ]]hkm_gemm_wg_n[[;  // columns of C per warpgroup
+static constexpr int WG_SWIZZLE = TILE_K == 64 ? 1 : 2;  // descriptor swizzle mode
+static constexpr int WG_SBO = TILE_K * 2 * 8;            // bytes between 8-row groups
 HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int wg_row, int wg_col, hk_wgmma_acc]]hkm_gemm_wg_n[[_t &acc)
 {
     const int b_off = a_off + LDS_A_BYTES;
     hk_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < TILE_K; kk += 16) {
-        const unsigned long long da = hk_wgmma_desc(lds, a_off + wg_row * (TILE_K * 2) + kk * 2, 16, 512, 2);
-        const unsigned long long db = hk_wgmma_desc(lds, b_off + wg_col * (TILE_K * 2) + kk * 2, 16, 512, 2);
+        const unsigned long long da = hk_wgmma_desc(lds, a_off + wg_row * (TILE_K * 2) + kk * 2, 16, WG_SBO, WG_SWIZZLE);
+        const unsigned long long db = hk_wgmma_desc(lds, b_off + wg_col * (TILE_K * 2) + kk * 2, 16, WG_SBO, WG_SWIZZLE);
         hk_wgmma_64x]]hkm_gemm_wg_n[[x16(acc, da, db, 1);
     }
     hk_wgmma_commit();
-    hk_wgmma_wait<0>();
+    hk_wgmma_wait<1>();
 }
 
 ]])[// ---- kernel ------------------------------------------------------------------
@@ -238,8 +275,9 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int wg_row, int wg_col,
     hk_bf16 *C = hk_a.C;
     const int lda = hk_a.lda, ldb = hk_a.ldb, ldc = hk_a.ldc;
 
-    HK_LDS_DECLARE(STAGES * LDS_STAGE_BYTES);
-
+]hkm_if_wgmma([[    HK_LDS_DECLARE_DYNAMIC();
+]], [[    HK_LDS_DECLARE(STAGES * LDS_STAGE_BYTES);
+]])[
     // block renumbering: runs of GROUP_M m-tiles sweep the n-tiles together
     const int tiles_n = hk_grid_dim_x(), tiles_m = hk_grid_dim_y();
     const int id = hk_block_id_y() * tiles_n + hk_block_id_x();
@@ -274,26 +312,29 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int wg_row, int wg_col,
         for (int j = 0; j < FRAG_N; ++j)
             acc[i][j] = hk_mma_acc_zero();
 ]])[
-    // prologue: k-tiles 0 .. STAGES-2 in flight (one copy group each, empty past K)
+    // prologue: k-tiles 0 .. STAGES_AHEAD-1 in flight (one copy group each, empty past K)
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < STAGES_AHEAD; ++s) {
         if (s < k_tiles)
             gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n, s * TILE_K,
                             vec_a, vec_b);
         hk_async_commit();
     }
 
-    // main loop: wait for k-tile t, one barrier (everyone is also done with
-    // k-tile t-1), refill that stage with k-tile t+STAGES-1, multiply k-tile t
+    // main loop: wait for k-tile t, one barrier, refill a stage with k-tile
+    // t+STAGES_AHEAD, multiply k-tile t.  mma.sync: everyone is done with
+    // k-tile t-1, whose stage is refilled.  wgmma: k-tile t-1's group may
+    // still run (each warpgroup waits for all but its newest group), so the
+    // stage refilled is k-tile t-2's, complete before everyone's barrier.
     int stage = 0;                 // stage of k-tile t
-    int fill = STAGES - 1;         // stage of k-tile t + STAGES - 1
+    int fill = STAGES_AHEAD;       // stage of k-tile t + STAGES_AHEAD
     for (int t = 0; t < k_tiles; ++t) {
-        hk_async_wait<STAGES - 2>();
+        hk_async_wait<STAGES_AHEAD - 1>();
 ]hkm_if_wgmma([[        hk_fence_proxy_async(); // cp.async wrote it (generic proxy); wgmma reads it (async proxy)
 ]])[        hk_barrier();
-        if (t + STAGES - 1 < k_tiles)
+        if (t + STAGES_AHEAD < k_tiles)
             gemm_copy_stage(hk_lds, fill * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n,
-                            (t + STAGES - 1) * TILE_K, vec_a, vec_b);
+                            (t + STAGES_AHEAD) * TILE_K, vec_a, vec_b);
         hk_async_commit();
 ]hkm_if_wgmma([[        gemm_wgmma_stage(hk_lds, stage * LDS_STAGE_BYTES, wg_row, wg_col, acc);
 ]], [[        gemm_mma_stage(hk_lds, stage * LDS_STAGE_BYTES, wave_m, wave_n, acc);
@@ -302,7 +343,8 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int wg_row, int wg_col,
         fill = fill == STAGES - 1 ? 0 : fill + 1;
     }
     hk_async_wait<0>();
-
+]hkm_if_wgmma([[    hk_wgmma_wait<0>();
+]])[
     // epilogue: lane l (g = l / 4, t = l % 4) holds C[g][2t, 2t+1] and
     // C[g+8][2t, 2t+1] of each 16x8 tile; bf16 pairs as 4-byte stores when
     // the pair is inside C and 4-byte aligned

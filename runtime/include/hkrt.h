@@ -57,6 +57,13 @@ hkrt_status hkrt_module_function(hkrt_module *mod, const char *name, hkrt_func *
 hkrt_status hkrt_launch(hkrt_func *fn, const unsigned grid[3], const unsigned block[3],
                         const void *args, size_t args_size, void *stream);
 
+/* hkrt_launch with shared_bytes of dynamic shared memory (LDS) per block
+   (hkrt_launch: 0). CUDA: above 48 KiB, the function's
+   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES is raised first (once per
+   size). HIP: at most 64 KiB. The emulator: 0 only. */
+hkrt_status hkrt_launch_ex(hkrt_func *fn, const unsigned grid[3], const unsigned block[3],
+                           unsigned shared_bytes, const void *args, size_t args_size, void *stream);
+
 /* Emulator settings: the seed of the wave order between barriers, and the
    LDS bytes a workgroup may allocate (default: the target's). */
 hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsigned lds_limit);
@@ -128,6 +135,9 @@ hkrt_status hkrt_select(hkrt_catalog *cat, const hkrt_problem *problem, hkrt_ker
 
 const char *hkrt_kernel_name(const hkrt_kernel *k);
 const char *hkrt_kernel_target(const hkrt_kernel *k);
+/* The bytes of dynamic shared memory each launch of k passes (the manifest's
+   "dynamic_lds"; 0 when absent). */
+unsigned hkrt_kernel_dynamic_lds(const hkrt_kernel *k);
 
 /* One kernel argument by name: a device pointer, an integer or a float. */
 typedef enum { HKRT_ARG_PTR = 1, HKRT_ARG_INT = 2, HKRT_ARG_FLOAT = 3 } hkrt_arg_kind;

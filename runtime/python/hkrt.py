@@ -42,6 +42,8 @@ class _Lib:
         c.hkrt_module_function.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
         c.hkrt_launch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
                                   ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        c.hkrt_launch_ex.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
+                                     ctypes.c_uint, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         c.hkrt_synchronize.argtypes = [ctypes.c_void_p]
 
     def check(self, status, what):
@@ -75,6 +77,7 @@ class Kernel:
         self.name = entry["name"]
         self.args = entry["kernarg"]["args"]
         self.size = entry["kernarg"]["size"]
+        self.dynamic_lds = int(entry.get("dynamic_lds", 0))  # bytes of dynamic shared memory per launch
         self._fn = None
         self._grid = [_compile(g) for g in entry["grid"]]
         self._baked = {k: int(v) for k, v in entry["params"].items() if re.fullmatch(r"-?\d+", v)}
@@ -132,8 +135,8 @@ class Kernel:
         g = (ctypes.c_uint * 3)(*grid)
         b = (ctypes.c_uint * 3)(*block)
         buf = ctypes.create_string_buffer(args, len(args))
-        self.cat.lib.check(self.cat.lib.c.hkrt_launch(self._function(), g, b, buf, len(args),
-                                                      ctypes.c_void_p(stream or 0)),
+        self.cat.lib.check(self.cat.lib.c.hkrt_launch_ex(self._function(), g, b, self.dynamic_lds, buf, len(args),
+                                                         ctypes.c_void_p(stream or 0)),
                            "launching " + self.name)
 
 

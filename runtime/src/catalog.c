@@ -268,7 +268,16 @@ static hkrt_status hkrt_read_block(const hkrt_mctx *m, hkrt_kernel *k) {
     k->block[i] = (unsigned)v->num;
     total *= k->block[i];
   }
-  return total <= 1024 ? HKRT_OK : hkrt_mfail(m, b, "block of %llu threads (at most 1024)", total);
+  if (total > 1024) return hkrt_mfail(m, b, "block of %llu threads (at most 1024)", total);
+  /* optional (manifests before it have none): dynamic shared memory bytes */
+  const hkrt_json *d = hkrt_json_get(m->obj, "dynamic_lds");
+  k->dynamic_lds = 0;
+  if (d) {
+    if (d->type != HKRT_JSON_NUMBER || !d->is_int || d->num < 0 || d->num > 16 * 1024 * 1024)
+      return hkrt_mfail(m, d, "dynamic_lds must be an integer from 0 to 16777216");
+    k->dynamic_lds = (unsigned)d->num;
+  }
+  return HKRT_OK;
 }
 
 /* Names a grid formula may use, all taken as 1 to check the formula. */
@@ -439,6 +448,7 @@ HKRT_API void hkrt_catalog_close(hkrt_catalog *cat) {
 }
 
 HKRT_API const char *hkrt_kernel_name(const hkrt_kernel *k) { return k ? k->name : "(null)"; }
+HKRT_API unsigned hkrt_kernel_dynamic_lds(const hkrt_kernel *k) { return k ? k->dynamic_lds : 0; }
 HKRT_API const char *hkrt_kernel_target(const hkrt_kernel *k) { return k ? k->target : "(null)"; }
 
 HKRT_API hkrt_status hkrt_catalog_find(hkrt_catalog *cat, const char *name, const char *target,

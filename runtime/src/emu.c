@@ -493,8 +493,12 @@ static hkrt_status emu_ops_function(void *mod, const char *name, void **fn, unsi
   return emu_function(mod, name, fn, sz);
 }
 static hkrt_status emu_ops_launch(void *dev, void *fn, const char *name, const unsigned grid[3],
-                                  const unsigned block[3], const void *args, size_t size, void *stream) {
+                                  const unsigned block[3], unsigned shared_bytes, const void *args,
+                                  size_t size, void *stream) {
   (void)stream; /* the emulator runs synchronously */
+  if (shared_bytes)
+    return hkrt_fail(HKRT_ERR_LAUNCH, "emulator: kernel %s asks for %u bytes of dynamic LDS; the emulator has none",
+                     name, shared_bytes);
   return emu_launch(dev, fn, name, grid, block, args, size);
 }
 static hkrt_status emu_ops_sync(void *dev) {
@@ -505,4 +509,4 @@ static hkrt_status emu_ops_sync(void *dev) {
 const hkrt_backend_ops hkrt_emu_ops = {
     "emulator", emu_ops_open, emu_ops_close, emu_ops_alloc, emu_ops_free, emu_ops_to_device,
     emu_ops_to_host, emu_ops_module_load, emu_ops_module_unload, emu_ops_function, emu_ops_launch,
-    emu_ops_sync};
+    emu_ops_sync, NULL};

@@ -34,6 +34,7 @@ typedef struct {
   gpu_res (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                     void *, void **, void **);
   gpu_res (*sync)(void);
+  gpu_res (*func_set_attr)(void *, int, int); /* CUDA, optional: cuFuncSetAttribute */
   /* CUDA only: a context to make current */
   gpu_res (*device_get)(int *, int);
   gpu_res (*ctx_retain)(void **, int);
@@ -87,6 +88,8 @@ static hkrt_status gpu_load_library(gpu_api *g) {
   }
   /* optional: messages only */
   *(void **)&g->error_string = dlsym(g->lib, cuda ? "cuGetErrorString" : "hipDrvGetErrorString");
+  /* optional: only kernels with more than 48 KiB of dynamic shared memory need it */
+  if (cuda) *(void **)&g->func_set_attr = dlsym(g->lib, "cuFuncSetAttribute");
   if (missing) {
     dlclose(g->lib);
     g->lib = NULL;
@@ -203,14 +206,39 @@ static hkrt_status gpu_function_hip(void *mod, const char *name, void **fn, unsi
   return gpu_function(&gpu_hip, mod, name, fn, sz);
 }
 
+/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda.h) */
+#define GPU_CU_FUNC_MAX_DYNAMIC_SHARED 8
+
+static hkrt_status gpu_allow_shared_cuda(void *dev, void *fn, const char *name, unsigned bytes) {
+  gpu_api *g = dev;
+  if (bytes <= 48 * 1024) return HKRT_OK; /* the default limit */
+  if (!g->func_set_attr)
+    return hkrt_fail(HKRT_ERR_LAUNCH, "CUDA: kernel %s needs %u bytes of dynamic shared memory and the driver "
+                     "lacks cuFuncSetAttribute", name, bytes);
+  gpu_current(g);
+  gpu_res r = g->func_set_attr(fn, GPU_CU_FUNC_MAX_DYNAMIC_SHARED, (int)bytes);
+  if (r)
+    return hkrt_fail(HKRT_ERR_LAUNCH, "CUDA: kernel %s: cannot allow %u bytes of dynamic shared memory: %s (%d)",
+                     name, bytes, gpu_err(g, r), r);
+  return HKRT_OK;
+}
+
+static hkrt_status gpu_allow_shared_hip(void *dev, void *fn, const char *name, unsigned bytes) {
+  (void)dev;
+  (void)fn;
+  if (bytes <= 64 * 1024) return HKRT_OK;
+  return hkrt_fail(HKRT_ERR_LAUNCH, "HIP: kernel %s needs %u bytes of dynamic LDS; hkrt allows at most 65536 on HIP",
+                   name, bytes);
+}
+
 static hkrt_status gpu_launch(void *dev, void *fn, const char *name, const unsigned grid[3],
-                              const unsigned block[3], const void *args, size_t args_size,
-                              void *stream) {
+                              const unsigned block[3], unsigned shared_bytes, const void *args,
+                              size_t args_size, void *stream) {
   gpu_api *g = dev;
   size_t size = args_size;
   void *extra[] = {(void *)1, (void *)args, (void *)2, &size, g->end_marker};
   gpu_current(g);
-  gpu_res r = g->launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream,
+  gpu_res r = g->launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream,
                         NULL, extra);
   if (r) return hkrt_fail(HKRT_ERR_LAUNCH, "%s: launch of %s failed: %s (%d)", g->api, name, gpu_err(g, r), r);
   return HKRT_OK;
@@ -234,8 +262,10 @@ static hkrt_status gpu_open_hip(const char *target, void **dev) {
 
 const hkrt_backend_ops hkrt_cuda_ops = {
     "CUDA", gpu_open_cuda, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
-    gpu_module_load, gpu_module_unload_cuda, gpu_function_cuda, gpu_launch, gpu_sync};
+    gpu_module_load, gpu_module_unload_cuda, gpu_function_cuda, gpu_launch, gpu_sync,
+    gpu_allow_shared_cuda};
 
 const hkrt_backend_ops hkrt_hip_ops = {
     "HIP", gpu_open_hip, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
-    gpu_module_load, gpu_module_unload_hip, gpu_function_hip, gpu_launch, gpu_sync};
+    gpu_module_load, gpu_module_unload_hip, gpu_function_hip, gpu_launch, gpu_sync,
+    gpu_allow_shared_hip};

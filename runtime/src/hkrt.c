@@ -27,6 +27,7 @@ struct hkrt_func {
   char name[128];
   void *impl;
   unsigned args_size; /* 0: unknown to the backend (GPU objects) */
+  unsigned shared_allowed; /* dynamic shared bytes the backend allows (allow_shared) */
 };
 
 static _Thread_local char hkrt_msg[1024];
@@ -163,6 +164,12 @@ HKRT_API hkrt_status hkrt_module_function(hkrt_module *mod, const char *name, hk
 
 HKRT_API hkrt_status hkrt_launch(hkrt_func *fn, const unsigned grid[3], const unsigned block[3],
                                  const void *args, size_t args_size, void *stream) {
+  return hkrt_launch_ex(fn, grid, block, 0, args, args_size, stream);
+}
+
+HKRT_API hkrt_status hkrt_launch_ex(hkrt_func *fn, const unsigned grid[3], const unsigned block[3],
+                                    unsigned shared_bytes, const void *args, size_t args_size,
+                                    void *stream) {
   if (!fn || !grid || !block || (!args && args_size))
     return hkrt_fail(HKRT_ERR_ARG, "hkrt_launch: NULL argument");
   if (fn->args_size && args_size != fn->args_size)
@@ -172,7 +179,15 @@ HKRT_API hkrt_status hkrt_launch(hkrt_func *fn, const unsigned grid[3], const un
     if (!grid[i] || !block[i])
       return hkrt_fail(HKRT_ERR_ARG, "hkrt_launch: kernel %s: empty grid or block", fn->name);
   hkrt_device *d = fn->mod->dev;
-  return d->ops->launch(d->impl, fn->impl, fn->name, grid, block, args, args_size, stream);
+  if (shared_bytes > __atomic_load_n(&fn->shared_allowed, __ATOMIC_ACQUIRE)) {
+    /* several threads may raise it at once: the attribute is idempotent */
+    if (d->ops->allow_shared) {
+      hkrt_status st = d->ops->allow_shared(d->impl, fn->impl, fn->name, shared_bytes);
+      if (st != HKRT_OK) return st;
+    }
+    __atomic_store_n(&fn->shared_allowed, shared_bytes, __ATOMIC_RELEASE);
+  }
+  return d->ops->launch(d->impl, fn->impl, fn->name, grid, block, shared_bytes, args, args_size, stream);
 }
 
 HKRT_API hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsigned lds_limit) {

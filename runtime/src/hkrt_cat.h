@@ -39,6 +39,7 @@ struct hkrt_kernel {
   size_t nargs;
   unsigned args_size;
   unsigned block[3];
+  unsigned dynamic_lds; /* bytes of dynamic shared memory per launch ("dynamic_lds", 0 if absent) */
   const char *grid[3];
   pthread_mutex_t lock; /* guards mod and fn: modules load at the first launch */
   hkrt_module *mod;

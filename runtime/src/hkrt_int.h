@@ -30,9 +30,14 @@ typedef struct {
   void (*module_unload)(void *mod);
   /* args_size: the argument bytes the kernel takes, or 0 when unknown */
   hkrt_status (*function)(void *mod, const char *name, void **fn, unsigned *args_size);
+  /* shared_bytes: dynamic shared memory per block (0: none) */
   hkrt_status (*launch)(void *dev, void *fn, const char *name, const unsigned grid[3],
-                        const unsigned block[3], const void *args, size_t args_size, void *stream);
+                        const unsigned block[3], unsigned shared_bytes, const void *args,
+                        size_t args_size, void *stream);
   hkrt_status (*synchronize)(void *dev);
+  /* Allows launches of fn with up to `bytes` of dynamic shared memory (NULL:
+     nothing to do). Called before the first launch that needs more. */
+  hkrt_status (*allow_shared)(void *dev, void *fn, const char *name, unsigned bytes);
 } hkrt_backend_ops;
 
 HKRT_LOCAL extern const hkrt_backend_ops hkrt_emu_ops;

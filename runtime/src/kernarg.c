@@ -365,6 +365,6 @@ HKRT_API hkrt_status hkrt_kernel_launch(hkrt_kernel *k, const hkrt_problem *pb, 
     return hkrt_fail(HKRT_ERR_ARG, "kernel %s is for %s; the device runs %s", k->name, k->target, dt);
   hkrt_status st = hkrt_kernel_args(k, pb, args, nargs, buf, sizeof buf, &size, grid, block);
   if (!st) st = hkrt_kernel_function(k, &fn);
-  if (!st) st = hkrt_launch(fn, grid, block, buf, size, stream);
+  if (!st) st = hkrt_launch_ex(fn, grid, block, k->dynamic_lds, buf, size, stream);
   return st;
 }

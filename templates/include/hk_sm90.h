@@ -25,6 +25,8 @@
  *   hk_sched_barrier()        no-op
  *   HK_SETPRIO(p)             no-op
  *   HK_LDS_DECLARE(bytes)     declares the block's shared memory (1024-byte aligned) and the handle `hk_lds`
+ *   HK_LDS_DECLARE_DYNAMIC()  the same over the launch's dynamic shared memory (extern __shared__), aligned
+ *                             to 1024 bytes at run time: HK_LDS_DYNAMIC_SLACK of the launch's bytes are lost
  *   hk_lds_load_b32/b64/b128  load 4/8/16 bytes of shared memory at a byte offset (naturally aligned)
  *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of shared memory at a byte offset (naturally aligned)
  *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
@@ -125,7 +127,8 @@ HK_DEVICE void hk_sched_barrier(void) {}
 /* ---- shared memory ----------------------------------------------------------
  * One region per block, addressed by byte offsets through the handle `hk_lds`
  * (a generic pointer for ordinary accesses, the shared-window address for
- * cp.async and ldmatrix).  At most 48 KiB (static shared memory). */
+ * cp.async and ldmatrix).  At most 48 KiB of static shared memory; more
+ * through HK_LDS_DECLARE_DYNAMIC. */
 typedef struct {
     unsigned char *base;
     unsigned addr;
@@ -134,6 +137,17 @@ typedef struct {
 #define HK_LDS_DECLARE(bytes)                                                        \
     __shared__ __align__(1024) unsigned char hk_lds_bytes_[(bytes)];                \
     const hk_lds_t hk_lds = {hk_lds_bytes_, (unsigned)__cvta_generic_to_shared(hk_lds_bytes_)}
+
+/* Dynamic shared memory (the launch passes its size: the manifest's
+ * "dynamic_lds"), for more than 48 KiB.  The
+ * handle starts at the first 1024-byte boundary of the region, so a kernel
+ * gets the launch size less HK_LDS_DYNAMIC_SLACK usable bytes. */
+#define HK_LDS_DYNAMIC_SLACK 1024
+#define HK_LDS_DECLARE_DYNAMIC()                                                     \
+    extern __shared__ __align__(16) unsigned char hk_lds_dyn_[];                    \
+    const unsigned hk_lds_dyn_addr_ = (unsigned)__cvta_generic_to_shared(hk_lds_dyn_); \
+    const unsigned hk_lds_dyn_pad_ = (0u - hk_lds_dyn_addr_) & 1023u;                  \
+    const hk_lds_t hk_lds = {hk_lds_dyn_ + hk_lds_dyn_pad_, hk_lds_dyn_addr_ + hk_lds_dyn_pad_}
 
 HK_DEVICE unsigned hk_lds_load_b32(hk_lds_t l, int off) { return *(const unsigned *)(l.base + off); }
 HK_DEVICE hk_u32x2 hk_lds_load_b64(hk_lds_t l, int off) { return *(const hk_u32x2 *)(l.base + off); }

@@ -420,7 +420,7 @@ if "--no-bench" not in flags:
     lib = cat.lib.c
 
     class Packed:
-        """A pre-packed hkrt_launch of a catalogue kernel (the kernel's time without hkrt.py's packing)."""
+        """A pre-packed hkrt_launch_ex (with the manifest's dynamic_lds) of a catalogue kernel (the kernel's time without hkrt.py's packing)."""
 
         def __init__(self, name, **vals):
             self.k = cat.kernel(name, TARGET)
@@ -432,10 +432,10 @@ if "--no-bench" not in flags:
             self.fn = self.k._function()
 
         def __call__(self):
-            st = lib.hkrt_launch(self.fn, self.g, self.b, self.buf, len(self.args),
-                                 ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+            st = lib.hkrt_launch_ex(self.fn, self.g, self.b, self.k.dynamic_lds, self.buf, len(self.args),
+                                    ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
             if st:
-                raise RuntimeError("hkrt_launch: %s" % lib.hkrt_error().decode())
+                raise RuntimeError("hkrt_launch_ex: %s" % lib.hkrt_error().decode())
 
     log("\n== (c) benchmarks: triton.testing.do_bench medians (ms), L2 flushed by do_bench before each run")
     # ---- GEMM

@@ -116,6 +116,14 @@ static int test_barrier(const char *dir) {
   void *out = dev_alloc(d, BARRIER_GROUPS * 256 * 2);
   static uint16_t h[BARRIER_GROUPS * 256], again[BARRIER_GROUPS * 256];
   unsigned masks_seen = 0; /* bit m: stale-wave set m was seen */
+  {
+    /* dynamic shared memory reaches the backend's launch: the emulator has none */
+    unsigned grid[3] = {1, 1, 1}, block[3] = {256, 1, 1};
+    void *args[1] = {out};
+    hkrt_status st = hkrt_launch_ex(with, grid, block, 4096, args, sizeof args, NULL);
+    CHECK(st == HKRT_ERR_LAUNCH && strstr(hkrt_error(), "4096 bytes of dynamic LDS"),
+          "launch with 4096 dynamic bytes: %s: %s", hkrt_status_name(st), hkrt_error());
+  }
   size_t nseeds = sizeof barrier_seeds / sizeof barrier_seeds[0];
   printf("emu_barrier: %u workgroups x 4 waves, seeds", BARRIER_GROUPS);
   for (size_t s = 0; s < nseeds; s++) printf(" %llu", barrier_seeds[s]);

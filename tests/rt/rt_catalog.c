@@ -198,6 +198,10 @@ static void test_manifest(void) {
   bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": [256, 1, 1,]", HKRT_ERR_IO,
            ":8:22: expected a value, found ']'");
   bad_edit(d, "\"op\": \"gemm\", ", "\"op\": \"gemm\", \"op\": \"gemm\", ", HKRT_ERR_IO, "duplicate key \"op\"");
+  bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": [256, 1, 1], \"dynamic_lds\": -1", HKRT_ERR_IO,
+           "dynamic_lds must be an integer from 0 to 16777216");
+  bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": [256, 1, 1], \"dynamic_lds\": \"4096\"", HKRT_ERR_IO,
+           "dynamic_lds must be an integer from 0 to 16777216");
   bad_edit(d, "\"offset\": 24", "\"offset\": 20", HKRT_ERR_IO, "kernel 0 (gemm_any_nt_tm64_tn64): arguments C and lda overlap");
   bad_edit(d, "\"offset\": 24", "\"offset\": 26", HKRT_ERR_IO, "argument lda: offset 26 (size 4) is misaligned");
   bad_edit(d, "\"type\": \"int\"", "\"type\": \"int128\"", HKRT_ERR_IO, "argument lda: unknown type 'int128'");
@@ -348,6 +352,23 @@ static void test_pack(void) {
   CHECK(buf[40] == 0xab, "packing wrote past kernarg.size");
   CHECK(grid[0] == 48 && grid[1] == 1 && grid[2] == 1 && block[0] == 256 && block[1] == 1 && block[2] == 1,
         "grid %u %u %u block %u %u %u", grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+  /* no "dynamic_lds" (manifests before it): none */
+  CHECK(hkrt_kernel_dynamic_lds(k) == 0, "dynamic_lds %u without the key", hkrt_kernel_dynamic_lds(k));
+  /* the manifest's "dynamic_lds" reaches the kernel the launch reads it from */
+  {
+    char *text = replace(good_manifest, "\"block\": [256, 1, 1],\n \"grid\": [\"cdiv(6144,128)\"",
+                         "\"block\": [256, 1, 1],\n \"dynamic_lds\": 164864,\n \"grid\": [\"cdiv(6144,128)\"");
+    hkrt_catalog *cd = open_text(d, text);
+    hkrt_kernel *kd = NULL;
+    CHECK(hkrt_select(cd, &pb, &kd) == HKRT_OK && !strcmp(hkrt_kernel_name(kd), "llama3_8b_qkv"), "%s", hkrt_error());
+    CHECK(kd && hkrt_kernel_dynamic_lds(kd) == 164864, "dynamic_lds %u, want 164864",
+          kd ? hkrt_kernel_dynamic_lds(kd) : 0);
+    hkrt_kernel *k0 = NULL;
+    CHECK(hkrt_catalog_find(cd, "gemm_any_nt_tm64_tn64", NULL, &k0) == HKRT_OK && hkrt_kernel_dynamic_lds(k0) == 0,
+          "another kernel's dynamic_lds");
+    hkrt_catalog_close(cd);
+    free(text);
+  }
   /* the comparison can fail: a struct with lda and ldb swapped differs */
   want.lda = 4097, want.ldb = 4096;
   CHECK(memcmp(buf, &want, sizeof want) != 0, "a wrong layout compared equal");
