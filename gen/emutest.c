@@ -115,6 +115,23 @@ void et_arg_int(et_ctx *c, const char *name, long v) {
   }
 }
 
+int et_shapes_from_cases(const op_inst *k, const char *const *dims, int ndims, const long *cases,
+                         int ncases, int (*keep)(const op_inst *k, const long *shape),
+                         long out[][OP_MAX_PARAMS], int max) {
+  int n = 0;
+  for (int c = 0; c < ncases && n < max; c++) {
+    long *s = out[n];
+    op_shape_baked(k, s);
+    for (int d = 0; d < ndims; d++)
+      if (op_is_any(k, dims[d])) s[op_param_index(k->op, dims[d])] = cases[c * ndims + d];
+    if (keep && !keep(k, s)) continue;
+    int dup = 0;
+    for (int j = 0; j < n; j++) dup |= !memcmp(out[j], s, sizeof out[j]);
+    n += !dup;
+  }
+  return n;
+}
+
 void et_arg_strides(et_ctx *c, const char *tensor, long sb, long ss, long sh) {
   static const char *const axes[] = {"b", "s", "h"};
   long v[] = {sb, ss, sh};

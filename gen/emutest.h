@@ -25,6 +25,12 @@ int et_is_nan_bf16(unsigned short b);
 void et_arg_ptr(et_ctx *c, const char *name, const void *p);
 void et_arg_int(et_ctx *c, const char *name, long v);
 void et_arg_float(et_ctx *c, const char *name, double v);
+/* Default shapes for an op's emu_shapes: case c gives dims[d] the value
+   cases[c * ndims + d] unless the kernel bakes it; duplicates, and cases keep
+   rejects (keep may be NULL), are dropped. Returns the count. */
+int et_shapes_from_cases(const op_inst *k, const char *const *dims, int ndims, const long *cases,
+                         int ncases, int (*keep)(const op_inst *k, const long *shape),
+                         long out[][OP_MAX_PARAMS], int max);
 /* The three <tensor>_stride_b/_s/_h arguments of op_arg_strides. */
 void et_arg_strides(et_ctx *c, const char *tensor, long sb, long ss, long sh);
 /* Launches with the grid of the op's formula and its block size. Returns 0,

@@ -67,23 +67,19 @@ static void attn_grid(const op_inst *k, char out[3][96]) {
 
 /* Small shapes for `hkgen test`: the head counts that break other stacks
    (12, 7, 6 per rank; 40:8 = ratio 5; MQA), odd lengths, Sq != Sk. */
+/* A case fits when heads_q is a multiple of heads_k (a baked head count may
+   break that for some cases). */
+static int attn_case_fits(const op_inst *k, const long *s) {
+  long hq = s[op_param_index(k->op, "heads_q")], hk = s[op_param_index(k->op, "heads_k")];
+  return hk >= 1 && hq % hk == 0;
+}
+
 static int attn_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
   static const long cases[][5] = {{1, 37, 37, 12, 12}, {1, 1, 1, 1, 1},   {2, 65, 129, 6, 2},
                                   {1, 130, 97, 7, 1},  {1, 33, 70, 40, 8}, {1, 129, 129, 12, 4}};
-  int n = 0;
-  for (size_t c = 0; c < sizeof cases / sizeof cases[0] && n < max; c++) {
-    long *s = out[n];
-    op_shape_baked(k, s);
-    for (int d = 0; d < 5; d++)
-      if (op_is_any(k, dims[d])) s[op_param_index(k->op, dims[d])] = cases[c][d];
-    long hq = s[op_param_index(k->op, "heads_q")], hk = s[op_param_index(k->op, "heads_k")];
-    if (hk < 1 || hq % hk) continue; /* a baked head count this case does not fit */
-    int dup = 0;
-    for (int j = 0; j < n; j++) dup |= !memcmp(out[j], s, sizeof out[j]);
-    n += !dup;
-  }
-  return n;
+  return et_shapes_from_cases(k, dims, 5, &cases[0][0], (int)(sizeof cases / sizeof cases[0]),
+                              attn_case_fits, out, max);
 }
 
 typedef struct {

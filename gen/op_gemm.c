@@ -62,21 +62,11 @@ static void gemm_grid(const op_inst *k, char out[3][96]) {
 /* Problem sizes for `hkgen test`: tails in every dimension, K below one
    k-tile, and one of each 1. Baked dimensions keep their value. */
 static int gemm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
+  static const char *const dims[] = {"M", "N", "K"};
   static const long cases[][3] = {{100, 77, 93}, {1, 1, 1},    {17, 33, 45},
                                   {64, 64, 32},  {130, 257, 70}, {129, 64, 200}};
-  int iM = op_param_index(k->op, "M"), iN = op_param_index(k->op, "N"), iK = op_param_index(k->op, "K");
-  int n = 0;
-  for (size_t c = 0; c < sizeof cases / sizeof cases[0] && n < max; c++) {
-    long *s = out[n];
-    op_shape_baked(k, s);
-    if (op_is_any(k, "M")) s[iM] = cases[c][0];
-    if (op_is_any(k, "N")) s[iN] = cases[c][1];
-    if (op_is_any(k, "K")) s[iK] = cases[c][2];
-    int dup = 0;
-    for (int j = 0; j < n; j++) dup |= !memcmp(out[j], s, sizeof out[j]);
-    n += !dup;
-  }
-  return n;
+  return et_shapes_from_cases(k, dims, 3, &cases[0][0], (int)(sizeof cases / sizeof cases[0]), NULL,
+                              out, max);
 }
 
 /* Random bf16 matrix of rows x ld (the padding is random too). */

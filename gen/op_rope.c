@@ -75,17 +75,8 @@ static int rope_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max)
   static const char *const dims[] = {"batch", "seq_len", "heads_q", "heads_k", "head_dim"};
   static const long cases[][5] = {{2, 5, 3, 1, 64}, {1, 1, 1, 1, 2},   {1, 7, 12, 4, 128},
                                   {3, 3, 5, 5, 96}, {1, 9, 7, 2, 130}};
-  int n = 0;
-  for (size_t c = 0; c < sizeof cases / sizeof cases[0] && n < max; c++) {
-    long *s = out[n];
-    op_shape_baked(k, s);
-    for (int d = 0; d < 5; d++)
-      if (op_is_any(k, dims[d])) s[op_param_index(k->op, dims[d])] = cases[c][d];
-    int dup = 0;
-    for (int j = 0; j < n; j++) dup |= !memcmp(out[j], s, sizeof out[j]);
-    n += !dup;
-  }
-  return n;
+  return et_shapes_from_cases(k, dims, 5, &cases[0][0], (int)(sizeof cases / sizeof cases[0]), NULL,
+                              out, max);
 }
 
 typedef struct {
