@@ -13,19 +13,13 @@
 #include <string.h>
 
 #include "hkrt.h"
+#include "../unit/testlib.h"
 
-static int failures, checks;
 
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    checks++;                                                         \
-    if (!(cond)) {                                                    \
-      failures++;                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fputc('\n', stderr);                                            \
-    }                                                                 \
-  } while (0)
+/* the shared counting check of the C tests (unit/testlib.h) */
+#define CHECK T_CHECK
+#define failures t_failures
+#define checks t_checks
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...) {

@@ -22,20 +22,14 @@
 #include <unistd.h>
 
 #include "hkrt.h"
+#include "../unit/testlib.h"
 
-static int failures, checks;
 static char tmpdir[256];
 
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    checks++;                                                         \
-    if (!(cond)) {                                                    \
-      failures++;                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fputc('\n', stderr);                                            \
-    }                                                                 \
-  } while (0)
+/* the shared counting check of the C tests (unit/testlib.h) */
+#define CHECK T_CHECK
+#define failures t_failures
+#define checks t_checks
 
 /* The call failed with status st and a message containing text. */
 #define CHECK_ERR(call, st, text)                                                              \
