@@ -309,11 +309,21 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
 ]hkm_kernel_begin()[
     (void)head_dim;
     (void)causal;
-    (void)batch;
     const int Sq = seqlen_q, Sk = seqlen_k;
-    const int q0 = hk_block_id_x() * BLOCK_M;
-    const int hq = hk_block_id_y();
-    const int b = hk_block_id_z();
+    // XCD-aware order: the linear workgroup id (x fastest) is remapped so that
+    // consecutive logical workgroups (query blocks of one head, then the heads
+    // that share a KV head, then batches) run on one XCD and share its L2
+    const int gx = (Sq + BLOCK_M - 1) / BLOCK_M;
+    int bx = hk_block_id_x(), hq = hk_block_id_y(), b = hk_block_id_z();
+    const long n_wg = (long)gx * heads_q * batch;
+    if (n_wg <= 0x7fffffffL) {                           // uniform; always so in practice
+        int id = hk_xcd_remap(bx + gx * (hq + heads_q * b), (int)n_wg);
+        bx = id % gx;
+        id /= gx;
+        hq = id % heads_q;
+        b = id / heads_q;
+    }
+    const int q0 = bx * BLOCK_M;
     const int hkv = hq / (heads_q / heads_k);
     const int wave = hk_wave_id();
     const int lane = hk_lane_id();

@@ -69,6 +69,20 @@ HK_DEVICE int hk_block_id_z(void) { return hkemu_block_id(2); }
 HK_DEVICE int hk_lane_id(void) { return hk_thread_id() & (HK_WAVE_SIZE - 1); }
 HK_DEVICE int hk_wave_id(void) { return hk_thread_id() / HK_WAVE_SIZE; }
 
+/* ---- XCD-aware workgroup order: the same text as hk_cdna.h (a permutation,
+ * so the emulator's results do not depend on it) ----------------------------- */
+#if HK_EMU_ARCH == 2
+#define HK_NUM_XCD 1
+#else
+#define HK_NUM_XCD 8
+#endif
+
+HK_DEVICE int hk_xcd_remap(int id, int n)
+{
+    const int xcd = id % HK_NUM_XCD, q = n / HK_NUM_XCD, r = n % HK_NUM_XCD;
+    return xcd * q + (xcd < r ? xcd : r) + id / HK_NUM_XCD;
+}
+
 /* ---- synchronisation and scheduling: only the barrier does anything --------- */
 HK_DEVICE void hk_barrier(void) { hkemu_barrier(); }
 HK_DEVICE void hk_waitcnt_all(void) {}

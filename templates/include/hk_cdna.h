@@ -22,6 +22,8 @@
  *   hk_block_id_x/y/z()       workgroup id in the grid
  *   hk_lane_id()              lane in the wave, 0..63
  *   hk_wave_id()              wave in the workgroup, made uniform (readfirstlane)
+ *   HK_NUM_XCD                accelerator dies (XCDs) that workgroups are dealt to round robin (8; 1 on gfx90a)
+ *   hk_xcd_remap(id, n)       logical workgroup of linear id (0 <= id < n): a bijection giving each XCD a contiguous range
  *   hk_barrier()              workgroup barrier: release fence, s_barrier, acquire fence
  *   HK_LDS_DECLARE(bytes)     declares the workgroup's LDS region and the handle `hk_lds` (once per kernel)
  *   hk_lds_load_b32/b64/b128  load 4/8/16 bytes of LDS at a byte offset (naturally aligned)
@@ -106,6 +108,27 @@ HK_DEVICE int hk_wave_id(void)
 {
     /* the same in every lane; readfirstlane lets the compiler keep it in an SGPR */
     return __builtin_amdgcn_readfirstlane(hk_thread_id() / HK_WAVE_SIZE);
+}
+
+/* ---- XCD-aware workgroup order ---------------------------------------------
+ * MI300X/MI325X (gfx942) and MI355X (gfx950) deal workgroups to their 8 XCDs
+ * round robin by linear workgroup id (x fastest, then y, then z); each XCD has
+ * its own L2.  hk_xcd_remap turns the hardware id into a logical one so that
+ * XCD x runs the contiguous logical range [x*q + min(x, r), ...) of
+ * q + (x < r) workgroups (q = n / HK_NUM_XCD, r = n % HK_NUM_XCD): consecutive
+ * logical workgroups, which a kernel arranges to share data, share an L2.  A
+ * bijection of 0..n-1 for every n >= 1.  Integer arithmetic only; the
+ * emulator (hk_emu.h) has the same text, tests/unit/unit_xcd_remap.c checks both. */
+#if defined(__gfx90a__)
+#define HK_NUM_XCD 1
+#else
+#define HK_NUM_XCD 8
+#endif
+
+HK_DEVICE int hk_xcd_remap(int id, int n)
+{
+    const int xcd = id % HK_NUM_XCD, q = n / HK_NUM_XCD, r = n % HK_NUM_XCD;
+    return xcd * q + (xcd < r ? xcd : r) + id / HK_NUM_XCD;
 }
 
 /* ---- synchronisation and scheduling --------------------------------------- */
