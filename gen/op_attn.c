@@ -11,6 +11,7 @@
 
 #include "emutest.h"
 #include "op.h"
+#include "target.h"
 
 static const char *const attn_dtypes[] = {"bf16", NULL};
 static const char *const attn_dims[] = {"64", "128", NULL};
@@ -216,6 +217,18 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
+/* sm_90a (templates/attn_fwd.sm90.hip.m4, wgmma): the Q tile (128 rows) and
+   3 (head_dim 128) or 4 (64) K/V stages of 128 keys in dynamic shared memory, plus 1024
+   bytes so that the skeleton can align the region to the 128-byte swizzle's
+   period; the skeleton derives its stage count from hkm_dynamic_lds with the
+   same formula. AMD targets: static shared memory only. */
+static int attn_dynamic_lds(const op_inst *k) {
+  const tgt_info *t = tgt_find(k->target);
+  if (!t || strcmp(t->arch, "sm90")) return 0;
+  long d = op_int(k, "head_dim"), stages = d <= 64 ? 4 : 3;
+  return (int)(128 * d * 2 + stages * 2 * 128 * d * 2 + 1024);
+}
+
 const op_desc op_attn_fwd = {
     .name = "attn_fwd",
     .doc = "attention forward: O = softmax(scale Q K^T + causal mask) V, and the row log-sum-exp",
@@ -228,4 +241,5 @@ const op_desc op_attn_fwd = {
     .grid = attn_grid,
     .emu_shapes = attn_emu_shapes,
     .emu_run = attn_emu_run,
+    .dynamic_lds = attn_dynamic_lds,
 };

@@ -1,6 +1,6 @@
 m4_divert(-1)                                                   -*- C -*-
-# attn_fwd.sm90.hip.m4 - attention forward, FlashAttention-2 style, NVIDIA
-# Hopper (sm_90a) version of attn_fwd.hip.m4: the same parameters, kernel
+# attn_fwd.sm90.hip.m4 - attention forward, NVIDIA Hopper (sm_90a) version of
+# attn_fwd.hip.m4 on warpgroup MMA (wgmma): the same parameters, kernel
 # arguments, grid, block and semantics.
 #
 #   O[b][i][h][:] = sum_j softmax_j(scale * q_i . k_j) v_j     (keys j of KV head h / (Hq/Hk))
@@ -15,32 +15,36 @@ m4_divert(-1)                                                   -*- C -*-
 # run-time ones of the dimensions.
 #
 # Grid: x = cdiv(seqlen_q, 128) (walked last tile first, so that the longest
-# causal tiles start first), y = heads_q, z = batch.  Block: 256 threads =
-# 8 warps; warp w owns queries q0 + 16 w .. q0 + 16 w + 15.
+# causal tiles start first), y = heads_q, z = batch.  Block: 256 threads = two
+# warpgroups; warpgroup w owns queries q0 + 64 w .. q0 + 64 w + 63.
 #
-# Per warp and K/V block of BLOCK_N = 64 keys, mma.sync m16n8k16 bf16 -> fp32:
-#   S = Q K^T      A = Q from registers (ldmatrix'ed once from shared memory),
-#                  B = K rows from shared memory (ldmatrix, k = d innermost).
-#                  Lane l (g = l/4, t = l%4) holds rows g and g+8 of S, keys
-#                  8j + 2t, 8j + 2t + 1 of each n8 tile j: the row max and
-#                  sum are in-lane reductions plus two shuffles in the quad.
+# Per warpgroup and K/V block of BLOCK_N = 128 keys, wgmma bf16 -> fp32:
+#   S = Q K^T      m64n128k16, A = Q and B = K from shared memory (descriptors),
+#                  both K-major (head_dim innermost), 128-byte swizzle.
+#                  Lane l of warp w (g = l/4, t = l%4) holds rows 16w + g and
+#                  16w + g + 8 of S, keys 8i + 2t, 8i + 2t + 1 of each n8 tile i:
+#                  the row max and sum are in-lane reductions plus two shuffles.
 #   online softmax in base 2 (log2(e) folded into the scale), fp32, exp2.
-#   O += P V       A = P: the S accumulator rounded to bf16, as is (the D
-#                  layout of two n8 tiles is the A layout of one k16 step),
-#                  B = V rows from shared memory through ldmatrix .trans.
+#   O += P V       m64nDk16 with A = P from registers (the S accumulator rounded
+#                  to bf16 pairs is the A fragment as is) and B = V from shared
+#                  memory, MN-major ([key][d], d innermost: the transpose bit).
+# Intra-warpgroup pipelining (FlashAttention-3): iteration j issues S(j) and
+# O += P(j-1) V(j-1) together, computes the softmax of S(j) while the P V
+# product runs, then waits for it and rescales O.
 #
-# Shared memory (static, <= 48 KiB): three tiles of BLOCK_N x D bf16: K[0],
-# K[1] (double buffer) and V; rows are 16-byte chunks XOR-swizzled by row % 8
-# (ldmatrix conflict-free).  The 128 x D Q tile passes through K[1] and V
-# before the loop.  Asynchronous copies (cp.async, zero fill past seqlen):
-#   iteration t:  wait K(t); barrier; issue V(t) -> V, K(t+1) -> K[(t+1)%2];
-#                 S = Q K(t)^T, softmax; wait V(t); barrier; O += P V(t).
+# Shared memory (dynamic, hkm_dynamic_lds bytes: op_attn.c attn_dynamic_lds):
+# the Q tile (BLOCK_M x D) and STAGES stages of K and V tiles (BLOCK_N x D).
+# A tile is stored as D/64 slabs of 64 columns (128-byte rows); 16-byte chunk
+# c of row r of a slab sits at c ^ r % 8 (the wgmma 128-byte swizzle; tiles
+# start on 1024-byte boundaries).  Asynchronous copies (cp.async, zero fill
+# past seqlen) by all threads, STAGES - 2 K/V blocks ahead of the one
+# multiplied: one barrier per K/V block (the stage refilled was last read by
+# the P V product of two blocks back, complete before everyone's barrier).
 # Keys past seqlen_k are zero rows and are masked to -inf; queries past
 # seqlen_q are zero rows and are not stored.  Strides that are not multiples
 # of 8 (or unaligned bases) take element loads into the same tiles.
-# Causal: blocks past the diagonal are never loaded; a warp whose rows see no
-# key of a block skips it (warp-uniform); masking code runs only for blocks
-# that straddle the causal diagonal or seqlen_k.
+# Causal: blocks past the diagonal are never loaded; masking code runs only
+# for blocks that straddle the causal diagonal or seqlen_k.
 
 hkm_check_one_of([dtype], [bf16])
 hkm_check_one_of([head_dim], [64], [128])
@@ -55,37 +59,43 @@ hkm_file_head()[
 static constexpr int ATTN_THREADS = ]hkm_block_size[;
 static constexpr int D = ]hkm_param([head_dim])[;          // head_dim
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
-static constexpr int WARPS = ATTN_THREADS / HK_WAVE_SIZE;
-static constexpr int BLOCK_M = 16 * WARPS;                 // queries per block
-static constexpr int BLOCK_N = 64;                         // keys per K/V tile
-static constexpr int ROW_BYTES = D * 2;                    // one row of a tile
+static constexpr int WGS = ATTN_THREADS / 128;             // warpgroups
+static constexpr int WG_M = 64;                            // queries per warpgroup
+static constexpr int BLOCK_M = WG_M * WGS;                 // queries per block
+static constexpr int BLOCK_N = 128;                        // keys per K/V tile
 static constexpr int CHUNKS = D / 8;                       // 16-byte chunks per row
-static constexpr int TILE_BYTES = BLOCK_N * ROW_BYTES;     // one K or V tile
-static constexpr int K0_OFF = 0, K1_OFF = TILE_BYTES, V_OFF = 2 * TILE_BYTES;
-static constexpr int Q_OFF = TILE_BYTES;                   // Q (BLOCK_M rows) over K[1] and V
-static constexpr int LDS_BYTES = 3 * TILE_BYTES;
-static constexpr int KV_CHUNKS = BLOCK_N * CHUNKS / ATTN_THREADS;   // 16-byte copies per thread and tile
-static constexpr int Q_CHUNKS = BLOCK_M * CHUNKS / ATTN_THREADS;
+static constexpr int Q_BYTES = BLOCK_M * D * 2;
+static constexpr int Q_SLAB = BLOCK_M * 128;               // bytes of one 64-column slab of Q
+static constexpr int KV_SLAB = BLOCK_N * 128;              // ... of K or V
+static constexpr int KV_TILE_BYTES = BLOCK_N * D * 2;
+static constexpr int STAGE_BYTES = 2 * KV_TILE_BYTES;      // K then V
+static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
+static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - Q_BYTES) / STAGE_BYTES;
+static constexpr int AHEAD = STAGES - 2;                   // K/V blocks loaded ahead
+static constexpr int Q_OFF = 0, KV_OFF = Q_BYTES;
 static constexpr int K_STEPS = D / 16;                     // k16 steps of Q K^T
-static constexpr int S_TILES = BLOCK_N / 8;                // n8 tiles of S per warp
 static constexpr int PV_STEPS = BLOCK_N / 16;              // k16 steps of P V
-static constexpr int O_TILES = D / 8;                      // n8 tiles of O per warp
+static constexpr int S_TILES = BLOCK_N / 8;                // n8 tiles of S
+static constexpr int O_TILES = D / 8;                      // n8 tiles of O
+static constexpr bool FOLD_SCALE = true;                   // scale > 0: FFMA softmax (attn_softmax POS)
 static constexpr float LOG2E = 1.44269504088896340736f;
 static constexpr float LN2 = 0.693147180559945309417f;
 
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per block");
-static_assert(BLOCK_M * ROW_BYTES <= 2 * TILE_BYTES, "Q fits over K[1] and V");
-static_assert(BLOCK_N * CHUNKS % ATTN_THREADS == 0, "tiles split into 16-byte chunks evenly");
-static_assert(LDS_BYTES <= 48 * 1024, "static shared memory budget");
-static_assert(TILE_BYTES % 256 == 0 && (ROW_BYTES % 256 == 0 || D / 16 <= 4),
-              "ldmatrix offsets: k16 steps XOR bits 5..7 that tile and row bases leave clear");
+static_assert(STAGES * STAGE_BYTES + Q_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
+              "dynamic_lds must hold Q and whole stages (op_attn.c attn_dynamic_lds)");
+static_assert(STAGES >= 3, "one stage multiplied, one in the P V product, one or more in flight");
+static_assert(Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 
-// Byte offset of 16-byte chunk c of row r in a tile of D-wide rows: chunk
-// XOR r % 8, so the 8 rows one ldmatrix phase reads hit 8 bank groups.
-HK_DEVICE int swz(int r, int c) { return r * ROW_BYTES + ((c ^ (r & 7)) << 4); }
+typedef hk_wgmma_acc]hkm_param([head_dim])[_t o_acc_t;   // O: 64 x D per warpgroup
+typedef hk_wgmma_acc128_t s_acc_t;                          // S: 64 x BLOCK_N per warpgroup
 
-// 8 bf16 at src (n_valid of them in range, <= 0: none) into 16 bytes of
-// shared memory at off; `base' is any valid address of the same tensor.
+// Byte offset of 16-byte chunk c of row r in a tile of R rows: slab c / 8,
+// chunk c % 8 XOR r % 8 within the row's 128 bytes.
+template <int R> HK_DEVICE int swz(int r, int c) { return (c >> 3) * (R * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4); }
+
+// 8 bf16 at src (valid: in range; otherwise zeros) into 16 bytes of shared
+// memory at off; `base' is any valid address of the same tensor.
 template <bool VEC>
 HK_DEVICE void attn_copy_chunk(hk_lds_t lds, int off, const hk_bf16 *src, const hk_bf16 *base, bool valid)
 {
@@ -101,184 +111,196 @@ HK_DEVICE void attn_copy_chunk(hk_lds_t lds, int off, const hk_bf16 *src, const 
     }
 }
 
-// rows row0 .. row0 + ROWS - 1 of a [seq][D] head (row stride ss, rows >= n
-// read as zeros) into the tile at off.  Thread tid copies chunk tid % CHUNKS
-// of rows tid / CHUNKS + j * ROWS_PER_J: its source advances by ROWS_PER_J
-// rows and its destination by as many tile rows (a multiple of 8: the same
+// Rows row0 .. row0 + R - 1 of a [seq][D] head (row stride ss, rows >= n read
+// as zeros) into the R-row tile at off.  Thread tid copies chunk tid % CHUNKS
+// of rows tid / CHUNKS + j * ROWS_PER_J: its source advances by ROWS_PER_J rows
+// and its destination by as many 128-byte rows (a multiple of 8: the same
 // swizzle), so only the first address is computed.
 static constexpr int ROWS_PER_J = ATTN_THREADS / CHUNKS;
 static_assert(ATTN_THREADS % CHUNKS == 0 && ROWS_PER_J % 8 == 0, "copy rows keep the swizzle");
-template <bool VEC, int ROWS>
+template <bool VEC, int R>
 HK_DEVICE void attn_copy_tile(hk_lds_t lds, int off, const hk_bf16 *head, long ss, int row0, int n)
 {
-    constexpr int PER_THREAD = ROWS * CHUNKS / ATTN_THREADS;
+    constexpr int PER_THREAD = R * CHUNKS / ATTN_THREADS;
+    static_assert(R * CHUNKS % ATTN_THREADS == 0, "tiles split into 16-byte chunks evenly");
     const int tid = hk_thread_id();
     const int r = tid / CHUNKS, c = tid % CHUNKS;
     const hk_bf16 *src = head + (long)(row0 + r) * ss + c * 8;
-    const int dst = off + swz(r, c);
-#pragma unroll
-    for (int j = 0; j < PER_THREAD; ++j)
-        attn_copy_chunk<VEC>(lds, dst + j * ROWS_PER_J * ROW_BYTES, src + (long)j * ROWS_PER_J * ss, head,
-                             row0 + r + j * ROWS_PER_J < n);
+    int dst = off + swz<R>(r, c);
+    // not unrolled: one source pointer and one offset stay live instead of a
+    // 64-bit offset per chunk (about 40 registers in the K/V loop)
+#pragma unroll 1
+    for (int j = 0; j < PER_THREAD; ++j) {
+        attn_copy_chunk<VEC>(lds, dst, src, head, row0 + r + j * ROWS_PER_J < n);
+        dst += ROWS_PER_J * 128;
+        src += ROWS_PER_J * ss;
+    }
 }
 
-// ---- one K/V block for one warp ------------------------------------------------
-// S = Q K^T from the K tile at k_off; online softmax (MASKED: keys > klim[h]
-// of row h (g, g + 8) are -inf); then, after the V tile is ready (wait_v),
-// O += P V.  m_run: running max of the scaled scores (base 2) of rows g, g+8;
-// l_run: this lane's partial sums (its keys; the quad is added at the end).
-template <bool MASKED>
-HK_DEVICE void attn_scores(hk_lds_t lds, int k_off, const hk_u32x4 (&qf)[K_STEPS], float c, int kb,
-                           const int (&klim)[2], float (&m_run)[2], float (&l_run)[2],
-                           hk_mma_acc_t (&o)[O_TILES], hk_u32x4 (&p)[PV_STEPS])
+// K/V block t into stage t % STAGES (one copy group, empty past the last block)
+template <bool VEC>
+HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, long k_ss, long v_ss, int t,
+                            int n_blocks, int Sk)
+{
+    if (t < n_blocks) {
+        const int off = KV_OFF + (t % STAGES) * STAGE_BYTES;
+        attn_copy_tile<VEC, BLOCK_N>(lds, off, Kh, k_ss, t * BLOCK_N, Sk);
+        attn_copy_tile<VEC, BLOCK_N>(lds, off + KV_TILE_BYTES, Vh, v_ss, t * BLOCK_N, Sk);
+    }
+    hk_async_commit();
+}
+
+// ---- the two products of one warpgroup (issued, not waited for) ------------------
+// S = Q K^T: A = the warpgroup's 64 rows of Q, B = the K tile at k_off; a k16
+// step inside a 128-byte row adds 32 bytes to the start address, a slab adds
+// the slab's bytes.
+HK_DEVICE void attn_issue_s(hk_lds_t lds, int wg, int k_off, s_acc_t &s)
+{
+#pragma unroll
+    for (int kk = 0; kk < K_STEPS; ++kk) {
+        const int step = (kk & 3) * 32;
+        const unsigned long long da =
+            hk_wgmma_desc(lds, Q_OFF + (kk >> 2) * Q_SLAB + wg * WG_M * 128 + step, 16, 1024, 1);
+        const unsigned long long db = hk_wgmma_desc(lds, k_off + (kk >> 2) * KV_SLAB + step, 16, 1024, 1);
+        hk_wgmma_64x128x16(s, da, db, kk > 0);
+    }
+}
+
+// O += P V: A = P (registers), B = the V tile at v_off, MN-major: a k16 step
+// is 16 key rows (2048 bytes), the 64-column slabs are KV_SLAB apart (lbo).
+HK_DEVICE void attn_issue_pv(hk_lds_t lds, int v_off, const hk_u32x4 (&p)[PV_STEPS], o_acc_t &o)
+{
+#pragma unroll
+    for (int ks = 0; ks < PV_STEPS; ++ks) {
+        const unsigned long long db = hk_wgmma_desc(lds, v_off + ks * 16 * 128, KV_SLAB, 1024, 1);
+        hk_wgmma_rs_64x]hkm_param([head_dim])[x16_tb(o, p[ks], db, 1);
+    }
+}
+
+// ---- online softmax of one S block ---------------------------------------------------
+// Scale (base 2), mask (MASKED: keys > klim[h] of row h are -inf), row max
+// (in lane, then over the quad), P = exp2(S - m) as bf16 A fragments (step
+// ks = n8 tiles 2ks (words 0, 1) and 2ks + 1 (words 2, 3)), row sums.
+// m_run: running max of the scaled scores of rows g, g + 8; l_run: this
+// lane's partial sums (the quad is added at the end); alpha: the factor the
+// previous O must be scaled by.  POS (scale > 0): the max of the raw scores
+// scales to the max of the scaled ones, and P = exp2(s * c - m) is one FFMA.
+template <bool MASKED, bool POS>
+HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], float (&m_run)[2],
+                            float (&l_run)[2], float (&alpha)[2], hk_u32x4 (&p)[PV_STEPS])
 {
     const int lane = hk_lane_id();
     const float neg_inf = -__builtin_huge_valf();
-
-    hk_mma_acc_t s[S_TILES];
-#pragma unroll
-    for (int j = 0; j < S_TILES; ++j)
-        s[j] = hk_mma_acc_zero();
-    // [key][d]: matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15).
-    // Chunk 2 kk + bit of row n is at (2 kk + bit) ^ (n % 8): the k16 step kk
-    // XORs kk << 5 into the offset of step 0 (the tile and row bases have
-    // bits 4..7 clear), and n-tile pair jp adds 16 rows.
-    const int k_base = k_off + swz((lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
-#pragma unroll
-    for (int kk = 0; kk < K_STEPS; ++kk) {
-#pragma unroll
-        for (int jp = 0; jp < S_TILES / 2; ++jp) {
-            const hk_u32x4 b = hk_lds_load_mma_x4(lds, (k_base ^ (kk << 5)) + jp * 16 * ROW_BYTES);
-            hk_mma_16x8x16(qf[kk], b[0], b[1], s[2 * jp]);
-            hk_mma_16x8x16(qf[kk], b[2], b[3], s[2 * jp + 1]);
-        }
-    }
-
-    // scale (base 2), mask, row max: in lane, then over the quad
     float mx[2] = {neg_inf, neg_inf};
 #pragma unroll
-    for (int j = 0; j < S_TILES; ++j)
+    for (int i = 0; i < S_TILES; ++i)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            float x = s[j][e] * c;
+            float x = POS ? s[4 * i + e] : s[4 * i + e] * c;
             if (MASKED) {
-                const int key = kb + j * 8 + (lane & 3) * 2 + (e & 1);
+                const int key = kb + i * 8 + (lane & 3) * 2 + (e & 1);
                 if (key > klim[e >> 1])
                     x = neg_inf;
             }
-            s[j][e] = x;
+            s[4 * i + e] = x;
             mx[e >> 1] = hk_maxf(mx[e >> 1], x);
         }
+    float neg_m[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         mx[h] = hk_maxf(mx[h], hk_shfl_xor_f32(mx[h], 1));
         mx[h] = hk_maxf(mx[h], hk_shfl_xor_f32(mx[h], 2));
-    }
-    float neg_m[2], alpha[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
+        if (POS)
+            mx[h] *= c;                                       // -inf stays -inf
         const float m_new = hk_maxf(m_run[h], mx[h]);
         const float m_use = m_new == neg_inf ? 0.0f : m_new;  // no key seen yet: keep exp2 finite
         alpha[h] = hk_exp2f(m_run[h] - m_use);
         neg_m[h] = -m_use;
         m_run[h] = m_new;
     }
-
-    // P = exp2(S - m) in bf16, straight into the A operands of P V:
-    // step st = n8 tiles 2st (words 0, 1) and 2st + 1 (words 2, 3)
     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int j = 0; j < S_TILES; ++j) {
-        const float e0 = hk_exp2f(s[j][0] + neg_m[0]);
-        const float e1 = hk_exp2f(s[j][1] + neg_m[0]);
-        const float e2 = hk_exp2f(s[j][2] + neg_m[1]);
-        const float e3 = hk_exp2f(s[j][3] + neg_m[1]);
+    for (int i = 0; i < S_TILES; ++i) {
+        const float e0 = hk_exp2f(POS ? s[4 * i] * c + neg_m[0] : s[4 * i] + neg_m[0]);
+        const float e1 = hk_exp2f(POS ? s[4 * i + 1] * c + neg_m[0] : s[4 * i + 1] + neg_m[0]);
+        const float e2 = hk_exp2f(POS ? s[4 * i + 2] * c + neg_m[1] : s[4 * i + 2] + neg_m[1]);
+        const float e3 = hk_exp2f(POS ? s[4 * i + 3] * c + neg_m[1] : s[4 * i + 3] + neg_m[1]);
         sum[0] += e0 + e1;
         sum[1] += e2 + e3;
-        p[j / 2][(j % 2) * 2] = hk_f32x2_to_bf16x2(e0, e1);
-        p[j / 2][(j % 2) * 2 + 1] = hk_f32x2_to_bf16x2(e2, e3);
+        p[i / 2][(i % 2) * 2] = hk_f32x2_to_bf16x2(e0, e1);
+        p[i / 2][(i % 2) * 2 + 1] = hk_f32x2_to_bf16x2(e2, e3);
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h)
         l_run[h] = l_run[h] * alpha[h] + sum[h];
-#pragma unroll
-    for (int i = 0; i < O_TILES; ++i) {
-        o[i][0] *= alpha[0];
-        o[i][1] *= alpha[0];
-        o[i][2] *= alpha[1];
-        o[i][3] *= alpha[1];
-    }
 }
 
-// O += P V from the V tile at v_off
-HK_DEVICE void attn_pv(hk_lds_t lds, int v_off, const hk_u32x4 (&p)[PV_STEPS], hk_mma_acc_t (&o)[O_TILES])
+HK_DEVICE void attn_rescale(o_acc_t &o, const float (&alpha)[2])
 {
-    const int lane = hk_lane_id();
-    // [key][d], transposed: matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15);
-    // d-tile pair ip XORs ip << 5 into the offset (as for K), step st adds 16 rows
-    const int v_base = v_off + swz((lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
 #pragma unroll
-    for (int st = 0; st < PV_STEPS; ++st) {
-#pragma unroll
-        for (int ip = 0; ip < O_TILES / 2; ++ip) {
-            const hk_u32x4 b = hk_lds_load_mma_x4_trans(lds, (v_base ^ (ip << 5)) + st * 16 * ROW_BYTES);
-            hk_mma_16x8x16(p[st], b[0], b[1], o[2 * ip]);
-            hk_mma_16x8x16(p[st], b[2], b[3], o[2 * ip + 1]);
-        }
+    for (int i = 0; i < O_TILES; ++i) {
+        o[4 * i] *= alpha[0];
+        o[4 * i + 1] *= alpha[0];
+        o[4 * i + 2] *= alpha[1];
+        o[4 * i + 3] *= alpha[1];
     }
 }
 
 // ---- the K/V loop of one block ---------------------------------------------------
-// warp_last: the last key any row of the warp sees; warp_full: the last key
-// every row of the warp sees (both warp-uniform); klim: per row.
-template <bool VEC>
+// wg_full: the last key every row of the warpgroup sees (warpgroup-uniform);
+// klim: per row of the lane.
+template <bool VEC, bool POS>
 HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, const hk_bf16 *Vh, long q_ss,
-                            long k_ss, long v_ss, int q0, int Sq, int Sk, int n_blocks, int warp_last,
-                            int warp_full, const int (&klim)[2], float c, float (&m_run)[2],
-                            float (&l_run)[2], hk_mma_acc_t (&o)[O_TILES])
+                            long k_ss, long v_ss, int q0, int Sq, int Sk, int n_blocks, int wg, int wg_full,
+                            const int (&klim)[2], float c, float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
 {
-    const int lane = hk_lane_id();
-    const int warp = hk_wave_id();
-
-    // prologue: Q over K[1] and V, K(0) into K[0]
+    // prologue: Q with K/V block 0 (one group), blocks 1 .. AHEAD - 1
     attn_copy_tile<VEC, BLOCK_M>(lds, Q_OFF, Qh, q_ss, q0, Sq);
-    hk_async_commit();
-    if (n_blocks > 0)
-        attn_copy_tile<VEC, BLOCK_N>(lds, K0_OFF, Kh, k_ss, 0, Sk);
-    hk_async_commit();
-    hk_async_wait<1>();
-    hk_barrier();
-    // Q as A operands, once: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
-    hk_u32x4 qf[K_STEPS];
 #pragma unroll
-    for (int kk = 0; kk < K_STEPS; ++kk)
-        qf[kk] = hk_lds_load_mma_x4(lds, Q_OFF + swz(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+    for (int t = 0; t < AHEAD; ++t)
+        attn_load_kv<VEC>(lds, Kh, Vh, k_ss, v_ss, t, n_blocks, Sk);
 
-    for (int t = 0; t < n_blocks; ++t) {
-        const int kb = t * BLOCK_N;
-        const int k_off = (t & 1) ? K1_OFF : K0_OFF;
-        // K(t) has landed (for t = 0 this also orders the Q reads above
-        // before the copies into K[1] and V below)
-        hk_async_wait<0>();
+    hk_u32x4 p[PV_STEPS];
+    float alpha[2];
+    for (int j = 0; j < n_blocks; ++j) {
+        const int kb = j * BLOCK_N;
+        const int k_off = KV_OFF + (j % STAGES) * STAGE_BYTES;
+        // block j has landed in every thread's copies; the stage refilled
+        // below held block j - 2, whose last reader (P V of iteration j - 1)
+        // every warpgroup waited for before this barrier
+        hk_async_wait<AHEAD - 1>();
+        hk_fence_proxy_async();
         hk_barrier();
-        attn_copy_tile<VEC, BLOCK_N>(lds, V_OFF, Vh, v_ss, kb, Sk);
-        hk_async_commit();
-        if (t + 1 < n_blocks)
-            attn_copy_tile<VEC, BLOCK_N>(lds, (t & 1) ? K0_OFF : K1_OFF, Kh, k_ss, kb + BLOCK_N, Sk);
-        hk_async_commit();
 
-        const bool active = kb <= warp_last;              // warp-uniform
-        hk_u32x4 p[PV_STEPS];
-        if (active) {
-            if (kb + BLOCK_N - 1 > warp_full)
-                attn_scores<true>(lds, k_off, qf, c, kb, klim, m_run, l_run, o, p);
-            else
-                attn_scores<false>(lds, k_off, qf, c, kb, klim, m_run, l_run, o, p);
-        }
-        hk_async_wait<1>();                                // V(t) has landed
-        hk_barrier();
-        if (active)
-            attn_pv(lds, V_OFF, p, o);
+        s_acc_t s;
+        hk_wgmma_fence();
+        attn_issue_s(lds, wg, k_off, s);
+        hk_wgmma_commit();
+        if (j > 0)
+            attn_issue_pv(lds, KV_OFF + ((j - 1) % STAGES) * STAGE_BYTES + KV_TILE_BYTES, p, o);
+        hk_wgmma_commit();
+        attn_load_kv<VEC>(lds, Kh, Vh, k_ss, v_ss, j + AHEAD, n_blocks, Sk);
+
+        hk_wgmma_wait<1>();                               // S(j)
+        hk_wgmma_rs_fence_acc128(s);
+        hk_u32x4 pn[PV_STEPS];
+        if (kb + BLOCK_N - 1 > wg_full)
+            attn_softmax<true, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+        else
+            attn_softmax<false, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+        hk_wgmma_wait<0>();                               // O += P(j - 1) V(j - 1)
+        hk_wgmma_rs_fence_acc]hkm_param([head_dim])[(o);
+        attn_rescale(o, alpha);
+#pragma unroll
+        for (int i = 0; i < PV_STEPS; ++i)
+            p[i] = pn[i];
+    }
+    if (n_blocks > 0) {
+        hk_wgmma_fence();
+        attn_issue_pv(lds, KV_OFF + ((n_blocks - 1) % STAGES) * STAGE_BYTES + KV_TILE_BYTES, p, o);
+        hk_wgmma_commit();
+        hk_wgmma_wait<0>();
+        hk_wgmma_rs_fence_acc]hkm_param([head_dim])[(o);
     }
     hk_async_wait<0>();
 }
@@ -294,6 +316,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
     const int b = hk_block_id_z();
     const int hkv = hq / (heads_q / heads_k);
     const int warp = hk_wave_id();
+    const int wg = warp / 4;                             // warpgroup
     const int lane = hk_lane_id();
 
     const hk_bf16 *Qh = hk_a.Q + (long)b * hk_a.q_stride_b + (long)hq * hk_a.q_stride_h;
@@ -309,16 +332,15 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
                      (hk_a.v_stride_s % 8 == 0) && (hk_a.v_stride_h % 8 == 0) &&
                      ((unsigned long)hk_a.V % 16 == 0);
 
-    HK_LDS_DECLARE(LDS_BYTES);
+    HK_LDS_DECLARE_DYNAMIC();
 
-    // keys the block, this warp and this lane's rows may see
+    // keys the block, this warpgroup and this lane's rows may see
     const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
     const int kend = CAUSAL ? (q0 + BLOCK_M + diag < Sk ? q0 + BLOCK_M + diag : Sk) : Sk;
     const int n_blocks = kend > 0 ? (kend + BLOCK_N - 1) / BLOCK_N : 0;
-    const int wq0 = q0 + warp * 16;                      // warp-uniform
-    const int warp_last = CAUSAL ? (wq0 + 15 + diag < Sk - 1 ? wq0 + 15 + diag : Sk - 1) : Sk - 1;
-    const int warp_full = CAUSAL ? (wq0 + diag < Sk - 1 ? wq0 + diag : Sk - 1) : Sk - 1;
-    const int row0 = wq0 + (lane >> 2);                  // this lane's rows: row0, row0 + 8
+    const int wq0 = q0 + wg * WG_M;                      // warpgroup-uniform
+    const int wg_full = CAUSAL ? (wq0 + diag < Sk - 1 ? wq0 + diag : Sk - 1) : Sk - 1;
+    const int row0 = wq0 + (warp % 4) * 16 + (lane >> 2);  // this lane's rows: row0, row0 + 8
     int klim[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -328,19 +350,28 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
 
     const float c = hk_a.scale * LOG2E;                  // scores in base 2
 
-    hk_mma_acc_t o[O_TILES];
+    o_acc_t o;
 #pragma unroll
-    for (int i = 0; i < O_TILES; ++i)
-        o[i] = hk_mma_acc_zero();
+    for (int i = 0; i < D / 2; ++i)
+        o[i] = 0.0f;
     const float neg_inf = -__builtin_huge_valf();
     float m_run[2] = {neg_inf, neg_inf}, l_run[2] = {0.0f, 0.0f};
 
-    if (vec)
-        attn_kv_loop<true>(hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, Sq, Sk,
-                           n_blocks, warp_last, warp_full, klim, c, m_run, l_run, o);
-    else
-        attn_kv_loop<false>(hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, Sq, Sk,
-                            n_blocks, warp_last, warp_full, klim, c, m_run, l_run, o);
+#define ATTN_LOOP(VEC, POS)                                                                                 \
+    attn_kv_loop<VEC, POS>(hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, Sq, Sk,   \
+                           n_blocks, wg, wg_full, klim, c, m_run, l_run, o)
+    if (FOLD_SCALE && c > 0.0f) {
+        if (vec)
+            ATTN_LOOP(true, FOLD_SCALE);
+        else
+            ATTN_LOOP(false, FOLD_SCALE);
+    } else {
+        if (vec)
+            ATTN_LOOP(true, false);
+        else
+            ATTN_LOOP(false, false);
+    }
+#undef ATTN_LOOP
 
     // epilogue: the quad's sums, normalise, store rows row0 and row0 + 8
     // (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i)
@@ -358,7 +389,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
         hk_bf16 *Oq = Oh + (long)qi * hk_a.o_stride_s + (lane & 3) * 2;
 #pragma unroll
         for (int i = 0; i < O_TILES; ++i) {
-            const float lo = o[i][2 * h] * inv, hi = o[i][2 * h + 1] * inv;
+            const float lo = o[4 * i + 2 * h] * inv, hi = o[4 * i + 2 * h + 1] * inv;
             if (vec_o) {
                 hk_global_store_b32(Oq + i * 8, hk_f32x2_to_bf16x2(lo, hi));
             } else {

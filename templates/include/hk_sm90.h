@@ -57,6 +57,8 @@
  *   hk_mma_acc_t, hk_mma_acc_zero()   the 4-float accumulator of one lane
  *   hk_wgmma_64xNx16 (N = 32, 64, 128), hk_wgmma_accN_t, hk_wgmma_desc, hk_wgmma_fence/commit/wait<N>,
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
+ *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128
+ *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
  *
  * mma.sync m16n8k16 lane layouts (lane l, g = l / 4, t = l % 4), 32-bit words of bf16 pairs (low half first):
  *   A (16 x 16, hk_u32x4): word 0 = A[g][2t..2t+1], 1 = A[g+8][2t..], 2 = A[g][2t+8..], 3 = A[g+8][2t+8..]
@@ -347,5 +349,52 @@ HK_DEVICE float hk_log2f(float x)
 HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
 
 HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
+
+/* ---- attention primitives (sm_90a) ---------------------------------------------------
+ * wgmma with A from registers (FlashAttention's O += P V: P is the S accumulator
+ * rounded to bf16 pairs, which is exactly the A fragment layout) and B from shared
+ * memory stored MN-major (n innermost: V as [key][d]), i.e. the transpose bit of B set.
+ *   hk_wgmma_rs_64xNx16_tb(d, a, desc_b, scale_d)  (N = 64, 128) d(64 x N fp32) = A(64 x 16 bf16,
+ *        registers) * B(16 x N) + (scale_d ? d : 0); warp w of the warpgroup gives rows 16w..16w+15
+ *        of A in the mma.sync A layout (hk_u32x4: word 0 = A[g][2t..], 1 = A[g+8][2t..],
+ *        2 = A[g][2t+8..], 3 = A[g+8][2t+8..]).  B is MN-major with the 128-byte swizzle:
+ *        8 k-rows of 128 bytes (64 n) per 1024-byte atom, 16-byte chunk c of k-row r at
+ *        c ^ r % 8; desc_b = hk_wgmma_desc(l, off, lbo, sbo, 1) with lbo = bytes between
+ *        64-column (n) atoms and sbo = bytes between 8-row (k) groups.  The A registers must
+ *        not be rewritten before a hk_wgmma_wait that covers the instruction (ptxas keeps them).
+ *   hk_wgmma_rs_fence_acc64/128(d)  compiler-only fence on an accumulator (no instruction):
+ *        after hk_wgmma_wait, so that reads of d are not moved above the wait.
+ */
+HK_DEVICE void hk_wgmma_rs_64x64x16_tb(hk_wgmma_acc64_t &d, hk_u32x4 a, unsigned long long desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31])
+                 : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "l"(desc_b), "r"(scale_d));
+}
+
+HK_DEVICE void hk_wgmma_rs_64x128x16_tb(hk_wgmma_acc128_t &d, hk_u32x4 a, unsigned long long desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63])
+                 : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "l"(desc_b), "r"(scale_d));
+}
+
+HK_DEVICE void hk_wgmma_rs_fence_acc64(hk_wgmma_acc64_t &d)
+{
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+        asm volatile("" : "+f"(d.v[i])::"memory");
+}
+
+HK_DEVICE void hk_wgmma_rs_fence_acc128(hk_wgmma_acc128_t &d)
+{
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+        asm volatile("" : "+f"(d.v[i])::"memory");
+}
 
 #endif /* HK_SM90_H */

@@ -15,10 +15,15 @@ Run on the GPU machine, from the repository root (nothing is built there):
     NaN first; rel L2 < 1e-2 for O and for LSE (finite entries; -inf must
     match), no NaN/Inf in O, O's row padding and guards untouched.
 (b) benchmarks, triton.testing.do_bench medians (warm-up 25 ms, rep 100 ms,
-    as /work/shared/anchors/h200_anchors.py): hkgen vs torch SDPA with
+    as /work/shared/anchors/h200_anchors.py; launches over 20 ms: the median of
+    3 timed runs after one warm-up, CUDA events): hkgen vs torch SDPA with
     SDPBackend.CUDNN_ATTENTION and SDPBackend.FLASH_ATTENTION in the same run,
-    bf16, d128, batch x seq = 16K tokens, [B][H][S][D] contiguous;
-    TFLOP/s = 4 B H Sq Sk D / time (halved for causal).
+    bf16, d64 and d128, heads 16:16, 32:8, 12:12, 12:4, causal and not,
+    seq 8K, 2K, 32K, then 128K, batch x seq = 16K tokens, [B][H][S][D]
+    contiguous; TFLOP/s = 4 B H Sq Sk D / time (halved for causal).
+    --quick: seq 8K only; --d128: head_dim 128 only.
+More catalogue folders after the first (variants of the same kernels, A/B
+tests in one run) get the numerics and an hkgen timing per shape too.
 The log goes to $OUT/attn.log (else build/attn.log). Exit status non-zero on
 any numerics failure.
 """
@@ -40,7 +45,8 @@ TARGET = "sm_90a"
 TOL = 1e-2
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 flags = {a for a in sys.argv[1:] if a.startswith("--")}
-CAT = args[0] if args else "build/h200attn"
+CATS = args if args else ["build/h200attn"]
+CAT = CATS[0]
 out_dir = os.environ.get("OUT") or "build"
 LOG = open(os.path.join(out_dir, "attn.log"), "w")
 GUARD = 64
@@ -65,24 +71,27 @@ def fail(what, detail):
 
 dev = torch.device("cuda")
 torch.zeros(1, device=dev)
-cat = hkrt.Catalog(CAT, backend="cuda")
+cats = [hkrt.Catalog(c, backend="cuda") for c in CATS]
+cat = cats[0]
 entries = [e for e in cat.manifest["kernels"] if e["target"] == TARGET and e["op"] == "attn_fwd"]
 DIMS = ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k")
 
 
-def launcher(k, vals):
-    """A no-argument launch of kernel k with vals, packed once (hkrt_launch on
-    torch's current stream); the grid comes from the integer values only."""
-    packed = k.pack(vals)
-    g = (ctypes.c_uint * 3)(*k.grid({n: x for n, x in vals.items() if isinstance(x, int)}))
+def launcher(k, vals, cat=cat):
+    """A no-argument launch of kernel k with vals, packed once (hkrt_launch_ex
+    on torch's current stream, with the manifest's dynamic shared memory)."""
+    packed, grid = k.pack(vals), k.grid(vals)
+    g = (ctypes.c_uint * 3)(*grid)
     blk = (ctypes.c_uint * 3)(*k.entry["block"])
     buf = ctypes.create_string_buffer(packed, len(packed))
     fn = k._function()
     lib = cat.lib
 
+    dyn = int(k.entry.get("dynamic_lds", 0))    # bytes of dynamic shared memory (the manifest's)
+
     def go():
-        lib.check(lib.c.hkrt_launch(fn, g, blk, buf, len(packed),
-                                    ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)), "launch " + k.name)
+        lib.check(lib.c.hkrt_launch_ex(fn, g, blk, dyn, buf, len(packed),
+                                       ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)), "launch " + k.name)
     return go
 
 
@@ -129,7 +138,7 @@ def reference(q, k, v, causal, scale):
     return o.transpose(1, 2), lse
 
 
-def run_case(k, e, shape, order, pads, offset=0, scale=None):
+def run_case(k, e, shape, order, pads, offset=0, scale=None, cat=cat):
     B, Sq, Sk, Hq, Hk = shape
     D = int(e["params"]["head_dim"])
     causal = is_true(e["params"]["causal"])
@@ -147,7 +156,7 @@ def run_case(k, e, shape, order, pads, offset=0, scale=None):
     for d, x in zip(DIMS, shape):
         if d in e["runtime_params"]:
             vals[d] = x
-    launcher(k, vals)()
+    launcher(k, vals, cat)()
     torch.cuda.synchronize()
     oref, lref = reference(q, kk, v, causal, scale)
     got = o.double()
@@ -192,7 +201,14 @@ def shapes_for(e):
 
 def numerics():
     log("\n== (a) numerics: fp64 torch SDPA reference, outputs poisoned, rel L2 < %g for O and LSE" % TOL)
-    for e in entries:
+    for ci, c in enumerate(cats):
+        if len(cats) > 1:
+            log("catalogue", CATS[ci])
+        numerics_of(c)
+
+
+def numerics_of(cat):
+    for e in [e for e in cat.manifest["kernels"] if e["target"] == TARGET and e["op"] == "attn_fwd"]:
         k = cat.kernel(e["name"], TARGET)
         worst_o = worst_l = 0.0
         n = 0
@@ -207,7 +223,7 @@ def numerics():
         cases.append((s0, "bshd", (0, 8, 0, 0), 0, -0.07))     # negative scale
         for (s, order, pads, off, sc) in cases:
             try:
-                eo, el, bad, lm, outside = run_case(k, e, s, order, pads, off, sc)
+                eo, el, bad, lm, outside = run_case(k, e, s, order, pads, off, sc, cat)
             except Exception as ex:
                 fail(e["name"], "shape %s %s: exception %s" % (s, order, ex))
                 traceback.print_exc()
@@ -228,45 +244,51 @@ def bench():
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     def med(f):
-        return triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")
+        f()
+        torch.cuda.synchronize()
+        t0 = time.time()
+        f()
+        torch.cuda.synchronize()
+        if time.time() - t0 < 0.02:
+            return triton.testing.do_bench(f, warmup=25, rep=100, return_mode="median")
+        ts = []
+        for _ in range(3):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            f()
+            b.record()
+            b.synchronize()
+            ts.append(a.elapsed_time(b))
+        return sorted(ts)[1]
 
-    log("\n== (b) benchmarks: do_bench medians, bf16 d128, [B][H][S][D] contiguous, 16K tokens per launch")
-    log("%-18s %7s %3s %5s %6s | %8s %7s | %7s %7s | %6s %6s | %s" % (
-        "kernel", "S", "B", "Hq:Hk", "causal", "hk ms", "TFLOP/s", "cuDNN", "FLASH", "/cuDNN", "/FLASH",
-        "rel L2 vs cuDNN"))
+    log("\n== (b) benchmarks: bf16, [B][H][S][D] contiguous, 16K tokens per launch (batch 1 past 16K)")
+    hdr = "%-18s %4s %7s %3s %5s %6s | %8s %7s | %7s %7s | %6s %6s | %s" % (
+        "kernel", "D", "S", "B", "Hq:Hk", "causal", "hk ms", "TFLOP/s", "cuDNN", "FLASH", "/cuDNN", "/FLASH",
+        "rel L2 vs cuDNN")
+    log(hdr)
     rows = []
     configs = []
     for S in (8192, 2048, 32768, 131072):
-        for (Hq, Hk) in ((16, 16), (32, 8), (12, 4)):
-            if S == 131072 and Hq != 16:
-                continue
-            for causal in (True, False):
-                configs.append((S, Hq, Hk, causal))
+        for D in (128, 64):
+            for (Hq, Hk) in ((16, 16), (32, 8), (12, 12), (12, 4)):
+                for causal in (True, False):
+                    configs.append((S, D, Hq, Hk, causal))
     if "--quick" in flags:
         configs = [c for c in configs if c[0] == 8192]
-    for (S, Hq, Hk, causal) in configs:
+    if "--d128" in flags:
+        configs = [c for c in configs if c[1] == 128]
+    for (S, D, Hq, Hk, causal) in configs:
         if time.time() > DEADLINE:
             log("  (stopped: the run's time budget, ATTN_BUDGET_S, is spent; the remaining shapes were not measured)")
             break
         B = max(1, 16384 // S)
-        D = 128
         q = torch.randn(B, Hq, S, D, device=dev, dtype=torch.bfloat16)
         kk = torch.randn(B, Hk, S, D, device=dev, dtype=torch.bfloat16)
         v = torch.randn(B, Hk, S, D, device=dev, dtype=torch.bfloat16)
         o = torch.empty_like(q)
         lse = torch.empty(B, Hq, S, device=dev, dtype=torch.float32)
-        name = "attn_l3_c%d" % causal if (Hq, Hk) == (32, 8) else "attn_any_d128_c%d" % causal
-        k = cat.kernel(name, TARGET)
-        vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D))
-        for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
-            vals["%s_stride_b" % t], vals["%s_stride_h" % t], vals["%s_stride_s" % t] = x.stride(0), x.stride(1), x.stride(2)
-        for d, x in zip(DIMS, (B, S, S, Hq, Hk)):
-            if d in k.entry["runtime_params"]:
-                vals[d] = x
-        hk = launcher(k, vals)
-
+        name = "attn_l3_c%d" % causal if (Hq, Hk, D) == (32, 8, 128) else "attn_any_d%d_c%d" % (D, causal)
         fl = 4 * B * Hq * S * S * D / (2 if causal else 1)
-        t_hk = med(hk)
         res = {}
         ref = None
         for be in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION):
@@ -280,17 +302,42 @@ def bench():
             except Exception as ex:
                 res[be.name] = None
                 log("  %s S=%d %d:%d causal=%s: %s" % (be.name, S, Hq, Hk, causal, str(ex).splitlines()[0][:100]))
-        torch.cuda.synchronize()
-        err = ((o.float() - ref.float()).norm() / ref.float().norm()).item() if ref is not None else float("nan")
-        tf = fl / t_hk / 1e9
         cu, fa = res.get("CUDNN_ATTENTION"), res.get("FLASH_ATTENTION")
-        fmt = lambda x: "%7.1f" % x if x else "    n/a"
-        rat = lambda x: "%6.3f" % (tf / x) if x else "   n/a"
-        log("%-18s %7d %3d %5s %6s | %8.3f %7.1f | %s %s | %s %s | %.2e" % (
-            name, S, B, "%d:%d" % (Hq, Hk), causal, t_hk, tf, fmt(cu), fmt(fa), rat(cu), rat(fa), err))
-        rows.append((name, S, B, Hq, Hk, causal, t_hk, tf, cu, fa, err))
+        for ci, c in enumerate(cats):
+            k = c.kernel(name, TARGET)
+            vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D))
+            for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
+                vals["%s_stride_b" % t], vals["%s_stride_h" % t], vals["%s_stride_s" % t] = x.stride(0), x.stride(1), x.stride(2)
+            for d, x in zip(DIMS, (B, S, S, Hq, Hk)):
+                if d in k.entry["runtime_params"]:
+                    vals[d] = x
+            o.fill_(float("nan"))
+            t_hk = med(launcher(k, vals, c))
+            torch.cuda.synchronize()
+            err = ((o.float() - ref.float()).norm() / ref.float().norm()).item() if ref is not None else float("nan")
+            tf = fl / t_hk / 1e9
+            fmt = lambda x: "%7.1f" % x if x else "    n/a"
+            rat = lambda x: "%6.3f" % (tf / x) if x else "   n/a"
+            tag = name if ci == 0 else "%s#%d" % (name, ci)
+            log("%-18s %4d %7d %3d %5s %6s | %8.3f %7.1f | %s %s | %s %s | %.2e" % (
+                tag, D, S, B, "%d:%d" % (Hq, Hk), causal, t_hk, tf, fmt(cu), fmt(fa), rat(cu), rat(fa), err))
+            rows.append((ci, name, D, S, B, Hq, Hk, causal, t_hk, tf, cu, fa, err))
+            if not err < 2e-2:
+                fail(tag, "benchmark output differs from cuDNN's: rel L2 %.3e (D %d S %d %d:%d causal %s)"
+                     % (err, D, S, Hq, Hk, causal))
         del q, kk, v, o, lse, ref
         torch.cuda.empty_cache()
+    for ci in range(len(cats)):
+        r = [x for x in rows if x[0] == ci]
+        if not r:
+            continue
+        for D in (128, 64):
+            rd = [x for x in r if x[2] == D]
+            if rd:
+                log("summary %s d%d: %d shapes, TFLOP/s %.0f-%.0f, /cuDNN %.3f-%.3f, /FLASH %.3f-%.3f" % (
+                    CATS[ci], D, len(rd), min(x[9] for x in rd), max(x[9] for x in rd),
+                    min(x[9] / x[10] for x in rd if x[10]), max(x[9] / x[10] for x in rd if x[10]),
+                    min(x[9] / x[11] for x in rd if x[11]), max(x[9] / x[11] for x in rd if x[11])))
     return rows
 
 
@@ -304,8 +351,11 @@ def main():
         log("nvidia-smi:", smi)
     except Exception as ex:
         log("nvidia-smi failed:", ex)
-    log("catalogue", CAT, ":", ", ".join("%s (%d regs, %d B smem, spills %d)" % (
-        e["name"], e["resources"]["vgpr"], e["resources"]["lds"], e["resources"]["vgpr_spill"]) for e in entries))
+    for ci, c in enumerate(cats):
+        log("catalogue", CATS[ci], ":", ", ".join("%s (%d regs, %d B smem + %d dynamic, spills %d)" % (
+            e["name"], e["resources"]["vgpr"], e["resources"]["lds"], e.get("dynamic_lds", 0),
+            e["resources"]["vgpr_spill"]) for e in c.manifest["kernels"]
+            if e["target"] == TARGET and e["op"] == "attn_fwd"))
     t0 = time.time()
     numerics()
     log("numerics: %d failures, %.1f s" % (len(failures), time.time() - t0))
