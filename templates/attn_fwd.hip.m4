@@ -7,7 +7,7 @@ m4_divert(-1)                                                   -*- C -*-
 #   causal: key j visible iff j <= i + (seqlen_k - seqlen_q) (bottom-right aligned);
 #   a row with no visible key gives O = 0 and LSE = -inf.
 #
-# Parameters (hkm_p_*): dtype (bf16), head_dim (64|128), causal (baked bool),
+# Parameters (hkm_p_*): dtype (bf16), head_dim (64|96|128|192|256), causal (baked bool),
 # batch, seqlen_q, seqlen_k, heads_q, heads_k (baked or `any').  Kernel
 # arguments (hkm_kernarg_struct): Q, K, V, O, LSE (may be null), element
 # strides {q,k,v,o}_stride_{b,s,h} (head_dim contiguous), scale, then the
@@ -33,17 +33,24 @@ m4_divert(-1)                                                   -*- C -*-
 # Q . K over head_dim: lane half h holds d = 16u + 8h + 0..7 of chunk u, split
 # into 8/KPL operands; K is read from LDS in the same d order.
 #
-# Pipelining as in gemm.hip.m4: two LDS stages; block t+1 is loaded from
-# global into registers while block t is computed, then written to the other
-# stage; one barrier per block.  Out-of-range keys and queries read the last
-# valid row (no branches in the loads); such keys are masked to -inf, such
-# queries are not stored.  The K/V loop is instantiated twice: 16-byte loads
-# (all strides multiples of 8, aligned bases) and element loads.
-# Waves whose queries see no key of a block skip it (wave-uniform); masking
-# code runs only for blocks that straddle the causal diagonal or seqlen_k.
+# Pipelining: one LDS stage of BLOCK_N keys (128 on gfx950 up to head_dim 128,
+# else 64 or 32: the most whose stage leaves room for two workgroups per CU),
+# two barriers per block.  Main loop (blocks every query of the workgroup sees
+# wholly, with a whole next block): scores and softmax of block t from LDS;
+# barrier; K of t+1 loaded to registers during the first half of P V, then
+# written to LDS; V of t+1 loaded during the second half; barrier; V written.
+# LDS operands of one MFMA k step are read as a group with one LDS wait
+# (hk_waitcnt_lds).  The few remaining blocks (causal diagonal, last partial
+# block) run a second loop without overlap: masked, loads clamped (keys past
+# seqlen_k read the last row; their scores are -inf), waves whose queries see
+# no key of a block skip it (wave-uniform).  The K/V loops are instantiated
+# twice: 16-byte loads (strides multiples of 8, aligned bases, 32-bit row
+# offsets) and element loads.  Workgroups are remapped XCD-aware
+# (hk_xcd_remap): query blocks of one head, then the heads sharing a KV head,
+# run on one XCD.  Registers are planned for HK_WAVES_PER_SIMD waves per SIMD.
 
 hkm_check_one_of([dtype], [bf16])
-hkm_check_one_of([head_dim], [64], [128])
+hkm_check_one_of([head_dim], [64], [96], [128], [192], [256])
 hkm_if_true([causal], [], [])
 hkm_param([batch])hkm_param([seqlen_q])hkm_param([seqlen_k])hkm_param([heads_q])hkm_param([heads_k])
 m4_ifelse(hkm_block_size, [256], [],
@@ -55,6 +62,17 @@ m4_ifelse(hkm_block_size, [256], [],
 m4_define([hkm_attn_lds_limit],
 [m4_ifelse(hkm_target, [gfx950], [163840], [65536])])
 
+# hkm_attn_waves
+# --------------
+# Waves per SIMD the registers are planned for (HK_WAVES_PER_SIMD): 3 for
+# head_dim 64, 2 up to 128; for 192/256, 2 on gfx942 (32-key blocks) and 1
+# elsewhere (gfx950's 64-key blocks, gfx90a's compiler need the registers).
+m4_define([hkm_attn_waves],
+[m4_ifelse(hkm_p_head_dim, [64], [3],
+           hkm_p_head_dim, [96], [2],
+           hkm_p_head_dim, [128], [2],
+           hkm_target, [gfx942], [2], [1])])
+
 hkm_output_begin()m4_dnl
 hkm_file_head()[
 // ---- configuration -----------------------------------------------------
@@ -63,18 +81,21 @@ static constexpr int D = ]hkm_param([head_dim])[;          // head_dim
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
 static constexpr int WAVES = ATTN_THREADS / HK_WAVE_SIZE;
 static constexpr int BLOCK_M = 32 * WAVES;                 // queries per workgroup
-static constexpr int LDS_LIMIT = ]hkm_attn_lds_limit[;
-// LDS stage: K as [key][d] (d innermost), V^T as [d][key] (keys innermost),
-// rows padded by 16 bytes
+static constexpr int LDS_LIMIT = ]hkm_attn_lds_limit[;       // LDS per CU
+static constexpr int LDS_BUDGET = LDS_LIMIT / 2;            // two workgroups per CU
+// LDS: K as [key][d] (d innermost), V^T as [d][key] (keys innermost), rows
+// padded by 16 bytes; one stage (see the pipeline above)
 static constexpr int K_PITCH = D * 2 + 16;
-static constexpr int attn_stage_bytes(int bn) { return bn * K_PITCH + D * (bn * 2 + 16); }
-// keys per block: 64 when two stages fit the target's LDS, else 32
-static constexpr int BLOCK_N = 2 * attn_stage_bytes(64) <= LDS_LIMIT ? 64 : 32;
+static constexpr int attn_lds_bytes(int bn) { return bn * K_PITCH + D * (bn * 2 + 16); }
+// keys per block: the most (128, 64, 32) whose stage leaves room for two
+// workgroups; 64 at most for head_dim 64 (its S tile would crowd the registers
+// planned for three waves per SIMD)
+static constexpr int BLOCK_N = attn_lds_bytes(128) <= LDS_BUDGET && D > 64 ? 128
+                             : attn_lds_bytes(64) <= LDS_BUDGET ? 64 : 32;
 static constexpr int SUB_N = BLOCK_N / 32;                  // 32-key subtiles
 static constexpr int VT_PITCH = BLOCK_N * 2 + 16;
 static constexpr int LDS_K_BYTES = BLOCK_N * K_PITCH;
-static constexpr int LDS_STAGE_BYTES = attn_stage_bytes(BLOCK_N);
-static constexpr int LDS_BYTES = 2 * LDS_STAGE_BYTES;
+static constexpr int LDS_BYTES = attn_lds_bytes(BLOCK_N);
 // MFMA plan
 static constexpr int D_CHUNKS = D / 16;                     // Q K^T: 16-wide d chunks
 static constexpr int AB_PER_CHUNK = 8 / HK_MFMA_KPL;        // operands per 8 bf16 of a lane
@@ -92,14 +113,11 @@ static_assert(BLOCK_N * D % (8 * ATTN_THREADS) == 0, "K block must split into 8-
 static_assert(D % 32 == 0 && BLOCK_N % 32 == 0, "32x32 MFMA tiles");
 static_assert(8 % HK_MFMA_KPL == 0, "an 8-bf16 vector holds whole MFMA operands");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
+static_assert(LDS_K_BYTES + D * VT_PITCH < (1 << 30), "LDS offsets");
 
 typedef unsigned short attn_bf16_kpl __attribute__((ext_vector_type(HK_MFMA_KPL)));
 typedef unsigned attn_bf16_pairs __attribute__((ext_vector_type(HK_MFMA_KPL / 2)));
-
-struct attn_stage {
-    hk_bf16x8 k[K_VECS];
-    hk_bf16x8 v[V_REGS][2];     // keys 2m and 2m + 1
-};
+typedef float attn_f2 __attribute__((ext_vector_type(2)));
 
 // Position of key `key` (0..BLOCK_N-1) of a block in the V^T rows: B's k order
 // of P^T (see the top comment). Bit 0 is kept, so a key pair stays adjacent.
@@ -125,73 +143,117 @@ HK_DEVICE void attn_split_ab(hk_bf16x8 v, hk_bf16 flip, hk_mfma_ab_t (&out)[AB_P
     }
 }
 
-// ---- global -> registers: K/V block of keys kb .. kb + BLOCK_N - 1 ------------
-// Keys past seqlen_k read row seqlen_k - 1 instead (finite data, no branch):
-// their scores are masked to -inf, so P = 0 and their V rows add nothing.
-// VEC: 16-byte loads allowed (strides multiples of 8, aligned bases).
+// ---- global -> registers: K or V of the block of keys kb .. kb + BLOCK_N - 1 ----
+// CLAMP: keys past seqlen_k read row seqlen_k - 1 instead (finite data, no
+// branch): their scores are masked to -inf, so P = 0 and their V rows add
+// nothing.  Without CLAMP the whole block is in range (the caller knows).
+// VEC: 16-byte loads (strides multiples of 8, aligned bases, and a head's
+// rows within 2^31 elements: 32-bit offsets from the head's uniform base).
+// Row and column of K vector j of thread tid: affine in j when the threads
+// cover whole rows (head_dim 64, 128, 256), so one lane offset serves every j.
+HK_DEVICE void attn_k_index(int tid, int j, int &r, int &c)
+{
+    constexpr int VPR = D / 8;                           // vectors per row
+    if constexpr (ATTN_THREADS % VPR == 0) {
+        r = tid / VPR + j * (ATTN_THREADS / VPR);
+        c = (tid % VPR) * 8;
+    } else {
+        const int v = tid + ATTN_THREADS * j;
+        r = v / VPR;
+        c = (v % VPR) * 8;
+    }
+}
+
+// Key pair (first row) and column of V unit j of thread tid (affine in j).
+static_assert(ATTN_THREADS % (BLOCK_N / 2) == 0, "V units: whole key-pair rows per pass");
+HK_DEVICE void attn_v_index(int tid, int j, int &r, int &c)
+{
+    r = 2 * (tid % (BLOCK_N / 2));
+    c = (tid / (BLOCK_N / 2) + j * (ATTN_THREADS / (BLOCK_N / 2))) * 8;
+}
+
 template <bool VEC>
-HK_DEVICE void attn_load(attn_stage *s, const hk_bf16 *Kh, const hk_bf16 *Vh, long k_ss, long v_ss,
-                         int Sk, int kb)
+HK_DEVICE hk_bf16x8 attn_load_row(const hk_bf16 *base, long ss, int row, int c)
+{
+    if constexpr (VEC)
+        return hk_global_load_bf16x8(
+            (const hk_bf16 *)((const char *)base + ((unsigned)(row * (int)ss + c) << 1)), 8, true);
+    else
+        return hk_global_load_bf16x8(base + (long)row * ss + c, 8, false);
+}
+
+template <bool VEC, bool CLAMP>
+HK_DEVICE void attn_load_k(hk_bf16x8 (&k)[K_VECS], const hk_bf16 *Kh, long k_ss, int Sk, int kb)
 {
     const int tid = hk_thread_id();
 #pragma unroll
     for (int j = 0; j < K_VECS; ++j) {
-        const int v = tid + ATTN_THREADS * j;
-        const int key = kb + v / (D / 8);
-        const int c = (v % (D / 8)) * 8;
-        s->k[j] = hk_global_load_bf16x8(Kh + (long)(key < Sk ? key : Sk - 1) * k_ss + c, 8, VEC);
+        int r, c;
+        attn_k_index(tid, j, r, c);
+        k[j] = attn_load_row<VEC>(Kh, k_ss, CLAMP && kb + r > Sk - 1 ? Sk - 1 : kb + r, c);
     }
+}
+
+template <bool VEC, bool CLAMP>
+HK_DEVICE void attn_load_v(hk_bf16x8 (&v)[V_REGS][2], const hk_bf16 *Vh, long v_ss, int Sk, int kb)
+{
+    const int tid = hk_thread_id();
 #pragma unroll
     for (int j = 0; j < V_REGS; ++j) {
-        const int u = tid + ATTN_THREADS * j;
-        if (V_UNITS % ATTN_THREADS == 0 || u < V_UNITS) {
-            const int key = kb + 2 * (u % (BLOCK_N / 2));
-            const int c = (u / (BLOCK_N / 2)) * 8;
-            s->v[j][0] = hk_global_load_bf16x8(Vh + (long)(key < Sk ? key : Sk - 1) * v_ss + c, 8, VEC);
-            s->v[j][1] = hk_global_load_bf16x8(Vh + (long)(key + 1 < Sk ? key + 1 : Sk - 1) * v_ss + c, 8, VEC);
+        if (V_UNITS % ATTN_THREADS == 0 || tid + ATTN_THREADS * j < V_UNITS) {
+            int r, c;
+            attn_v_index(tid, j, r, c);
+            r += kb;
+            v[j][0] = attn_load_row<VEC>(Vh, v_ss, CLAMP && r > Sk - 1 ? Sk - 1 : r, c);
+            v[j][1] = attn_load_row<VEC>(Vh, v_ss, CLAMP && r + 1 > Sk - 1 ? Sk - 1 : r + 1, c);
         }
     }
 }
 
-// ---- registers -> LDS stage at byte offset off --------------------------------
-HK_DEVICE void attn_store_lds(hk_lds_t lds, int off, const attn_stage *s)
+// ---- registers -> LDS --------------------------------------------------------
+HK_DEVICE void attn_store_k(hk_lds_t lds, const hk_bf16x8 (&k)[K_VECS])
 {
     const int tid = hk_thread_id();
 #pragma unroll
     for (int j = 0; j < K_VECS; ++j) {
-        const int v = tid + ATTN_THREADS * j;
-        const int r = v / (D / 8);
-        const int c = (v % (D / 8)) * 8;
-        hk_lds_store_b128(lds, off + r * K_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, s->k[j]));
+        int r, c;
+        attn_k_index(tid, j, r, c);
+        hk_lds_store_b128(lds, r * K_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, k[j]));
     }
-    // V^T: one 32-bit word = keys 2m, 2m+1 of one d; consecutive lanes take
-    // consecutive key pairs of the same d rows
+}
+
+// V^T: one 32-bit word = keys 2m, 2m+1 of one d; consecutive lanes take
+// consecutive key pairs of the same d rows
+HK_DEVICE void attn_store_v(hk_lds_t lds, const hk_bf16x8 (&v)[V_REGS][2])
+{
+    const int tid = hk_thread_id();
 #pragma unroll
     for (int j = 0; j < V_REGS; ++j) {
-        const int u = tid + ATTN_THREADS * j;
-        if (V_UNITS % ATTN_THREADS == 0 || u < V_UNITS) {
-            const int pos = attn_vt_pos(2 * (u % (BLOCK_N / 2)));
-            const int c = (u / (BLOCK_N / 2)) * 8;
+        if (V_UNITS % ATTN_THREADS == 0 || tid + ATTN_THREADS * j < V_UNITS) {
+            int r, c;
+            attn_v_index(tid, j, r, c);
+            const int pos = attn_vt_pos(r);
 #pragma unroll
             for (int i = 0; i < 8; ++i) {
-                const unsigned w = (unsigned)s->v[j][0][i] | ((unsigned)s->v[j][1][i] << 16);
-                hk_lds_store_b32(lds, off + LDS_K_BYTES + (c + i) * VT_PITCH + pos * 2, w);
+                const unsigned w = (unsigned)v[j][0][i] | ((unsigned)v[j][1][i] << 16);
+                hk_lds_store_b32(lds, LDS_K_BYTES + (c + i) * VT_PITCH + pos * 2, w);
             }
         }
     }
 }
 
-// ---- one K/V block for one wave --------------------------------------------------
+// ---- scores and online softmax of one K/V block for one wave ----------------------
 // MASKED: some key of the block may be invisible to some query of the wave
 // (klim: the last key this lane's query sees).  The MFMA gives raw scores
 // q.k (Q already negated when scale < 0); c = |scale| * log2(e) > 0, so the
-// row max is taken on raw scores and p = exp2(fma(s, c, -m)).  m_run: running
-// max of the scaled scores (base 2), l_run: this lane's partial sum of exp2
-// (its 16 keys of each subtile; the halves are added at the end).
+// row max is taken on raw scores and p = exp2(fma(s, c, -m)), two lanes' worth
+// per packed fma.  m_run: running max of the scaled scores (base 2), l_run:
+// this lane's partial sum of exp2 (its 16 keys of each subtile; the halves are
+// added at the end).  O is rescaled here; p gets the B operands of P^T.
 template <bool MASKED>
-HK_DEVICE void attn_block(hk_lds_t lds, int off, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
-                          float c, int kb, int klim, float &m_run, float &l_run,
-                          hk_mfma_acc_t (&o)[D_TILES])
+HK_DEVICE void attn_softmax(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK], float c,
+                            int kb, int klim, float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES],
+                            hk_mfma_ab_t (&p)[SUB_N][PV_STEPS])
 {
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
@@ -203,40 +265,50 @@ HK_DEVICE void attn_block(hk_lds_t lds, int off, const hk_mfma_ab_t (&qop)[D_CHU
 #pragma unroll
     for (int tt = 0; tt < SUB_N; ++tt)
         s[tt] = hk_mfma_acc_zero();
+    // the SUB_N operands of one k step are read as a group, one LDS wait each
 #pragma unroll
     for (int u = 0; u < D_CHUNKS; ++u)
 #pragma unroll
-        for (int e = 0; e < AB_PER_CHUNK; ++e)
+        for (int e = 0; e < AB_PER_CHUNK; ++e) {
+            hk_mfma_ab_t a[SUB_N];
 #pragma unroll
-            for (int tt = 0; tt < SUB_N; ++tt) {
-                const hk_mfma_ab_t a = hk_lds_load_mfma_ab(
-                    lds, off + (tt * 32 + row) * K_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2);
-                s[tt] = hk_mfma_32x32(a, qop[u][e], s[tt]);
-            }
+            for (int tt = 0; tt < SUB_N; ++tt)
+                a[tt] = hk_lds_load_mfma_ab(
+                    lds, (tt * 32 + row) * K_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2);
+            if (!MASKED)                                 // the hot loop; masked blocks leave
+                hk_waitcnt_lds();                        // the waits to the compiler (registers)
+#pragma unroll
+            for (int tt = 0; tt < SUB_N; ++tt)
+                s[tt] = hk_mfma_32x32(a[tt], qop[u][e], s[tt]);
+        }
 
-    // mask, row max of the raw scores (in lane, then across the lane halves)
-    float mx = neg_inf;
+    // mask, row max of the raw scores (in lane, two chains, then across the lane halves)
+    float mx0 = neg_inf, mx1 = neg_inf;
+    const int lim = klim - kb - half * 4;                // key tt*32 + (r/4)*8 + r%4 visible iff <= lim
 #pragma unroll
     for (int tt = 0; tt < SUB_N; ++tt)
 #pragma unroll
-        for (int r = 0; r < 16; ++r) {
+        for (int r = 0; r < 16; r += 2) {
             if (MASKED) {
-                const int key = kb + tt * 32 + (r / 4) * 8 + half * 4 + r % 4;
-                if (key > klim)
+                if (tt * 32 + (r / 4) * 8 + r % 4 > lim)
                     s[tt][r] = neg_inf;
+                if (tt * 32 + (r / 4) * 8 + r % 4 + 1 > lim)
+                    s[tt][r + 1] = neg_inf;
             }
-            mx = hk_maxf(mx, s[tt][r]);
+            float &m = r % 4 == 0 ? mx0 : mx1;
+            m = hk_maxf(m, s[tt][r]);
+            m = hk_maxf(m, s[tt][r + 1]);
         }
+    float mx = hk_maxf(mx0, mx1);
     mx = hk_maxf(mx, hk_swap_halves(mx));
     const float m_new = hk_maxf(m_run, mx * c);
     const float m_use = m_new == neg_inf ? 0.0f : m_new; // no key seen yet: keep exp2 finite
     const float alpha = hk_exp2f(m_run - m_use);
-    const float neg_m = -m_use;
     m_run = m_new;
 
-    // P = exp2(S - m), bf16, straight into the B operands of O^T += V^T P^T
-    hk_mfma_ab_t p[SUB_N][PV_STEPS];
-    float sum = 0.0f;
+    // P = exp2(S c - m), bf16, straight into the B operands of O^T += V^T P^T
+    const attn_f2 c2 = {c, c}, nm2 = {-m_use, -m_use};
+    attn_f2 sum2 = {0.0f, 0.0f};
 #pragma unroll
     for (int tt = 0; tt < SUB_N; ++tt)
 #pragma unroll
@@ -244,68 +316,126 @@ HK_DEVICE void attn_block(hk_lds_t lds, int off, const hk_mfma_ab_t (&qop)[D_CHU
             attn_bf16_pairs t;
 #pragma unroll
             for (int j = 0; j < HK_MFMA_KPL; j += 2) {
-                const float e0 = hk_exp2f(s[tt][st * HK_MFMA_KPL + j] * c + neg_m);
-                const float e1 = hk_exp2f(s[tt][st * HK_MFMA_KPL + j + 1] * c + neg_m);
-                sum += e0 + e1;
-                t[j / 2] = hk_f32x2_to_bf16x2(e0, e1);
+                const attn_f2 x = {s[tt][st * HK_MFMA_KPL + j], s[tt][st * HK_MFMA_KPL + j + 1]};
+                const attn_f2 y = x * c2 + nm2;          // v_pk_fma_f32
+                const attn_f2 e = {hk_exp2f(y.x), hk_exp2f(y.y)};
+                sum2 += e;                               // v_pk_add_f32
+                t[j / 2] = hk_f32x2_to_bf16x2(e.x, e.y);
             }
             p[tt][st] = __builtin_bit_cast(hk_mfma_ab_t, t);
         }
-    l_run = l_run * alpha + sum;
+    l_run = l_run * alpha + (sum2.x + sum2.y);
 #pragma unroll
     for (int dt = 0; dt < D_TILES; ++dt)
         o[dt] *= alpha;
-
-    // O^T += V^T P^T (d tiles innermost: independent accumulators back to back)
-    const int vt = off + LDS_K_BYTES;
-#pragma unroll
-    for (int tt = 0; tt < SUB_N; ++tt)
-#pragma unroll
-        for (int st = 0; st < PV_STEPS; ++st)
-#pragma unroll
-            for (int dt = 0; dt < D_TILES; ++dt) {
-                const hk_mfma_ab_t a = hk_lds_load_mfma_ab(
-                    lds, vt + (dt * 32 + row) * VT_PITCH + (tt * 32 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2);
-                o[dt] = hk_mfma_32x32(a, p[tt][st], o[dt]);
-            }
 }
 
-// ---- the K/V loop of one wave -----------------------------------------------------
-// Prefetch block t+1 to registers, compute stage t % 2, write block t+1 to the
-// other stage, one barrier per block (the other stage was last read before
-// the previous barrier).  wave_last: last key any query of the wave sees;
-// wave_full: last key every query of the wave sees (both wave-uniform).
+// O^T += V^T P^T (d tiles innermost: independent accumulators back to back)
+template <bool GROUP>
+HK_DEVICE void attn_pv(hk_lds_t lds, const hk_mfma_ab_t (&p)[SUB_N][PV_STEPS], hk_mfma_acc_t (&o)[D_TILES],
+                       int tt0, int tt1)
+{
+    const int lane = hk_lane_id();
+    const int row = lane % 32, half = lane / 32;
+    // the D_TILES operands of one k step are read as a group, one LDS wait each
+#pragma unroll
+    for (int tt = tt0; tt < tt1; ++tt)
+#pragma unroll
+        for (int st = 0; st < PV_STEPS; ++st) {
+            hk_mfma_ab_t a[D_TILES];
+#pragma unroll
+            for (int dt = 0; dt < D_TILES; ++dt)
+                a[dt] = hk_lds_load_mfma_ab(
+                    lds, LDS_K_BYTES + (dt * 32 + row) * VT_PITCH +
+                             (tt * 32 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2);
+            if (GROUP)
+                hk_waitcnt_lds();
+#pragma unroll
+            for (int dt = 0; dt < D_TILES; ++dt)
+                o[dt] = hk_mfma_32x32(a[dt], p[tt][st], o[dt]);
+        }
+}
+
+// ---- K/V blocks t0 .. t1 - 1 of one wave --------------------------------------------
+// One LDS stage, two barriers per block (see the top comment).  MAIN: every
+// query of the workgroup sees every key of the block, and block t + 1 exists
+// and lies wholly below seqlen_k (no masks, no clamps, no skipping: the hot
+// loop).  Otherwise per wave: skip the block if none of its queries sees a key
+// of it (wave_last, wave-uniform), else mask it.
+struct attn_ctx {
+    const hk_bf16 *Kh, *Vh;
+    long k_ss, v_ss;
+    int Sk, n_blocks, wave_last, klim;
+    float c;
+};
+
+template <bool VEC, bool MAIN>
+HK_DEVICE void attn_kv_range(hk_lds_t lds, const attn_ctx &x, int t0, int t1,
+                             const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
+                             float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
+{
+    for (int t = t0; t < t1; ++t) {
+        const int kb = t * BLOCK_N;
+        const bool more = MAIN || t + 1 < x.n_blocks;    // uniform
+        const bool run = MAIN || kb <= x.wave_last;      // wave-uniform
+        hk_mfma_ab_t p[SUB_N][PV_STEPS];
+        if (run)
+            attn_softmax<!MAIN>(lds, qop, x.c, kb, x.klim, m_run, l_run, o, p);
+        hk_barrier();                                    // K of block t read by every wave
+        if constexpr (MAIN) {
+            // block t + 1 to registers while P V runs: K during the first
+            // half of the subtiles, then to LDS; V during the second half
+            // (fewer registers live at once than loading both up front)
+            hk_bf16x8 rk[K_VECS];
+            hk_bf16x8 rv[V_REGS][2];
+            attn_load_k<VEC, false>(rk, x.Kh, x.k_ss, x.Sk, kb + BLOCK_N);
+            attn_pv<true>(lds, p, o, 0, SUB_N / 2);
+            attn_store_k(lds, rk);
+            attn_load_v<VEC, false>(rv, x.Vh, x.v_ss, x.Sk, kb + BLOCK_N);
+            attn_pv<true>(lds, p, o, SUB_N / 2, SUB_N);
+            hk_barrier();                                // V of block t read, K of t + 1 written
+            attn_store_v(lds, rv);
+        } else {
+            // the few masked / clamped blocks: no overlap, fewer live registers
+            if (run)
+                attn_pv<false>(lds, p, o, 0, SUB_N);
+            hk_barrier();                                // V of block t read
+            if (more) {
+                hk_bf16x8 rk[K_VECS];
+                hk_bf16x8 rv[V_REGS][2];
+                attn_load_k<VEC, true>(rk, x.Kh, x.k_ss, x.Sk, kb + BLOCK_N);
+                attn_load_v<VEC, true>(rv, x.Vh, x.v_ss, x.Sk, kb + BLOCK_N);
+                attn_store_k(lds, rk);
+                attn_store_v(lds, rv);
+            }
+            hk_barrier();                                // block t + 1 written
+        }
+    }
+}
+
 template <bool VEC>
-HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, long k_ss, long v_ss,
-                            int Sk, int n_blocks, int wave_last, int wave_full, int klim,
-                            const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK], float c,
+HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
+                            const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
                             float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
 {
-    attn_stage st;
-    if (n_blocks > 0) {                                  // prologue: block 0 into stage 0
-        attn_load<VEC>(&st, Kh, Vh, k_ss, v_ss, Sk, 0);
-        attn_store_lds(lds, 0, &st);
+    if (x.n_blocks > 0) {                                // prologue: block 0
+        hk_bf16x8 rk[K_VECS];
+        hk_bf16x8 rv[V_REGS][2];
+        attn_load_k<VEC, true>(rk, x.Kh, x.k_ss, x.Sk, 0);
+        attn_load_v<VEC, true>(rv, x.Vh, x.v_ss, x.Sk, 0);
+        attn_store_k(lds, rk);
+        attn_store_v(lds, rv);
     }
     hk_barrier();
-    for (int t = 0; t < n_blocks; ++t) {
-        const int cur = (t & 1) * LDS_STAGE_BYTES;
-        const bool more = t + 1 < n_blocks;
-        const int kb = t * BLOCK_N;
-        if (more)
-            attn_load<VEC>(&st, Kh, Vh, k_ss, v_ss, Sk, kb + BLOCK_N);
-        if (kb <= wave_last) {                           // wave-uniform
-            if (kb + BLOCK_N - 1 > wave_full)
-                attn_block<true>(lds, cur, qop, c, kb, klim, m_run, l_run, o);
-            else
-                attn_block<false>(lds, cur, qop, c, kb, klim, m_run, l_run, o);
-        }
-        if (more)
-            attn_store_lds(lds, LDS_STAGE_BYTES - cur, &st);
-        hk_barrier();
-    }
+    attn_kv_range<VEC, true>(lds, x, 0, n_main, qop, m_run, l_run, o);
+    attn_kv_range<VEC, false>(lds, x, n_main, x.n_blocks, qop, m_run, l_run, o);
 }
 
 // ---- kernel ------------------------------------------------------------------
+// registers for two waves per SIMD (two workgroups per CU, as the LDS plan
+// allows); three for head_dim 64 (its LDS stage allows four workgroups)
+#undef HK_WAVES_PER_SIMD
+#define HK_WAVES_PER_SIMD ]hkm_attn_waves[
 ]hkm_kernel_begin()[
     (void)head_dim;
     (void)causal;
@@ -331,36 +461,49 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
     const int qi = q0 + wave * 32 + row;                 // this lane's query
 
     const hk_bf16 *Qh = hk_a.Q + (long)b * hk_a.q_stride_b + (long)hq * hk_a.q_stride_h;
-    const hk_bf16 *Kh = hk_a.K + (long)b * hk_a.k_stride_b + (long)hkv * hk_a.k_stride_h;
-    const hk_bf16 *Vh = hk_a.V + (long)b * hk_a.v_stride_b + (long)hkv * hk_a.v_stride_h;
     hk_bf16 *Oh = hk_a.O + (long)b * hk_a.o_stride_b + (long)hq * hk_a.o_stride_h;
-    const long k_ss = hk_a.k_stride_s, v_ss = hk_a.v_stride_s;
+    attn_ctx x;
+    x.Kh = hk_a.K + (long)b * hk_a.k_stride_b + (long)hkv * hk_a.k_stride_h;
+    x.Vh = hk_a.V + (long)b * hk_a.v_stride_b + (long)hkv * hk_a.v_stride_h;
+    x.k_ss = hk_a.k_stride_s;
+    x.v_ss = hk_a.v_stride_s;
+    x.Sk = Sk;
 
-    // 16-byte global loads need 8-element strides and 16-byte aligned bases
+    // 16-byte global loads need 8-element strides and 16-byte aligned bases;
+    // K/V rows of a block are addressed by 32-bit byte offsets
+    const long row_lim = Sk > 0 ? 0x7fffffffL / ((long)Sk + BLOCK_N) : 0;
     const bool vec_q = (hk_a.q_stride_b % 8 == 0) && (hk_a.q_stride_s % 8 == 0) &&
                        (hk_a.q_stride_h % 8 == 0) && ((unsigned long)hk_a.Q % 16 == 0);
-    const bool vec_k = (hk_a.k_stride_b % 8 == 0) && (k_ss % 8 == 0) &&
-                       (hk_a.k_stride_h % 8 == 0) && ((unsigned long)hk_a.K % 16 == 0);
-    const bool vec_v = (hk_a.v_stride_b % 8 == 0) && (v_ss % 8 == 0) &&
-                       (hk_a.v_stride_h % 8 == 0) && ((unsigned long)hk_a.V % 16 == 0);
+    const bool vec_k = (hk_a.k_stride_b % 8 == 0) && (x.k_ss % 8 == 0) && x.k_ss >= 0 &&
+                       x.k_ss <= row_lim && (hk_a.k_stride_h % 8 == 0) &&
+                       ((unsigned long)hk_a.K % 16 == 0);
+    const bool vec_v = (hk_a.v_stride_b % 8 == 0) && (x.v_ss % 8 == 0) && x.v_ss >= 0 &&
+                       x.v_ss <= row_lim && (hk_a.v_stride_h % 8 == 0) &&
+                       ((unsigned long)hk_a.V % 16 == 0);
 
     HK_LDS_DECLARE(LDS_BYTES);
 
     // keys the workgroup, this wave and this lane may see
     const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
     const int kend = CAUSAL ? (q0 + BLOCK_M + diag < Sk ? q0 + BLOCK_M + diag : Sk) : Sk;
-    const int n_blocks = kend > 0 ? (kend + BLOCK_N - 1) / BLOCK_N : 0;
+    x.n_blocks = kend > 0 ? (kend + BLOCK_N - 1) / BLOCK_N : 0;
     const int wq0 = q0 + wave * 32;                      // wave-uniform
-    const int wave_last = CAUSAL ? (wq0 + 31 + diag < Sk - 1 ? wq0 + 31 + diag : Sk - 1) : Sk - 1;
-    const int wave_full = CAUSAL ? (wq0 + diag < Sk - 1 ? wq0 + diag : Sk - 1) : Sk - 1;
-    const int klim = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
+    x.wave_last = CAUSAL ? (wq0 + 31 + diag < Sk - 1 ? wq0 + 31 + diag : Sk - 1) : Sk - 1;
+    x.klim = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
+    // blocks every query of the workgroup sees wholly, whose successor exists
+    // and lies below seqlen_k: the unmasked main loop
+    const int wg_full = CAUSAL ? (q0 + diag < Sk - 1 ? q0 + diag : Sk - 1) : Sk - 1;
+    int n_main = wg_full >= 0 ? (wg_full + 1) / BLOCK_N : 0;
+    n_main = n_main < x.n_blocks - 1 ? n_main : x.n_blocks - 1;
+    n_main = n_main < Sk / BLOCK_N - 1 ? n_main : Sk / BLOCK_N - 1;
+    n_main = n_main > 0 ? n_main : 0;
 
     // softmax scale in base 2, made positive: c = |scale| * log2(e) (at least
     // the smallest normal float, so that -inf * c stays -inf) and Q negated
     // (exact in bf16) when scale < 0
     const bool neg_scale = hk_a.scale < 0.0f;
     float c = (neg_scale ? -hk_a.scale : hk_a.scale) * LOG2E;
-    c = c >= 1.17549435e-38f ? c : 1.17549435e-38f;
+    x.c = c >= 1.17549435e-38f ? c : 1.17549435e-38f;
 
     // Q^T operands, once: chunk u, lane half h holds d = 16u + 8h + 0..7
     // (a query past seqlen_q reads row seqlen_q - 1; it is not stored)
@@ -378,11 +521,9 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
     float m_run = __builtin_bit_cast(float, 0xff800000u), l_run = 0.0f;
 
     if (vec_k && vec_v)
-        attn_kv_loop<true>(hk_lds, Kh, Vh, k_ss, v_ss, Sk, n_blocks, wave_last, wave_full, klim, qop,
-                           c, m_run, l_run, o);
+        attn_kv_loop<true>(hk_lds, x, n_main, qop, m_run, l_run, o);
     else
-        attn_kv_loop<false>(hk_lds, Kh, Vh, k_ss, v_ss, Sk, n_blocks, wave_last, wave_full, klim, qop,
-                            c, m_run, l_run, o);
+        attn_kv_loop<false>(hk_lds, x, n_main, qop, m_run, l_run, o);
 
     // epilogue: the two lane halves' sums, normalise, store.
     // O^T accumulator element r of lane l: d = dt*32 + (r/4)*8 + (l/32)*4 + r%4, query l%32

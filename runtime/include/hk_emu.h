@@ -38,6 +38,7 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define __device__
 #define __shared__ static
 #define HK_DEVICE static inline __attribute__((unused))
+#define HK_WAVES_PER_SIMD 1 /* occupancy hint of hk_cdna.h: nothing to do here */
 #define HK_KERNEL(threads) extern "C"
 #define HK_WAVE_SIZE 64
 
@@ -86,6 +87,7 @@ HK_DEVICE int hk_xcd_remap(int id, int n)
 /* ---- synchronisation and scheduling: only the barrier does anything --------- */
 HK_DEVICE void hk_barrier(void) { hkemu_barrier(); }
 HK_DEVICE void hk_waitcnt_all(void) {}
+HK_DEVICE void hk_waitcnt_lds(void) {}
 HK_DEVICE void hk_sched_barrier(void) {}
 #define HK_SETPRIO(p) ((void)(p))
 

@@ -16,6 +16,7 @@
  *
  * Primitives (one line each):
  *   HK_KERNEL(threads)        kernel entry qualifiers: extern "C", global, flat work-group size <= threads
+ *   HK_WAVES_PER_SIMD         occupancy HK_KERNEL compiles for (default 1; a skeleton may redefine it)
  *   HK_DEVICE                 qualifiers of a device helper (static inline, always inlined)
  *   HK_WAVE_SIZE              lanes per wave (64)
  *   hk_thread_id()            work-item id in the (1-D) workgroup
@@ -48,6 +49,7 @@
  *   hk_mfma_acc_zero()        a zero accumulator
  *   hk_mfma_32x32(a, b, acc)  acc + A(32 x K) * B(K x 32), one wave
  *   hk_waitcnt_all()          wait for all outstanding memory operations of this wave
+ *   hk_waitcnt_lds()          wait for this wave's outstanding LDS operations only (lgkmcnt 0)
  *   hk_sched_barrier()        stop the compiler moving instructions across this point (no-op if unsupported)
  *   HK_SETPRIO(p)             wave priority hint 0..3 (no-op on the emulator)
  *   hk_exp2f(x)               fast 2^x (v_exp_f32; ~1 ulp, 2^-inf = 0, no denormal results required)
@@ -85,8 +87,13 @@
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
 #define HK_DEVICE __attribute__((device)) static inline __attribute__((always_inline, unused))
-#define HK_KERNEL(threads) \
-    extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, threads)))
+/* HK_WAVES_PER_SIMD: the occupancy the kernel is compiled for (registers are
+ * limited so that this many waves fit on a SIMD); a skeleton may #undef and
+ * redefine it before its kernel.  1 = no limit beyond the workgroup size. */
+#define HK_WAVES_PER_SIMD 1
+#define HK_KERNEL(threads)                                                               \
+    extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(1, threads))) \
+    __attribute__((amdgpu_waves_per_eu(HK_WAVES_PER_SIMD)))
 
 #define HK_WAVE_SIZE 64
 
@@ -142,6 +149,13 @@ HK_DEVICE void hk_barrier(void)
 HK_DEVICE void hk_waitcnt_all(void)
 {
     __builtin_amdgcn_s_waitcnt(0); /* gfx9 encoding: vmcnt = expcnt = lgkmcnt = 0 */
+}
+
+/* Wait for this wave's outstanding LDS reads and writes (and scalar loads) only:
+ * one wait before a group of MFMAs instead of one per operand. */
+HK_DEVICE void hk_waitcnt_lds(void)
+{
+    __builtin_amdgcn_s_waitcnt(0xc07f); /* gfx9 encoding: lgkmcnt = 0, vmcnt = 63, expcnt = 7 (no wait) */
 }
 
 HK_DEVICE void hk_sched_barrier(void)

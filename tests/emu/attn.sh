@@ -1,13 +1,13 @@
 #!/bin/sh
 # emu_attn_<target>: every attn_fwd kernel of emu/attn.yaml (head_dim 64 and
-# 128, causal or not; run-time heads, GQA 12:4, MQA) on the emulator at the
+# 128, causal or not, and 96/192/256 at one long shape; run-time heads, GQA 12:4, MQA) on the emulator at the
 # op's default shapes (12/12, 6:2, 7:1, 40:8, odd lengths, Sq != Sk, BSHD and
 # BHSD layouts) against the fp64 reference of gen/op_attn.c.
 EMU_DIR=$(cd "$(dirname "$0")" && pwd)
 HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
 . "$EMU_DIR/../lib.sh"
 target=${1:?usage: attn.sh gfx90a|gfx942|gfx950}
-EXPECTED_RUNS=72 # 12 kernels x 6 shapes
+EXPECTED_RUNS=90 # 12 kernels x 7 shapes + 6 kernels (head_dim 96/192/256) x 1
 run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/attn.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/attn.yaml"
