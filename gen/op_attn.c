@@ -221,15 +221,17 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
 }
 
 /* sm_90a (templates/attn_fwd.sm90.hip.m4, wgmma): the Q tile (128 rows) and
-   3 (head_dim 128) or 4 (64) K/V stages of 128 keys in dynamic shared memory, plus 1024
-   bytes so that the skeleton can align the region to the 128-byte swizzle's
-   period; the skeleton derives its stage count from hkm_dynamic_lds with the
-   same formula. AMD targets: static shared memory only. */
+   rings of K and V tiles in dynamic shared memory: head_dim 64, 4 stages of
+   64 keys (81 KiB: two blocks per multiprocessor); 128, 3 stages of 128 keys
+   (225 KiB); plus 1024 bytes so that the skeleton can align the region to the
+   128-byte swizzle's period. The skeleton derives its stage count from
+   hkm_dynamic_lds (its BLOCK_N must agree). AMD targets: static shared memory
+   only. */
 static int attn_dynamic_lds(const op_inst *k) {
   const tgt_info *t = tgt_find(k->target);
   if (!t || strcmp(t->arch, "sm90")) return 0;
-  long d = op_int(k, "head_dim"), stages = d <= 64 ? 4 : 3;
-  return (int)(128 * d * 2 + stages * 2 * 128 * d * 2 + 1024);
+  long d = op_int(k, "head_dim"), block_n = d == 64 ? 64 : 128, stages = d == 64 ? 4 : 3;
+  return (int)(128 * d * 2 + stages * 2 * block_n * d * 2 + 1024);
 }
 
 const op_desc op_attn_fwd = {

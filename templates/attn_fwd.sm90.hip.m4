@@ -18,13 +18,16 @@ m4_divert(-1)                                                   -*- C -*-
 # causal tiles start first), y = heads_q, z = batch.  Block: 256 threads = two
 # warpgroups; warpgroup w owns queries q0 + 64 w .. q0 + 64 w + 63.
 #
-# Per warpgroup and K/V block of BLOCK_N = 128 keys, wgmma bf16 -> fp32:
-#   S = Q K^T      m64n128k16, A = Q and B = K from shared memory (descriptors),
-#                  both K-major (head_dim innermost), 128-byte swizzle.
-#                  Lane l of warp w (g = l/4, t = l%4) holds rows 16w + g and
-#                  16w + g + 8 of S, keys 8i + 2t, 8i + 2t + 1 of each n8 tile i:
-#                  the row max and sum are in-lane reductions plus two shuffles.
-#   online softmax in base 2 (log2(e) folded into the scale), fp32, exp2.
+# Per warpgroup and K/V block of BLOCK_N keys (d64: 64, d128: 128), wgmma
+# bf16 -> fp32:
+#   S = Q K^T      m64nBLOCK_Nk16, A = Q and B = K from shared memory
+#                  (descriptors), both K-major (head_dim innermost), 128-byte
+#                  swizzle.  Lane l of warp w (g = l/4, t = l%4) holds rows
+#                  16w + g and 16w + g + 8 of S, keys 8i + 2t, 8i + 2t + 1 of
+#                  each n8 tile i: the row max and sum are in-lane reductions
+#                  plus two shuffles.
+#   online softmax in base 2 (log2(e) folded into the scale: one FFMA and
+#                  an exp2 per score when scale > 0), fp32.
 #   O += P V       m64nDk16 with A = P from registers (the S accumulator rounded
 #                  to bf16 pairs is the A fragment as is) and B = V from shared
 #                  memory, MN-major ([key][d], d innermost: the transpose bit).
@@ -33,13 +36,14 @@ m4_divert(-1)                                                   -*- C -*-
 # product runs, then waits for it and rescales O.
 #
 # Shared memory (dynamic, hkm_dynamic_lds bytes: op_attn.c attn_dynamic_lds):
-# the Q tile (BLOCK_M x D) and STAGES stages of K and V tiles (BLOCK_N x D).
-# A tile is stored as D/64 slabs of 64 columns (128-byte rows); 16-byte chunk
-# c of row r of a slab sits at c ^ r % 8 (the wgmma 128-byte swizzle; tiles
+# the Q tile (BLOCK_M x D), a ring of STAGES K tiles and one of STAGES V
+# tiles (BLOCK_N x D each); d64: 4 stages, 81 KiB and about 125 registers, so
+# two blocks share a multiprocessor; d128: 3 stages, 225 KiB, one block.  A
+# tile is stored as D/64 slabs of 64 columns (128-byte rows); 16-byte chunk c
+# of row r of a slab sits at c ^ r % 8 (the wgmma 128-byte swizzle; tiles
 # start on 1024-byte boundaries).  Asynchronous copies (cp.async, zero fill
-# past seqlen) by all threads, STAGES - 2 K/V blocks ahead of the one
-# multiplied: one barrier per K/V block (the stage refilled was last read by
-# the P V product of two blocks back, complete before everyone's barrier).
+# past seqlen) by all threads, one copy group and one barrier per K/V block;
+# K and V are loaded STAGES - 1 blocks ahead of their use (attn_kv_loop).
 # Keys past seqlen_k are zero rows and are masked to -inf; queries past
 # seqlen_q are zero rows and are not stored.  Strides that are not multiples
 # of 8 (or unaligned bases) take element loads into the same tiles.
@@ -62,17 +66,21 @@ static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
 static constexpr int WGS = ATTN_THREADS / 128;             // warpgroups
 static constexpr int WG_M = 64;                            // queries per warpgroup
 static constexpr int BLOCK_M = WG_M * WGS;                 // queries per block
-static constexpr int BLOCK_N = 128;                        // keys per K/V tile
+// keys per K/V tile: d64 takes 64 (about 125 registers and 81 KiB of shared
+// memory: two blocks per multiprocessor), d128 128 (one block)
+static constexpr int BLOCK_N = D == 64 ? 64 : 128;
+static constexpr bool FAST_COPY = true;                    // whole tiles: unrolled copies without bounds checks
 static constexpr int CHUNKS = D / 8;                       // 16-byte chunks per row
 static constexpr int Q_BYTES = BLOCK_M * D * 2;
 static constexpr int Q_SLAB = BLOCK_M * 128;               // bytes of one 64-column slab of Q
 static constexpr int KV_SLAB = BLOCK_N * 128;              // ... of K or V
 static constexpr int KV_TILE_BYTES = BLOCK_N * D * 2;
-static constexpr int STAGE_BYTES = 2 * KV_TILE_BYTES;      // K then V
+static constexpr int STAGE_BYTES = 2 * KV_TILE_BYTES;      // one K and one V buffer
 static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
 static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - Q_BYTES) / STAGE_BYTES;
-static constexpr int AHEAD = STAGES - 2;                   // K/V blocks loaded ahead
-static constexpr int Q_OFF = 0, KV_OFF = Q_BYTES;
+static constexpr int Q_OFF = 0;
+static constexpr int K_OFF = Q_BYTES;                      // K ring: STAGES tiles
+static constexpr int V_OFF = Q_BYTES + STAGES * KV_TILE_BYTES;  // V ring: STAGES tiles
 static constexpr int K_STEPS = D / 16;                     // k16 steps of Q K^T
 static constexpr int PV_STEPS = BLOCK_N / 16;              // k16 steps of P V
 static constexpr int S_TILES = BLOCK_N / 8;                // n8 tiles of S
@@ -82,13 +90,24 @@ static constexpr float LOG2E = 1.44269504088896340736f;
 static constexpr float LN2 = 0.693147180559945309417f;
 
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per block");
+static_assert(BLOCK_N == 64 || BLOCK_N == 128, "S is one m64n64 or m64n128 accumulator");
 static_assert(STAGES * STAGE_BYTES + Q_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
-              "dynamic_lds must hold Q and whole stages (op_attn.c attn_dynamic_lds)");
-static_assert(STAGES >= 3, "one stage multiplied, one in the P V product, one or more in flight");
+              "dynamic_lds must hold Q and the K and V rings (op_attn.c attn_dynamic_lds)");
+static_assert(STAGES >= 3, "K: one read, one or more in flight; V: one read, one landed, one or more in flight");
 static_assert(Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 
-typedef hk_wgmma_acc]hkm_param([head_dim])[_t o_acc_t;   // O: 64 x D per warpgroup
-typedef hk_wgmma_acc128_t s_acc_t;                          // S: 64 x BLOCK_N per warpgroup
+// wgmma shapes by accumulator type (N = 64 or 128)
+HK_DEVICE void attn_wgmma_ss(hk_wgmma_acc64_t &d, unsigned long long a, unsigned long long b, int sc) { hk_wgmma_64x64x16(d, a, b, sc); }
+HK_DEVICE void attn_wgmma_ss(hk_wgmma_acc128_t &d, unsigned long long a, unsigned long long b, int sc) { hk_wgmma_64x128x16(d, a, b, sc); }
+HK_DEVICE void attn_wgmma_rs(hk_wgmma_acc64_t &d, hk_u32x4 a, unsigned long long b, int sc) { hk_wgmma_rs_64x64x16_tb(d, a, b, sc); }
+HK_DEVICE void attn_wgmma_rs(hk_wgmma_acc128_t &d, hk_u32x4 a, unsigned long long b, int sc) { hk_wgmma_rs_64x128x16_tb(d, a, b, sc); }
+HK_DEVICE void attn_acc_fence(hk_wgmma_acc64_t &d) { hk_wgmma_rs_fence_acc64(d); }
+HK_DEVICE void attn_acc_fence(hk_wgmma_acc128_t &d) { hk_wgmma_rs_fence_acc128(d); }
+template <int N> struct attn_acc;
+template <> struct attn_acc<64> { typedef hk_wgmma_acc64_t t; };
+template <> struct attn_acc<128> { typedef hk_wgmma_acc128_t t; };
+typedef attn_acc<D>::t o_acc_t;                            // O: 64 x D per warpgroup
+typedef attn_acc<BLOCK_N>::t s_acc_t;                      // S: 64 x BLOCK_N per warpgroup
 
 // Byte offset of 16-byte chunk c of row r in a tile of R rows: slab c / 8,
 // chunk c % 8 XOR r % 8 within the row's 128 bytes.
@@ -127,6 +146,17 @@ HK_DEVICE void attn_copy_tile(hk_lds_t lds, int off, const hk_bf16 *head, long s
     const int r = tid / CHUNKS, c = tid % CHUNKS;
     const hk_bf16 *src = head + (long)(row0 + r) * ss + c * 8;
     int dst = off + swz<R>(r, c);
+    if (FAST_COPY && VEC && row0 + R <= n) {
+        // every row in range: no bounds checks, unrolled
+        const long step = (long)ROWS_PER_J * ss;
+#pragma unroll
+        for (int j = 0; j < PER_THREAD; ++j) {
+            hk_async_load_b128(lds, dst, src, 16);
+            dst += ROWS_PER_J * 128;
+            src += step;
+        }
+        return;
+    }
     // not unrolled: one source pointer and one offset stay live instead of a
     // 64-bit offset per chunk (about 40 registers in the K/V loop)
 #pragma unroll 1
@@ -137,16 +167,16 @@ HK_DEVICE void attn_copy_tile(hk_lds_t lds, int off, const hk_bf16 *head, long s
     }
 }
 
-// K/V block t into stage t % STAGES (one copy group, empty past the last block)
+// One copy group: K block tk into K buffer tk % STAGES and V block tv into V
+// buffer tv % STAGES (each only if it exists).
 template <bool VEC>
-HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, long k_ss, long v_ss, int t,
-                            int n_blocks, int Sk)
+HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, long k_ss, long v_ss, int tk,
+                            int tv, int n_blocks, int Sk)
 {
-    if (t < n_blocks) {
-        const int off = KV_OFF + (t % STAGES) * STAGE_BYTES;
-        attn_copy_tile<VEC, BLOCK_N>(lds, off, Kh, k_ss, t * BLOCK_N, Sk);
-        attn_copy_tile<VEC, BLOCK_N>(lds, off + KV_TILE_BYTES, Vh, v_ss, t * BLOCK_N, Sk);
-    }
+    if (tk < n_blocks)
+        attn_copy_tile<VEC, BLOCK_N>(lds, K_OFF + (tk % STAGES) * KV_TILE_BYTES, Kh, k_ss, tk * BLOCK_N, Sk);
+    if (tv >= 0 && tv < n_blocks)
+        attn_copy_tile<VEC, BLOCK_N>(lds, V_OFF + (tv % STAGES) * KV_TILE_BYTES, Vh, v_ss, tv * BLOCK_N, Sk);
     hk_async_commit();
 }
 
@@ -162,7 +192,7 @@ HK_DEVICE void attn_issue_s(hk_lds_t lds, int wg, int k_off, s_acc_t &s)
         const unsigned long long da =
             hk_wgmma_desc(lds, Q_OFF + (kk >> 2) * Q_SLAB + wg * WG_M * 128 + step, 16, 1024, 1);
         const unsigned long long db = hk_wgmma_desc(lds, k_off + (kk >> 2) * KV_SLAB + step, 16, 1024, 1);
-        hk_wgmma_64x128x16(s, da, db, kk > 0);
+        attn_wgmma_ss(s, da, db, kk > 0);
     }
 }
 
@@ -173,7 +203,7 @@ HK_DEVICE void attn_issue_pv(hk_lds_t lds, int v_off, const hk_u32x4 (&p)[PV_STE
 #pragma unroll
     for (int ks = 0; ks < PV_STEPS; ++ks) {
         const unsigned long long db = hk_wgmma_desc(lds, v_off + ks * 16 * 128, KV_SLAB, 1024, 1);
-        hk_wgmma_rs_64x]hkm_param([head_dim])[x16_tb(o, p[ks], db, 1);
+        attn_wgmma_rs(o, p[ks], db, 1);
     }
 }
 
@@ -247,6 +277,14 @@ HK_DEVICE void attn_rescale(o_acc_t &o, const float (&alpha)[2])
 }
 
 // ---- the K/V loop of one block ---------------------------------------------------
+// Copy groups, one per iteration: iteration i issues K(i + STAGES - 1) and
+// V(i + STAGES - 2) (the prologue stands for iterations 1 - STAGES .. -1, Q in
+// its first group).  Iteration j needs K(j) and V(j - 1): the group of
+// iteration j - STAGES + 1, with STAGES - 2 younger groups allowed pending.
+// K(j + STAGES - 1) refills K(j - 1)'s buffer, read by S(j - 1); V(j + STAGES
+// - 2) refills V(j - 2)'s, read by P V of iteration j - 1: both complete in
+// every warpgroup before iteration j's barrier.  So K is loaded STAGES - 1
+// iterations before its use and V as many.
 // wg_full: the last key every row of the warpgroup sees (warpgroup-uniform);
 // klim: per row of the lane.
 template <bool VEC, bool POS>
@@ -254,53 +292,52 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
                             long k_ss, long v_ss, int q0, int Sq, int Sk, int n_blocks, int wg, int wg_full,
                             const int (&klim)[2], float c, float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
 {
-    // prologue: Q with K/V block 0 (one group), blocks 1 .. AHEAD - 1
     attn_copy_tile<VEC, BLOCK_M>(lds, Q_OFF, Qh, q_ss, q0, Sq);
 #pragma unroll
-    for (int t = 0; t < AHEAD; ++t)
-        attn_load_kv<VEC>(lds, Kh, Vh, k_ss, v_ss, t, n_blocks, Sk);
+    for (int i = 1 - STAGES; i < 0; ++i)
+        attn_load_kv<VEC>(lds, Kh, Vh, k_ss, v_ss, i + STAGES - 1, i + STAGES - 2, n_blocks, Sk);
 
     hk_u32x4 p[PV_STEPS];
     float alpha[2];
     for (int j = 0; j < n_blocks; ++j) {
         const int kb = j * BLOCK_N;
-        const int k_off = KV_OFF + (j % STAGES) * STAGE_BYTES;
-        // block j has landed in every thread's copies; the stage refilled
-        // below held block j - 2, whose last reader (P V of iteration j - 1)
-        // every warpgroup waited for before this barrier
-        hk_async_wait<AHEAD - 1>();
+        hk_async_wait<STAGES - 2>();
         hk_fence_proxy_async();
         hk_barrier();
 
         s_acc_t s;
         hk_wgmma_fence();
-        attn_issue_s(lds, wg, k_off, s);
+        attn_issue_s(lds, wg, K_OFF + (j % STAGES) * KV_TILE_BYTES, s);
         hk_wgmma_commit();
         if (j > 0)
-            attn_issue_pv(lds, KV_OFF + ((j - 1) % STAGES) * STAGE_BYTES + KV_TILE_BYTES, p, o);
+            attn_issue_pv(lds, V_OFF + ((j - 1) % STAGES) * KV_TILE_BYTES, p, o);
         hk_wgmma_commit();
-        attn_load_kv<VEC>(lds, Kh, Vh, k_ss, v_ss, j + AHEAD, n_blocks, Sk);
+        attn_load_kv<VEC>(lds, Kh, Vh, k_ss, v_ss, j + STAGES - 1, j + STAGES - 2, n_blocks, Sk);
 
         hk_wgmma_wait<1>();                               // S(j)
-        hk_wgmma_rs_fence_acc128(s);
+        attn_acc_fence(s);
         hk_u32x4 pn[PV_STEPS];
         if (kb + BLOCK_N - 1 > wg_full)
             attn_softmax<true, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
         else
             attn_softmax<false, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
         hk_wgmma_wait<0>();                               // O += P(j - 1) V(j - 1)
-        hk_wgmma_rs_fence_acc]hkm_param([head_dim])[(o);
+        attn_acc_fence(o);
         attn_rescale(o, alpha);
 #pragma unroll
         for (int i = 0; i < PV_STEPS; ++i)
             p[i] = pn[i];
     }
     if (n_blocks > 0) {
+        // V(n_blocks - 1): the group after the last one waited for
+        hk_async_wait<STAGES - 2>();
+        hk_fence_proxy_async();
+        hk_barrier();
         hk_wgmma_fence();
-        attn_issue_pv(lds, KV_OFF + ((n_blocks - 1) % STAGES) * STAGE_BYTES + KV_TILE_BYTES, p, o);
+        attn_issue_pv(lds, V_OFF + ((n_blocks - 1) % STAGES) * KV_TILE_BYTES, p, o);
         hk_wgmma_commit();
         hk_wgmma_wait<0>();
-        hk_wgmma_rs_fence_acc]hkm_param([head_dim])[(o);
+        attn_acc_fence(o);
     }
     hk_async_wait<0>();
 }
