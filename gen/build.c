@@ -273,6 +273,20 @@ static void *bd_worker(void *arg) {
   return NULL;
 }
 
+/* A tensor-map argument's recipe, for the runtime (hkrt_pack_tmaps). */
+static void bd_tmap_json(jw_t *w, const op_tmap *t) {
+  jw_key(w, "tmap");
+  jw_begin_obj(w);
+  jw_kstr(w, "tensor", t->tensor);
+  jw_kstr(w, "inner", t->inner);
+  jw_kstr(w, "outer", t->outer);
+  jw_kstr(w, "ld", t->ld);
+  jw_kint(w, "box_inner", t->box_inner);
+  jw_kint(w, "box_outer", t->box_outer);
+  jw_kint(w, "swizzle", t->swizzle);
+  jw_end_obj(w);
+}
+
 static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int emulate) {
   const op_inst *k = it->k;
   jw_begin_obj(w);
@@ -330,6 +344,7 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int
     jw_kstr(w, "type", args[i].ctype);
     jw_kint(w, "offset", args[i].offset);
     jw_kint(w, "size", args[i].size);
+    if (args[i].tmap.tensor[0]) bd_tmap_json(w, &args[i].tmap);
     jw_end_obj(w);
   }
   w->inline_depth = 1000;

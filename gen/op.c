@@ -132,6 +132,9 @@ int op_value_ok(const op_param *p, const char *v, char *msg, size_t n) {
 static void op_ctype_size(const char *ctype, int *size, int *align) {
   if (strchr(ctype, '*') || strcmp(ctype, "long") == 0) {
     *size = *align = 8;
+  } else if (strcmp(ctype, "hk_tmap") == 0) {
+    *size = 128; /* the driver's opaque tensor map, 64-byte aligned */
+    *align = 64;
   } else {
     *size = *align = 4; /* int, float */
   }
@@ -147,6 +150,11 @@ void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name) {
   if (*n > 0) off = args[*n - 1].offset + args[*n - 1].size;
   a->offset = (off + a->align - 1) / a->align * a->align;
   (*n)++;
+}
+
+void op_arg_tmap(op_arg *args, int *n, const char *name, const op_tmap *t) {
+  op_arg_add(args, n, "hk_tmap", name);
+  args[*n - 1].tmap = *t;
 }
 
 void op_arg_strides(op_arg *args, int *n, const char *tensor) {

@@ -23,11 +23,21 @@ typedef struct {
   const char *doc;
 } op_param;
 
+/* How the runtime builds a tensor-map argument (ctype "hk_tmap", 128 bytes,
+   sm_90a bulk copies): the pointer argument it covers, the parameters giving
+   the matrix's inner (contiguous) and outer sizes and its leading dimension,
+   the box copied at a time, and the shared-memory swizzle in bytes. */
+typedef struct {
+  char tensor[16], inner[16], outer[16], ld[16];
+  int box_inner, box_outer, swizzle;
+} op_tmap;
+
 /* One kernel argument; offsets follow the C ABI of the generated struct. */
 typedef struct {
   char name[32];
   char ctype[32]; /* as written in the kernel's argument struct */
   int size, align, offset;
+  op_tmap tmap;   /* ctype "hk_tmap" only */
 } op_arg;
 
 struct op_desc;
@@ -89,6 +99,8 @@ const char *op_term(const op_inst *k, const char *name);
 int op_value_ok(const op_param *p, const char *v, char *msg, size_t n);
 /* Appends an argument; computes its offset from the previous ones. */
 void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name);
+/* Appends a tensor-map argument built by the runtime from recipe t. */
+void op_arg_tmap(op_arg *args, int *n, const char *name, const op_tmap *t);
 /* <tensor>_stride_b, _s, _h (long, elements): batch, sequence and head strides. */
 void op_arg_strides(op_arg *args, int *n, const char *tensor);
 int op_args_size(const op_arg *args, int n);

@@ -12,6 +12,7 @@
 static const char *const gemm_dtypes[] = {"bf16", NULL};
 static const char *const gemm_layouts[] = {"nt", "nn", NULL};
 static const char *const gemm_tiles[] = {"64", "128", NULL};
+static const char *const gemm_tiles_n[] = {"64", "128", "256", NULL};
 
 #define GEMM_DIM(n, d) \
   {n, OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, n, d}
@@ -24,15 +25,29 @@ static const op_param gemm_params[] = {
     GEMM_DIM("N", "columns of C"),
     GEMM_DIM("K", "reduction length"),
     {"tile_m", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tm", "rows of C per workgroup"},
-    {"tile_n", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tn", "columns of C per workgroup"},
+    {"tile_n", OP_ENUM, gemm_tiles_n, 0, 0, "128", 0, "tn",
+     "columns of C per workgroup (256: sm_90a layout nt only)"},
 };
 
-static int gemm_check(const op_inst *k, char *msg, size_t n) {
-  (void)k;
-  (void)msg;
-  (void)n;
-  return 0; /* every combination of valid values forms a kernel */
+/* sm_90a layout nt runs on wgmma, fed by bulk tensor copies (TMA). */
+static int gemm_is_wgmma(const op_inst *k) {
+  const tgt_info *t = tgt_find(k->target);
+  return t && !strcmp(t->arch, "sm90") && !strcmp(op_val(k, "layout"), "nt");
 }
+
+static int gemm_check(const op_inst *k, char *msg, size_t n) {
+  if (op_int(k, "tile_n") == 256 && !gemm_is_wgmma(k)) {
+    snprintf(msg, n, "tile_n 256 needs target sm_90a and layout nt (here %s, layout %s); allowed: 64, 128",
+             k->target, op_val(k, "layout"));
+    return -1;
+  }
+  return 0;
+}
+
+/* The tensor map of matrix `tensor' (outer x inner bf16, leading dimension
+   ld): boxes of GEMM_SM90_TILE_K x `box_outer', 128-byte swizzle. */
+static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *outer,
+                      const char *ld, int box_outer);
 
 static int gemm_args(const op_inst *k, op_arg *a) {
   int n = 0;
@@ -45,12 +60,17 @@ static int gemm_args(const op_inst *k, op_arg *a) {
   static const char *const dims[] = {"M", "N", "K"};
   for (int i = 0; i < 3; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
+  if (gemm_is_wgmma(k)) {
+    gemm_tmap(a, &n, "tmap_a", "A", "M", "lda", (int)op_int(k, "tile_m"));
+    gemm_tmap(a, &n, "tmap_b", "B", "N", "ldb", (int)op_int(k, "tile_n"));
+  }
   return n;
 }
 
 static int gemm_block(const op_inst *k) {
-  (void)k;
-  return 256; /* 4 waves in a 2 x 2 grid */
+  /* sm_90a nt: a producer warpgroup and two consumer warpgroups;
+     otherwise 4 waves (AMD) or 8 warps (sm_90a nn) */
+  return gemm_is_wgmma(k) ? 384 : 256;
 }
 
 static void gemm_grid(const op_inst *k, char out[3][96]) {
@@ -127,24 +147,35 @@ static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
-/* sm_90a, layout nt (wgmma): GEMM_SM90_STAGES shared-memory stages of k =
-   GEMM_SM90_TILE_K (A tile_m x k and B tile_n x k bf16), in dynamic shared
-   memory, plus GEMM_LDS_SLACK bytes so that the skeleton can align the region
-   to 1024 bytes (the 128-byte swizzle's period). gemm.sm90.hip.m4 derives its
-   stage count from hkm_dynamic_lds with the same formula. Everything else
-   (nn, AMD) uses static shared memory only. */
-#ifndef GEMM_SM90_STAGES
-#define GEMM_SM90_STAGES 4
-#endif
-#ifndef GEMM_SM90_TILE_K
-#define GEMM_SM90_TILE_K 32 /* templates/gemm.sm90.hip.m4 hkm_gemm_wgmma_k */
-#endif
+/* sm_90a, layout nt (wgmma): shared-memory stages of k = GEMM_SM90_TILE_K
+   (A tile_m x k and B tile_n x k bf16, 128-byte rows), as many as fit in
+   GEMM_SM90_STAGE_BUDGET bytes (at most GEMM_SM90_MAX_STAGES), in dynamic
+   shared memory; then GEMM_BAR_BYTES of mbarriers (two per stage), plus
+   GEMM_LDS_SLACK bytes so that the skeleton can align the region to 1024
+   bytes (the 128-byte swizzle's period). gemm.sm90.hip.m4 derives its stage
+   count from hkm_dynamic_lds with the same formula. Everything else (nn, AMD)
+   uses static shared memory only. */
+#define GEMM_SM90_TILE_K 64 /* templates/gemm.sm90.hip.m4 TILE_K */
+#define GEMM_SM90_STAGE_BUDGET (192 * 1024)
+#define GEMM_SM90_MAX_STAGES 8
+#define GEMM_BAR_BYTES 256
 #define GEMM_LDS_SLACK 1024
 static int gemm_dynamic_lds(const op_inst *k) {
-  const tgt_info *t = tgt_find(k->target);
-  if (!t || strcmp(t->arch, "sm90") || strcmp(op_val(k, "layout"), "nt")) return 0;
+  if (!gemm_is_wgmma(k)) return 0;
   long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_SM90_TILE_K * 2;
-  return (int)(GEMM_SM90_STAGES * stage + GEMM_LDS_SLACK);
+  long stages = GEMM_SM90_STAGE_BUDGET / stage;
+  if (stages > GEMM_SM90_MAX_STAGES) stages = GEMM_SM90_MAX_STAGES;
+  return (int)(stages * stage + GEMM_BAR_BYTES + GEMM_LDS_SLACK);
+}
+
+static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *outer,
+                      const char *ld, int box_outer) {
+  op_tmap t = {.box_inner = GEMM_SM90_TILE_K, .box_outer = box_outer, .swizzle = 128};
+  snprintf(t.tensor, sizeof t.tensor, "%s", tensor);
+  snprintf(t.inner, sizeof t.inner, "K");
+  snprintf(t.outer, sizeof t.outer, "%s", outer);
+  snprintf(t.ld, sizeof t.ld, "%s", ld);
+  op_arg_tmap(a, n, name, &t);
 }
 
 const op_desc op_gemm = {

@@ -109,6 +109,16 @@ static void skel_kernargs(hk_buf *b, const op_inst *k) {
   buf_puts(b, "};");
 }
 
+/* Whether the kernel takes a tensor map (its argument struct must then be a
+   grid constant: see hkm_kernel_begin). */
+static int skel_has_tmap(const op_inst *k) {
+  op_arg args[OP_MAX_ARGS];
+  int n = k->op->args(k, args);
+  for (int i = 0; i < n; i++)
+    if (args[i].tmap.tensor[0]) return 1;
+  return 0;
+}
+
 static int skel_is_number(const char *s) {
   if (!*s) return 0;
   for (; *s; s++)
@@ -150,6 +160,7 @@ void skel_prologue_for(skel_prologue *p, const op_inst *k) {
   buf_init(&b);
   skel_kernargs(&b, k);
   skel_define_str(p, "kernarg_struct", b.s);
+  skel_define_str(p, "kernarg_qual", skel_has_tmap(k) ? "HK_KERNARG_QUAL" : "const");
   buf_free(&b);
   buf_init(&b);
   skel_bindings(&b, k);

@@ -10,35 +10,46 @@ m4_divert(-1)                                                   -*- C -*-
 # tile_n (64|128).  Kernel arguments (hkm_kernarg_struct): A, B, C, lda, ldb,
 # ldc, then the run-time ones of M, N, K.
 #
-# Block: 256 threads = 8 warps in a 2 (m) x 4 (n) grid; each warp owns a
-# (tile_m/2) x (tile_n/4) block of C made of 16x8 mma.sync tiles
-# (hk_mma_16x8x16, bf16 -> fp32).
 # Grid: x = cdiv(N, tile_n), y = cdiv(M, tile_m); the kernel renumbers the
 # blocks so that groups of GROUP_M consecutive m-tiles run together (A and B
 # tiles are reused from L2).
-# Layout nt (wgmma): K advances hkm_gemm_wgmma_k (32: 64-byte swizzle; 64:
-# 128-byte swizzle) per shared-memory stage;
-# the stages live in dynamic shared memory, hkm_dynamic_lds bytes (op_gemm.c,
-# gemm_dynamic_lds: the stage count comes from there), STAGES-2 k-tiles in
-# flight while one is multiplied and the previous one's wgmma group may still
-# run (wait<1>).  Layout nn (mma.sync): K advances 32 per stage, 3 stages of
-# static shared memory, STAGES-1 k-tiles in flight.  Stages are filled by
-# asynchronous copies (hk_async_load_b128, 16 bytes, zero-filled past the
-# matrix); one barrier per k-tile.
-# Shared-memory rows are XOR-swizzled in 16-byte chunks so that the 8 rows
-# each ldmatrix phase reads fall into distinct banks.
-# Operands reach registers with ldmatrix (A, and B for nt: k innermost in
-# shared memory; B for nn: n innermost, ldmatrix .trans).
-# Any M, N, K: loads past the matrix read zeros, stores are masked.
-# 16-byte copies need the leading dimension to be a multiple of 8 elements and
-# the base pointer 16-byte aligned; otherwise element loads into the same stage.
+#
+# Layout nt (wgmma, tile_n up to 256): 384 threads = a producer warpgroup and
+# two consumer warpgroups, each consumer 64 x hkm_gemm_wg_n of C (tile_m 128:
+# they split M; tile_m 64: they split N) in registers.  K advances 64 per
+# shared-memory stage (128-byte rows, 128-byte swizzle); STAGES stages in
+# dynamic shared memory (op_gemm.c's gemm_dynamic_lds decides how many), each
+# with a `full' and an `empty' mbarrier.  The producer fills stage t % STAGES
+# with k-tile t once the consumers have released it: one thread issues two
+# bulk tensor copies (TMA, tensor maps tmap_a and tmap_b built by the runtime;
+# past the matrix they read zeros) when both A and B are 16-byte aligned with
+# rows a multiple of 8 elements apart, else all 128 producer threads copy
+# with cp.async / element loads.  Consumers wait for `full', multiply (four
+# wgmma k16 steps), keep one wgmma group in flight and release the previous
+# k-tile's stage.
+#
+# Layout nn (mma.sync): 256 threads = 8 warps in a 2 (m) x 4 (n) grid; each
+# warp owns a (tile_m/2) x (tile_n/4) block of C made of 16x8 mma.sync tiles
+# (hk_mma_16x8x16, bf16 -> fp32).  K advances 32 per stage, 3 stages of
+# static shared memory, STAGES-1 k-tiles in flight, filled by asynchronous
+# copies (hk_async_load_b128, 16 bytes, zero-filled past the matrix); one
+# barrier per k-tile.  Operands reach registers with ldmatrix (B: n innermost
+# in shared memory, ldmatrix .trans).
+#
+# Shared-memory rows are XOR-swizzled in 16-byte chunks (the pattern wgmma's
+# 128-byte swizzle and the copy engine use; for ldmatrix it puts the 8 rows
+# of a phase in distinct banks).  Any M, N, K: loads past the matrix read
+# zeros, stores are masked.  16-byte copies need the leading dimension to be a
+# multiple of 8 elements and the base pointer 16-byte aligned; otherwise
+# element loads into the same stage.
 
 hkm_check_one_of([layout], [nt], [nn])
 hkm_check_one_of([tile_m], [64], [128])
-hkm_check_one_of([tile_n], [64], [128])
+hkm_if_param([layout], [nt], [hkm_check_one_of([tile_n], [64], [128], [256])],
+             [hkm_check_one_of([tile_n], [64], [128])])
 hkm_param([M])hkm_param([N])hkm_param([K])
-m4_ifelse(hkm_block_size, [256], [],
-      [hkm_fatal([gemm needs hkm_block_size 256, got ]hkm_block_size)])
+m4_ifelse(hkm_block_size, hkm_if_param([layout], [nt], [384], [256]), [],
+      [hkm_fatal([gemm.sm90 needs hkm_block_size 384 (nt) or 256 (nn), got ]hkm_block_size)])
 
 
 # hkm_gemm_b_copy()
@@ -48,7 +59,7 @@ m4_define([hkm_gemm_b_copy], [hkm_if_param([layout], [nt],
 [[    // B is N x K: like A, 8 consecutive k of one row n per 16-byte chunk
 #pragma unroll
     for (int j = 0; j < B_CHUNKS; ++j) {
-        const int v = hk_thread_id() + GEMM_THREADS * j;
+        const int v = hk_thread_id() + COPY_THREADS * j;
         const int r = v / (TILE_K / 8);
         const int c = v % (TILE_K / 8);
         const int n = block_n + r;
@@ -60,7 +71,7 @@ m4_define([hkm_gemm_b_copy], [hkm_if_param([layout], [nt],
 [[    // B is K x N: 8 consecutive n of one row k per 16-byte chunk, n innermost in shared memory
 #pragma unroll
     for (int j = 0; j < B_CHUNKS; ++j) {
-        const int v = hk_thread_id() + GEMM_THREADS * j;
+        const int v = hk_thread_id() + COPY_THREADS * j;
         const int r = v / (TILE_N / 8);
         const int c = v % (TILE_N / 8);
         const int k = k0 + r;
@@ -73,19 +84,15 @@ m4_define([hkm_gemm_b_copy], [hkm_if_param([layout], [nt],
 
 # hkm_gemm_b_frag()
 # ----------------
-# Shared -> registers: B operands of n-tiles 2jp and 2jp+1 for k-step kk, one
-# ldmatrix .x4 (words 0,1: n-tile 2jp; words 2,3: n-tile 2jp+1).
-m4_define([hkm_gemm_b_frag], [hkm_if_param([layout], [nt],
-[[            // [n][k]: matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
-            const int n = wave_n * WAVE_N + jp * 16 + (lane & 7) + ((lane >> 4) << 3);
-            const int c = kk / 8 + ((lane >> 3) & 1);
-            b[jp] = hk_lds_load_mma_x4(lds, b_off + swz_k(n, c));
-]],
-[[            // [k][n], transposed: matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
+# Shared -> registers (layout nn): B operands of n-tiles 2jp and 2jp+1 for
+# k-step kk, one ldmatrix .x4 (words 0,1: n-tile 2jp; words 2,3: n-tile 2jp+1).
+# Quoted thrice: it is expanded inside hkm_if_wgmma's argument.
+m4_define([hkm_gemm_b_frag],
+[[[            // [k][n], transposed: matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
             const int k = kk + (lane & 7) + (((lane >> 3) & 1) << 3);
             const int c = (wave_n * WAVE_N + jp * 16) / 8 + (lane >> 4);
             b[jp] = hk_lds_load_mma_x4_trans(lds, b_off + swz_n(k, c));
-]])])
+]]])
 
 
 # hkm_gemm_wg_n
@@ -94,16 +101,6 @@ m4_define([hkm_gemm_b_frag], [hkm_if_param([layout], [nt],
 # layout nn on mma.sync.  tile_m 128: warpgroups split M; tile_m 64: they split N.
 m4_define([hkm_gemm_wg_n],
           m4_ifelse(hkm_param([tile_m]), [128], hkm_param([tile_n]), m4_eval(hkm_param([tile_n]) / 2)))
-
-# hkm_gemm_wgmma_k
-# ----------------
-# k per shared-memory stage of the wgmma path: 64 (128-byte rows, 128-byte
-# swizzle) or 32 (64-byte rows, 64-byte swizzle).  op_gemm.c's
-# GEMM_SM90_TILE_K must agree (gemm_dynamic_lds sizes the stages with it; a
-# mismatch fails the static_assert on whole stages or gives other stages).
-# 32 measured best on the H200 (docs/PERF.md, "GEMM with dynamic shared
-# memory": 4 stages of 32 beat 3 and 5 of 64 and 6 of 32).
-m4_define([hkm_gemm_wgmma_k], [32])
 
 # hkm_if_wgmma(IF-WGMMA, IF-MMA-SYNC)
 # ----------------------------------
@@ -115,8 +112,12 @@ hkm_file_head()[
 static constexpr int GEMM_THREADS = ]hkm_block_size[;
 static constexpr int TILE_M = ]hkm_param([tile_m])[;     // rows of C per block
 static constexpr int TILE_N = ]hkm_param([tile_n])[;     // columns of C per block
-]hkm_if_wgmma([[static constexpr int TILE_K = ]]hkm_gemm_wgmma_k[[;      // k per shared-memory stage
+]hkm_if_wgmma([[static constexpr int TILE_K = 64;      // k per shared-memory stage (128-byte rows; op_gemm.c GEMM_SM90_TILE_K)
+static constexpr int COPY_THREADS = 128; // the producer warpgroup
+static constexpr int CONSUMER_WARPS = 8; // two consumer warpgroups
+static_assert(GEMM_THREADS == COPY_THREADS + 32 * CONSUMER_WARPS, "a producer and two consumer warpgroups");
 ]], [[static constexpr int TILE_K = 32;      // k per shared-memory stage (64-byte rows)
+static constexpr int COPY_THREADS = GEMM_THREADS;
 ]])[static constexpr int GROUP_M = 8;      // m-tiles per block-renumbering group
 static constexpr int WARPS_M = 2, WARPS_N = 4;
 static constexpr int WAVE_M = TILE_M / WARPS_M;  // rows of C per warp
@@ -129,23 +130,25 @@ static constexpr int LDS_A_BYTES = TILE_M * TILE_K * 2;
 static constexpr int LDS_B_BYTES = TILE_N * TILE_K * 2;
 static constexpr int LDS_STAGE_BYTES = LDS_A_BYTES + LDS_B_BYTES;
 ]hkm_if_wgmma([[// wgmma: dynamic shared memory, the prologue's dynamic_lds bytes (op_gemm.c's formula:
-// stages x stage bytes + the alignment slack); STAGES - 2 k-tiles in flight
-// while one is multiplied and the previous one's wgmma may still run
+// stages x stage bytes + BAR_BYTES of mbarriers + the alignment slack)
 static constexpr int DYNAMIC_LDS = ]]hkm_dynamic_lds[[;
-static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK) / LDS_STAGE_BYTES;
-static_assert(STAGES * LDS_STAGE_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
+static constexpr int BAR_BYTES = 256;
+static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - BAR_BYTES) / LDS_STAGE_BYTES;
+static_assert(STAGES * LDS_STAGE_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds must hold whole stages (op_gemm.c gemm_dynamic_lds)");
-static_assert(STAGES >= 3, "one stage multiplied, one in wgmma, one or more in flight");
-static constexpr int STAGES_AHEAD = STAGES - 2;  // k-tiles loaded ahead of the one multiplied
+static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "stages and their mbarriers");
+static constexpr int BAR_OFF = STAGES * LDS_STAGE_BYTES;
+// mbarriers of stage s: `full' (its k-tile has landed), `empty' (consumers are done with it)
+HK_DEVICE int full_bar(int s) { return BAR_OFF + 8 * s; }
+HK_DEVICE int empty_bar(int s) { return BAR_OFF + 8 * (STAGES + s); }
 ]], [[static_assert(]]hkm_dynamic_lds[[ == 0, "mma.sync path: static shared memory only");
 static constexpr int STAGES = 3;       // shared-memory stages (STAGES - 1 k-tiles in flight)
 static constexpr int STAGES_AHEAD = STAGES - 1;
 static_assert(STAGES * LDS_STAGE_BYTES <= 48 * 1024, "static shared memory budget");
-]])[// 16-byte chunks per thread and stage
-static constexpr int A_CHUNKS = TILE_M * TILE_K / 8 / GEMM_THREADS;
-static constexpr int B_CHUNKS = TILE_N * TILE_K / 8 / GEMM_THREADS;
-static_assert(GEMM_THREADS == 32 * WARPS_M * WARPS_N, "8 warps");
-static_assert(TILE_M * TILE_K % (8 * GEMM_THREADS) == 0 && TILE_N * TILE_K % (8 * GEMM_THREADS) == 0,
+]])[// 16-byte chunks per copying thread and stage
+static constexpr int A_CHUNKS = TILE_M * TILE_K / 8 / COPY_THREADS;
+static constexpr int B_CHUNKS = TILE_N * TILE_K / 8 / COPY_THREADS;
+static_assert(TILE_M * TILE_K % (8 * COPY_THREADS) == 0 && TILE_N * TILE_K % (8 * COPY_THREADS) == 0,
               "tiles must split into 16-byte chunks evenly");
 static_assert(FRAG_N % 2 == 0, "B operands are loaded two n-tiles at a time");
 static_assert(TILE_K == 32 || TILE_K == 64, "swz_k: 64- or 128-byte rows");
@@ -190,7 +193,7 @@ HK_DEVICE void gemm_copy_stage(hk_lds_t lds, int a_off, const hk_bf16 *A, const 
     // A is M x K: 8 consecutive k of one row m per 16-byte chunk
 #pragma unroll
     for (int j = 0; j < A_CHUNKS; ++j) {
-        const int v = hk_thread_id() + GEMM_THREADS * j;
+        const int v = hk_thread_id() + COPY_THREADS * j;
         const int r = v / (TILE_K / 8);
         const int c = v % (TILE_K / 8);
         const int m = block_m + r;
@@ -200,7 +203,7 @@ HK_DEVICE void gemm_copy_stage(hk_lds_t lds, int a_off, const hk_bf16 *A, const 
     }
 ]hkm_gemm_b_copy()[}
 
-// ---- one stage x mma.sync: acc += A_tile * B_tile over TILE_K ----------------------
+]hkm_if_wgmma([], [[// ---- one stage x mma.sync: acc += A_tile * B_tile over TILE_K ----------------------
 HK_DEVICE void gemm_mma_stage(hk_lds_t lds, int a_off, int wave_m, int wave_n,
                               hk_mma_acc_t (&acc)[FRAG_M][FRAG_N])
 {
@@ -218,7 +221,7 @@ HK_DEVICE void gemm_mma_stage(hk_lds_t lds, int a_off, int wave_m, int wave_n,
         }
 #pragma unroll
         for (int jp = 0; jp < FRAG_N / 2; ++jp) {
-]hkm_gemm_b_frag()[        }
+]]hkm_gemm_b_frag()[[        }
 #pragma unroll
         for (int i = 0; i < FRAG_M; ++i)
 #pragma unroll
@@ -227,8 +230,7 @@ HK_DEVICE void gemm_mma_stage(hk_lds_t lds, int a_off, int wave_m, int wave_n,
     }
 }
 
-]m4_dnl
-[// C[m][n], C[m][n+1] = lo, hi (masked to M x N), one 4-byte store when allowed
+]])[// C[m][n], C[m][n+1] = lo, hi (masked to M x N), one 4-byte store when allowed
 HK_DEVICE void gemm_store_pair(hk_bf16 *C, int ldc, int m, int n, int M, int N, bool vec_c, float lo, float hi)
 {
     if (m >= M)
@@ -245,10 +247,10 @@ HK_DEVICE void gemm_store_pair(hk_bf16 *C, int ldc, int m, int n, int M, int N, 
 }
 
 ]hkm_if_wgmma([[// ---- one stage x wgmma (warpgroup wg): acc += A_tile * B_tile over TILE_K ----------
-// Both tiles are K-major in the swizzle pattern swz_k writes: TILE_K 64,
-// 128-byte rows, chunk c of row r at c ^ r % 8 (descriptor swizzle mode 1,
-// 1024 bytes between 8-row groups); TILE_K 32, 64-byte rows, chunk c at
-// c ^ (r / 2) % 4 (mode 2, 512 bytes).  A k step of 16 adds 32 bytes.  Committed, not waited for: on return the previous stage's wgmma
+// Both tiles are K-major, 128-byte rows, chunk c of row r at c ^ r % 8 (what
+// swz_k writes and the copy engine's 128-byte swizzle produces; descriptor
+// swizzle mode 1, 1024 bytes between 8-row groups).  A k step of 16 adds 32
+// bytes.  Committed, not waited for: on return the previous stage's wgmma
 // group is complete (wait<1>), this one may still run.
 static constexpr int WG_M = 64;                 // rows of C per warpgroup
 static constexpr int WG_N = ]]hkm_gemm_wg_n[[;  // columns of C per warpgroup
@@ -290,67 +292,78 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int wg_row, int wg_col,
     const int block_n = tile_ni * TILE_N;
 
     const int wave = hk_wave_id();
-    const int wave_m = wave / WARPS_N, wave_n = wave % WARPS_N;
     const int k_tiles = (K + TILE_K - 1) / TILE_K;
 
     // 16-byte copies need 8-element rows and 16-byte aligned bases
     const bool vec_a = (lda % 8 == 0) && ((unsigned long)A % 16 == 0);
     const bool vec_b = (ldb % 8 == 0) && ((unsigned long)B % 16 == 0);
+    const int lane = hk_lane_id();
+    const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
 
-]hkm_if_wgmma([[    // warpgroup wg owns rows wg_row.. (tile_m 128) or columns wg_col.. (tile_m 64)
-    const int wg = wave / 4;
-    const int wg_row = TILE_M == 128 ? wg * WG_M : 0;
-    const int wg_col = TILE_M == 128 ? 0 : wg * WG_N;
+]hkm_if_wgmma([[    // The copy engine takes both matrices when both qualify (the runtime
+    // built their tensor maps under the same conditions); otherwise the
+    // producer warpgroup copies.
+    const bool use_tma = vec_a && vec_b;
+    if (hk_thread_id() == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(hk_lds, full_bar(s), use_tma ? 1 : COPY_THREADS);
+            hk_mbar_init(hk_lds, empty_bar(s), CONSUMER_WARPS);
+        }
+        hk_mbar_init_fence();
+    }
+    hk_barrier();
+
+    if (wave < 4) {
+        // producer: k-tile t into stage t % STAGES, once the consumers have
+        // released that stage's previous k-tile (t - STAGES)
+        if (use_tma) {
+            if (hk_thread_id() != 0)
+                return;
+            hk_tmap_prefetch(&hk_a.tmap_a);
+            hk_tmap_prefetch(&hk_a.tmap_b);
+        }
+        for (int t = 0; t < k_tiles; ++t) {
+            const int s = t % STAGES;
+            if (t >= STAGES)
+                hk_mbar_wait(hk_lds, empty_bar(s), (t / STAGES + 1) & 1);
+            if (use_tma) {
+                hk_mbar_arrive_expect_tx(hk_lds, full_bar(s), LDS_STAGE_BYTES);
+                hk_tma_load_2d(hk_lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, t * TILE_K, block_m, full_bar(s));
+                hk_tma_load_2d(hk_lds, s * LDS_STAGE_BYTES + LDS_A_BYTES, &hk_a.tmap_b, t * TILE_K, block_n,
+                               full_bar(s));
+            } else {
+                gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n, t * TILE_K,
+                                vec_a, vec_b);
+                hk_async_commit();
+                hk_async_wait<0>();
+                hk_fence_proxy_async(); // written by this thread (generic proxy), read by wgmma (async proxy)
+                hk_mbar_arrive(hk_lds, full_bar(s));
+            }
+        }
+        return;
+    }
+
+    // consumer warpgroup c owns rows wg_row.. (tile_m 128) or columns wg_col.. (tile_m 64)
+    const int c = wave / 4 - 1;
+    const int wg_row = TILE_M == 128 ? c * WG_M : 0;
+    const int wg_col = TILE_M == 128 ? 0 : c * WG_N;
     hk_wgmma_acc]]hkm_gemm_wg_n[[_t acc;
 #pragma unroll
     for (int i = 0; i < WG_N / 2; ++i)
         acc[i] = 0.0f;
-]], [[    hk_mma_acc_t acc[FRAG_M][FRAG_N];
-#pragma unroll
-    for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-        for (int j = 0; j < FRAG_N; ++j)
-            acc[i][j] = hk_mma_acc_zero();
-]])[
-    // prologue: k-tiles 0 .. STAGES_AHEAD-1 in flight (one copy group each, empty past K)
-#pragma unroll
-    for (int s = 0; s < STAGES_AHEAD; ++s) {
-        if (s < k_tiles)
-            gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n, s * TILE_K,
-                            vec_a, vec_b);
-        hk_async_commit();
-    }
-
-    // main loop: wait for k-tile t, one barrier, refill a stage with k-tile
-    // t+STAGES_AHEAD, multiply k-tile t.  mma.sync: everyone is done with
-    // k-tile t-1, whose stage is refilled.  wgmma: k-tile t-1's group may
-    // still run (each warpgroup waits for all but its newest group), so the
-    // stage refilled is k-tile t-2's, complete before everyone's barrier.
-    int stage = 0;                 // stage of k-tile t
-    int fill = STAGES_AHEAD;       // stage of k-tile t + STAGES_AHEAD
     for (int t = 0; t < k_tiles; ++t) {
-        hk_async_wait<STAGES_AHEAD - 1>();
-]hkm_if_wgmma([[        hk_fence_proxy_async(); // cp.async wrote it (generic proxy); wgmma reads it (async proxy)
-]])[        hk_barrier();
-        if (t + STAGES_AHEAD < k_tiles)
-            gemm_copy_stage(hk_lds, fill * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n,
-                            (t + STAGES_AHEAD) * TILE_K, vec_a, vec_b);
-        hk_async_commit();
-]hkm_if_wgmma([[        gemm_wgmma_stage(hk_lds, stage * LDS_STAGE_BYTES, wg_row, wg_col, acc);
-]], [[        gemm_mma_stage(hk_lds, stage * LDS_STAGE_BYTES, wave_m, wave_n, acc);
-]])[
-        stage = stage == STAGES - 1 ? 0 : stage + 1;
-        fill = fill == STAGES - 1 ? 0 : fill + 1;
+        const int s = t % STAGES;
+        hk_mbar_wait(hk_lds, full_bar(s), (t / STAGES) & 1);
+        gemm_wgmma_stage(hk_lds, s * LDS_STAGE_BYTES, wg_row, wg_col, acc);
+        // k-tile t-1's wgmma group is complete: its stage goes back to the producer
+        if (t > 0 && lane == 0)
+            hk_mbar_arrive(hk_lds, empty_bar((t - 1) % STAGES));
     }
-    hk_async_wait<0>();
-]hkm_if_wgmma([[    hk_wgmma_wait<0>();
-]])[
-    // epilogue: lane l (g = l / 4, t = l % 4) holds C[g][2t, 2t+1] and
-    // C[g+8][2t, 2t+1] of each 16x8 tile; bf16 pairs as 4-byte stores when
-    // the pair is inside C and 4-byte aligned
-    const int lane = hk_lane_id();
-    const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
-]hkm_if_wgmma([[    // wgmma: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8 tile i in acc[4i..4i+3]
+    hk_wgmma_wait<0>();
+
+    // epilogue: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8
+    // tile i in acc[4i..4i+3] (g = lane / 4, t = lane % 4: columns 2t, 2t+1);
+    // bf16 pairs as 4-byte stores when inside C and 4-byte aligned
 #pragma unroll
     for (int i = 0; i < WG_N / 8; ++i) {
         const int n = block_n + wg_col + i * 8 + (lane & 3) * 2;
@@ -360,7 +373,45 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int wg_row, int wg_col,
             gemm_store_pair(C, ldc, m, n, M, N, vec_c, acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
         }
     }
-]], [[#pragma unroll
+]], [[    const int wave_m = wave / WARPS_N, wave_n = wave % WARPS_N;
+    hk_mma_acc_t acc[FRAG_M][FRAG_N];
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i)
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j)
+            acc[i][j] = hk_mma_acc_zero();
+
+    // prologue: k-tiles 0 .. STAGES_AHEAD-1 in flight (one copy group each, empty past K)
+#pragma unroll
+    for (int s = 0; s < STAGES_AHEAD; ++s) {
+        if (s < k_tiles)
+            gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n, s * TILE_K,
+                            vec_a, vec_b);
+        hk_async_commit();
+    }
+
+    // main loop: wait for k-tile t, one barrier (everyone is done with
+    // k-tile t-1, whose stage is refilled with k-tile t+STAGES_AHEAD),
+    // multiply k-tile t
+    int stage = 0;                 // stage of k-tile t
+    int fill = STAGES_AHEAD;       // stage of k-tile t + STAGES_AHEAD
+    for (int t = 0; t < k_tiles; ++t) {
+        hk_async_wait<STAGES_AHEAD - 1>();
+        hk_barrier();
+        if (t + STAGES_AHEAD < k_tiles)
+            gemm_copy_stage(hk_lds, fill * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n,
+                            (t + STAGES_AHEAD) * TILE_K, vec_a, vec_b);
+        hk_async_commit();
+        gemm_mma_stage(hk_lds, stage * LDS_STAGE_BYTES, wave_m, wave_n, acc);
+        stage = stage == STAGES - 1 ? 0 : stage + 1;
+        fill = fill == STAGES - 1 ? 0 : fill + 1;
+    }
+    hk_async_wait<0>();
+
+    // epilogue: lane l (g = l / 4, t = l % 4) holds C[g][2t, 2t+1] and
+    // C[g+8][2t, 2t+1] of each 16x8 tile; bf16 pairs as 4-byte stores when
+    // the pair is inside C and 4-byte aligned
+#pragma unroll
     for (int i = 0; i < FRAG_M; ++i)
 #pragma unroll
         for (int j = 0; j < FRAG_N; ++j) {

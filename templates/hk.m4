@@ -141,14 +141,17 @@ hkm_kernarg_struct
 
 # hkm_kernel_begin()
 # -----------------
-# Opens the kernel: `HK_KERNEL(...) void NAME(struct hk_args hk_a) {' and
+# Opens the kernel: `HK_KERNEL(...) void NAME(QUAL struct hk_args hk_a) {', QUAL
+# being hkm_kernarg_qual (`const', or HK_KERNARG_QUAL when the arguments hold tensor
+# maps: the sm90 header makes the struct a __grid_constant__ so that their
+# addresses are parameter-space addresses), and
 # the parameter bindings (the C side's hkm_bindings lines, each indented by 4
 # spaces and ending in a newline).
 m4_define([hkm_kernel_begin],
 [#if defined(HK_EMULATE)
 HK_EMU_ENTRY(hkm_kernel_name)
 #endif
-HK_KERNEL(hkm_block_size) void hkm_kernel_name[](struct hk_args hk_a)
+HK_KERNEL(hkm_block_size) void hkm_kernel_name[](hkm_kernarg_qual struct hk_args hk_a)
 {
     // parameters: baked constants or kernel arguments
 hkm_bindings])

@@ -1,8 +1,10 @@
 """hkrt: load an hkgen catalogue and launch its kernels from Python.
 
-A thin ctypes layer over libhkrt (runtime/include/hkrt.h). Tensors are torch
-tensors (data_ptr is passed); kernels run on torch's current stream. Python is
-never needed to build or run hkgen itself.
+A thin ctypes layer over libhkrt (runtime/include/hkrt.h): the C library
+reads the manifest, checks and packs the arguments (tensor maps included),
+computes the grid and launches. Tensors are torch tensors (data_ptr is
+passed); kernels run on torch's current stream. Python is never needed to
+build or run hkgen itself.
 
     cat = hkrt.Catalog("catalog", backend="cuda")
     k = cat.kernel("llama3_8b_qkv", "sm_90a")
@@ -10,9 +12,7 @@ never needed to build or run hkgen itself.
 """
 import ctypes
 import json
-import operator
 import os
-import re
 
 _BACKENDS = {"emu": 1, "hip": 2, "cuda": 3}
 
@@ -32,6 +32,34 @@ class HkrtError(RuntimeError):
     pass
 
 
+class _Val(ctypes.Union):
+    _fields_ = [("p", ctypes.c_void_p), ("i", ctypes.c_longlong), ("f", ctypes.c_double)]
+
+
+class _Arg(ctypes.Structure):  # hkrt_arg
+    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int), ("v", _Val)]
+
+
+_PTR, _INT, _FLOAT = 1, 2, 3
+
+
+def _args(values):
+    """hkrt_arg array for keyword values: tensors (data_ptr) are pointers,
+    Python/numpy integers integers, floats floats."""
+    arr = (_Arg * max(1, len(values)))()
+    for a, (name, v) in zip(arr, values.items()):
+        a.name = name.encode()
+        if hasattr(v, "data_ptr"):
+            a.kind, a.v.p = _PTR, v.data_ptr()
+        elif isinstance(v, float):
+            a.kind, a.v.f = _FLOAT, v
+        elif hasattr(v, "__index__"):
+            a.kind, a.v.i = _INT, v.__index__()
+        else:
+            raise HkrtError("argument %s: %r is neither a tensor nor a number" % (name, v))
+    return arr
+
+
 class _Lib:
     def __init__(self, path):
         self.c = ctypes.CDLL(path)
@@ -45,45 +73,34 @@ class _Lib:
         c.hkrt_launch_ex.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
                                      ctypes.c_uint, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         c.hkrt_synchronize.argtypes = [ctypes.c_void_p]
+        c.hkrt_catalog_open.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+        c.hkrt_catalog_find.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                        ctypes.POINTER(ctypes.c_void_p)]
+        c.hkrt_kernel_args.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Arg), ctypes.c_size_t,
+                                       ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
+                                       ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+        c.hkrt_kernel_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Arg), ctypes.c_size_t,
+                                         ctypes.c_void_p]
 
     def check(self, status, what):
         if status != 0:
             raise HkrtError("%s: %s" % (what, self.c.hkrt_error().decode()))
 
 
-def _cdiv(a, b):
-    return -(-a // b)
-
-
-def _compile(expr):
-    """Compiles a manifest grid formula (integers, names, '*', cdiv(a,b)) once."""
-    if not re.fullmatch(r"[A-Za-z0-9_*(), ]*", expr):
-        raise HkrtError("bad grid formula %r" % expr)
-    return compile(expr, "<grid>", "eval")  # only the characters above can reach it
-
-
-def _eval(code, values):
-    env = dict(values)
-    env["cdiv"] = _cdiv
-    try:
-        return int(eval(code, {"__builtins__": {}}, env))
-    except NameError as e:
-        raise HkrtError("grid formula needs a value: %s" % e)
-
-
 class Kernel:
     def __init__(self, cat, entry):
         self.cat, self.entry = cat, entry
         self.name = entry["name"]
-        self.args = entry["kernarg"]["args"]
         self.size = entry["kernarg"]["size"]
         self.dynamic_lds = int(entry.get("dynamic_lds", 0))  # bytes of dynamic shared memory per launch
+        self._k = ctypes.c_void_p()
+        self.cat.lib.check(self.cat.lib.c.hkrt_catalog_find(self.cat.cat, self.name.encode(),
+                                                            entry["target"].encode(), ctypes.byref(self._k)),
+                           "kernel " + self.name)
         self._fn = None
-        self._grid = [_compile(g) for g in entry["grid"]]
-        self._baked = {k: int(v) for k, v in entry["params"].items() if re.fullmatch(r"-?\d+", v)}
 
     def _function(self):
-        if self._fn is None:  # modules load lazily, once
+        if self._fn is None:  # for callers that launch pre-packed arguments themselves
             mod = ctypes.c_void_p()
             path = os.path.join(self.cat.dir, self.entry["file"]).encode()
             self.cat.lib.check(self.cat.lib.c.hkrt_module_load(self.cat.dev, path, ctypes.byref(mod)),
@@ -94,49 +111,31 @@ class Kernel:
             self._fn = fn
         return self._fn
 
+    def _pack(self, values):
+        buf = ctypes.create_string_buffer(max(1, self.size))
+        size = ctypes.c_size_t()
+        grid, block = (ctypes.c_uint * 3)(), (ctypes.c_uint * 3)()
+        self.cat.lib.check(self.cat.lib.c.hkrt_kernel_args(self._k, None, _args(values), len(values), buf,
+                                                           len(buf), ctypes.byref(size), grid, block),
+                           "kernel %s" % self.name)
+        return buf.raw[:size.value], list(grid), list(block)
+
     def pack(self, values):
-        buf = bytearray(self.size)
-        for a in self.args:
-            if a["name"] not in values:
-                raise HkrtError("%s: argument %s is missing" % (self.name, a["name"]))
-            v = values[a["name"]]
-            if "*" in a["type"]:
-                v = v.data_ptr() if hasattr(v, "data_ptr") else int(v)
-                if v == 0:
-                    raise HkrtError("%s: argument %s is a null pointer" % (self.name, a["name"]))
-                buf[a["offset"]:a["offset"] + 8] = int(v).to_bytes(8, "little")
-            elif a["type"] == "float":
-                buf[a["offset"]:a["offset"] + 4] = bytes(ctypes.c_float(float(v)))
-            else:
-                buf[a["offset"]:a["offset"] + a["size"]] = int(v).to_bytes(a["size"], "little", signed=True)
-        extra = set(values) - {a["name"] for a in self.args} - set(self.entry["params"])
-        if extra:
-            raise HkrtError("%s: unknown arguments %s" % (self.name, sorted(extra)))
-        return bytes(buf)
+        """The kernel argument bytes (checked, tensor maps built)."""
+        return self._pack(values)[0]
 
     def grid(self, values):
-        params = dict(self._baked)
-        for k, v in values.items():
-            # Python and numpy integers (tensors, which also have __index__, are pointers)
-            if hasattr(v, "__index__") and not hasattr(v, "data_ptr"):
-                params[k] = operator.index(v)
-        return [_eval(g, params) for g in self._grid]
+        return self._pack(values)[1]
 
     def __call__(self, stream=None, **values):
-        args = self.pack(values)
-        grid = self.grid(values)
-        block = self.entry["block"]
         if stream is None and self.cat.backend == "cuda":
             try:
                 import torch
                 stream = torch.cuda.current_stream().cuda_stream
             except ImportError:
                 stream = None
-        g = (ctypes.c_uint * 3)(*grid)
-        b = (ctypes.c_uint * 3)(*block)
-        buf = ctypes.create_string_buffer(args, len(args))
-        self.cat.lib.check(self.cat.lib.c.hkrt_launch_ex(self._function(), g, b, self.dynamic_lds, buf, len(args),
-                                                         ctypes.c_void_p(stream or 0)),
+        self.cat.lib.check(self.cat.lib.c.hkrt_kernel_launch(self._k, None, _args(values), len(values),
+                                                             ctypes.c_void_p(stream or 0)),
                            "launching " + self.name)
 
 
@@ -150,6 +149,9 @@ class Catalog:
         self.dev = ctypes.c_void_p()
         self.lib.check(self.lib.c.hkrt_device_open(_BACKENDS[backend], (target or "").encode() or None,
                                                    ctypes.byref(self.dev)), "opening the %s device" % backend)
+        self.cat = ctypes.c_void_p()
+        self.lib.check(self.lib.c.hkrt_catalog_open(self.dev, path.encode(), ctypes.byref(self.cat)),
+                       "opening the catalogue " + path)
         self._kernels = {}
 
     def kernel(self, name, target):

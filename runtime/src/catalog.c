@@ -183,8 +183,14 @@ static unsigned hkrt_pointer_align(const char *type) {
   return 0;
 }
 
+#define HKRT_TMAP_BYTES 128
+
 static int hkrt_type_parse(const char *type, hkrt_karg *a) {
   unsigned al = hkrt_pointer_align(type);
+  if (!strcmp(type, "hk_tmap")) {
+    a->cls = HKRT_KA_TMAP;
+    return a->size == HKRT_TMAP_BYTES ? 0 : -1;
+  }
   if (al) {
     a->cls = HKRT_KA_PTR;
     a->elem_align = al;
@@ -200,6 +206,30 @@ static int hkrt_type_parse(const char *type, hkrt_karg *a) {
   return -2;
 }
 
+/* The "tmap" recipe of a tensor-map argument; the names it uses are
+   checked against the other arguments once all are read. */
+static hkrt_status hkrt_read_tmap(const hkrt_mctx *m, const hkrt_json *o, hkrt_karg *a) {
+  hkrt_status st = HKRT_OK;
+  long long bi = 0, bo = 0, sw = 0;
+  const hkrt_json *t = hkrt_mget(m, o, "tmap", HKRT_JSON_OBJECT, &st);
+  if (!t) return st;
+  hkrt_tmap_recipe *r = &a->tmap;
+  r->tensor = hkrt_mstr(m, t, "tensor", &st);
+  if (!st) r->inner = hkrt_mstr(m, t, "inner", &st);
+  if (!st) r->outer = hkrt_mstr(m, t, "outer", &st);
+  if (!st) r->ld = hkrt_mstr(m, t, "ld", &st);
+  if (!st) hkrt_mint(m, t, "box_inner", 1, 256, &bi, &st);
+  if (!st) hkrt_mint(m, t, "box_outer", 1, 256, &bo, &st);
+  if (!st) hkrt_mint(m, t, "swizzle", 0, 128, &sw, &st);
+  if (st) return st;
+  if (sw != 0 && sw != 32 && sw != 64 && sw != 128)
+    return hkrt_mfail(m, t, "argument %s: swizzle %lld is not 0, 32, 64 or 128", a->name, sw);
+  r->box_inner = (unsigned)bi;
+  r->box_outer = (unsigned)bo;
+  r->swizzle = (unsigned)sw;
+  return HKRT_OK;
+}
+
 static hkrt_status hkrt_read_arg(const hkrt_mctx *m, const hkrt_json *o, hkrt_karg *a,
                                  unsigned total) {
   hkrt_status st = HKRT_OK;
@@ -208,14 +238,16 @@ static hkrt_status hkrt_read_arg(const hkrt_mctx *m, const hkrt_json *o, hkrt_ka
   a->name = hkrt_mstr(m, o, "name", &st);
   if (a->name) a->type = hkrt_mstr(m, o, "type", &st);
   if (a->type) hkrt_mint(m, o, "offset", 0, HKRT_MAX_KERNARG, &off, &st);
-  if (st == HKRT_OK) hkrt_mint(m, o, "size", 1, 8, &size, &st);
+  if (st == HKRT_OK) hkrt_mint(m, o, "size", 1, HKRT_TMAP_BYTES, &size, &st);
   if (st != HKRT_OK) return st;
   a->offset = (unsigned)off;
   a->size = (unsigned)size;
   int t = hkrt_type_parse(a->type, a);
   if (t == -2) return hkrt_mfail(m, o, "argument %s: unknown type '%s'", a->name, a->type);
   if (t < 0) return hkrt_mfail(m, o, "argument %s: type '%s' with size %u", a->name, a->type, a->size);
-  if (a->offset % a->size || a->offset + a->size > total)
+  if (a->cls == HKRT_KA_TMAP && (st = hkrt_read_tmap(m, o, a))) return st;
+  unsigned align = a->cls == HKRT_KA_TMAP ? 64 : a->size;
+  if (a->offset % align || a->offset + a->size > total)
     return hkrt_mfail(m, o, "argument %s: offset %u (size %u) is misaligned or past kernarg.size %u",
                       a->name, a->offset, a->size, total);
   return HKRT_OK;
@@ -247,6 +279,14 @@ static hkrt_status hkrt_read_kernarg(const hkrt_mctx *m, hkrt_kernel *k) {
     k->nargs++;
   }
   if ((st = hkrt_args_disjoint(m, args, k))) return st;
+  for (size_t i = 0; i < k->nargs; i++) {
+    const hkrt_karg *a = &k->args[i], *p;
+    if (a->cls != HKRT_KA_TMAP) continue;
+    if (!(p = hkrt_kernel_karg(k, a->tmap.tensor)) || p->cls != HKRT_KA_PTR)
+      return hkrt_mfail(m, ka, "tensor map %s: %s is not a pointer argument", a->name, a->tmap.tensor);
+    if (!(p = hkrt_kernel_karg(k, a->tmap.ld)) || p->cls != HKRT_KA_INT)
+      return hkrt_mfail(m, ka, "tensor map %s: %s is not an integer argument", a->name, a->tmap.ld);
+  }
   for (size_t i = 0; i < k->nrt; i++) {
     const hkrt_karg *a = hkrt_kernel_karg(k, k->rt[i]);
     if (!a || a->cls != HKRT_KA_INT)
@@ -346,10 +386,10 @@ static hkrt_status hkrt_read_header(hkrt_catalog *cat, const hkrt_json *root, in
                      cat->path, v->line, v->col);
   *emulated = 0;
   if ((v = hkrt_json_get(root, "backend"))) {
-    if (v->type != HKRT_JSON_STRING || strcmp(v->str, "emulator"))
-      return hkrt_fail(HKRT_ERR_IO, "%s:%d:%d: unknown backend (only \"emulator\" may be named)",
+    if (v->type != HKRT_JSON_STRING || (strcmp(v->str, "emulator") && strcmp(v->str, "gpu")))
+      return hkrt_fail(HKRT_ERR_IO, "%s:%d:%d: unknown backend (allowed: \"gpu\", \"emulator\")",
                        cat->path, v->line, v->col);
-    *emulated = 1;
+    *emulated = !strcmp(v->str, "emulator");
   }
   v = hkrt_json_get(root, "kernels");
   if (!v || v->type != HKRT_JSON_ARRAY)

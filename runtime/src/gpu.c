@@ -1,8 +1,8 @@
 /* gpu.c: the CUDA driver and HIP backends. Both libraries are opened with
    dlopen at the first hkrt_device_open, so libhkrt links no GPU library:
    without a driver or a device the open fails with a clear status. Kernels
-   take one argument struct, passed as a packed buffer (the launch `extra`
-   form both APIs share). */
+   take one argument struct, packed by the caller: CUDA gets it as the one
+   entry of kernelParams, HIP as the launch's `extra` buffer. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -35,6 +35,9 @@ typedef struct {
                     void *, void **, void **);
   gpu_res (*sync)(void);
   gpu_res (*func_set_attr)(void *, int, int); /* CUDA, optional: cuFuncSetAttribute */
+  /* CUDA, optional: cuTensorMapEncodeTiled */
+  gpu_res (*tmap_encode)(void *, int, unsigned, void *, const unsigned long long *,
+                         const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int);
   /* CUDA only: a context to make current */
   gpu_res (*device_get)(int *, int);
   gpu_res (*ctx_retain)(void **, int);
@@ -90,6 +93,7 @@ static hkrt_status gpu_load_library(gpu_api *g) {
   *(void **)&g->error_string = dlsym(g->lib, cuda ? "cuGetErrorString" : "hipDrvGetErrorString");
   /* optional: only kernels with more than 48 KiB of dynamic shared memory need it */
   if (cuda) *(void **)&g->func_set_attr = dlsym(g->lib, "cuFuncSetAttribute");
+  if (cuda) *(void **)&g->tmap_encode = dlsym(g->lib, "cuTensorMapEncodeTiled");
   if (missing) {
     dlclose(g->lib);
     g->lib = NULL;
@@ -237,9 +241,15 @@ static hkrt_status gpu_launch(void *dev, void *fn, const char *name, const unsig
   gpu_api *g = dev;
   size_t size = args_size;
   void *extra[] = {(void *)1, (void *)args, (void *)2, &size, g->end_marker};
+  /* CUDA: the one struct parameter through kernelParams, so that the driver
+     puts it where the kernel expects it (a struct aligned to 64 bytes, as
+     one holding tensor maps is, does not start at the parameter space's
+     first byte); HIP: the packed buffer */
+  void *params[] = {(void *)args};
+  int cuda = g == &gpu_cuda;
   gpu_current(g);
   gpu_res r = g->launch(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream,
-                        NULL, extra);
+                        cuda ? params : NULL, cuda ? NULL : extra);
   if (r) return hkrt_fail(HKRT_ERR_LAUNCH, "%s: launch of %s failed: %s (%d)", g->api, name, gpu_err(g, r), r);
   return HKRT_OK;
 }
@@ -248,6 +258,42 @@ static hkrt_status gpu_sync(void *dev) {
   gpu_api *g = dev;
   gpu_current(g);
   return gpu_check(g, g->sync(), HKRT_ERR_LAUNCH, "synchronize");
+}
+
+/* cuda.h's enumerators, as the driver ABI fixes them */
+enum {
+  GPU_TMAP_BF16 = 9,
+  GPU_TMAP_INTERLEAVE_NONE = 0,
+  GPU_TMAP_L2_256B = 3,
+  GPU_TMAP_OOB_ZERO = 0,
+};
+
+static int gpu_tmap_swizzle(unsigned bytes) {
+  switch (bytes) {
+  case 0: return 0;
+  case 32: return 1;
+  case 64: return 2;
+  case 128: return 3;
+  default: return -1;
+  }
+}
+
+static hkrt_status gpu_tensor_map_cuda(void *dev, void *out, const hkrt_tmap_req *r) {
+  gpu_api *g = dev;
+  int sw = gpu_tmap_swizzle(r->swizzle);
+  if (!g->tmap_encode)
+    return hkrt_fail(HKRT_ERR_NO_DRIVER, "CUDA backend: the driver lacks cuTensorMapEncodeTiled (CUDA 12 or newer)");
+  if (sw < 0) return hkrt_fail(HKRT_ERR_ARG, "tensor map: swizzle of %u bytes", r->swizzle);
+  const unsigned long long dims[2] = {r->inner, r->outer}, strides[1] = {r->stride};
+  const unsigned elem[2] = {1, 1};
+  gpu_res e = g->tmap_encode(out, GPU_TMAP_BF16, 2, (void *)r->ptr, dims, strides, r->box, elem,
+                             GPU_TMAP_INTERLEAVE_NONE, sw, GPU_TMAP_L2_256B, GPU_TMAP_OOB_ZERO);
+  if (e)
+    return hkrt_fail(HKRT_ERR_ARG,
+                     "CUDA backend: cuTensorMapEncodeTiled(%p, %llu x %llu, row stride %llu bytes, box %u x %u) "
+                     "failed: %s",
+                     r->ptr, r->outer, r->inner, r->stride, r->box[1], r->box[0], gpu_err(g, e));
+  return HKRT_OK;
 }
 
 static hkrt_status gpu_open_cuda(const char *target, void **dev) {
@@ -263,9 +309,9 @@ static hkrt_status gpu_open_hip(const char *target, void **dev) {
 const hkrt_backend_ops hkrt_cuda_ops = {
     "CUDA", gpu_open_cuda, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_cuda, gpu_function_cuda, gpu_launch, gpu_sync,
-    gpu_allow_shared_cuda};
+    gpu_allow_shared_cuda, gpu_tensor_map_cuda};
 
 const hkrt_backend_ops hkrt_hip_ops = {
     "HIP", gpu_open_hip, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_hip, gpu_function_hip, gpu_launch, gpu_sync,
-    gpu_allow_shared_hip};
+    gpu_allow_shared_hip, NULL};

@@ -190,6 +190,13 @@ HKRT_API hkrt_status hkrt_launch_ex(hkrt_func *fn, const unsigned grid[3], const
   return d->ops->launch(d->impl, fn->impl, fn->name, grid, block, shared_bytes, args, args_size, stream);
 }
 
+hkrt_status hkrt_device_tensor_map(hkrt_device *dev, const char *who, void *out, const hkrt_tmap_req *r) {
+  if (!dev->ops->tensor_map)
+    return hkrt_fail(HKRT_ERR_ARG, "%s takes a tensor map (Hopper bulk copies), which the %s backend cannot build",
+                     who, dev->ops->name);
+  return dev->ops->tensor_map(dev->impl, out, r);
+}
+
 HKRT_API hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsigned lds_limit) {
   if (!dev || dev->backend != HKRT_BACKEND_EMU)
     return hkrt_fail(HKRT_ERR_ARG, "hkrt_emu_configure: not an emulator device");

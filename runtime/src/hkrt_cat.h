@@ -11,7 +11,17 @@
 #define HKRT_MAX_KERNARG 4096 /* bytes: the HIP and CUDA limit for one launch */
 #define HKRT_MAX_ARGS 64
 
-typedef enum { HKRT_KA_PTR, HKRT_KA_INT, HKRT_KA_FLOAT } hkrt_ka_class;
+/* HKRT_KA_TMAP: a 128-byte tensor map the runtime builds from other
+   arguments (never given by the caller). */
+typedef enum { HKRT_KA_PTR, HKRT_KA_INT, HKRT_KA_FLOAT, HKRT_KA_TMAP } hkrt_ka_class;
+
+/* A tensor map's recipe ("tmap" of the manifest argument): the pointer
+   argument it covers, the parameters or arguments giving its inner and outer
+   sizes and its leading dimension (elements), the box and the swizzle. */
+typedef struct {
+  const char *tensor, *inner, *outer, *ld;
+  unsigned box_inner, box_outer, swizzle;
+} hkrt_tmap_recipe;
 
 /* One kernel argument of the manifest, its C type understood. */
 typedef struct {
@@ -20,6 +30,7 @@ typedef struct {
   hkrt_ka_class cls;
   unsigned elem_align;     /* pointers: the alignment of the element type */
   long long lo, hi;        /* integers: the range of the C type */
+  hkrt_tmap_recipe tmap;   /* HKRT_KA_TMAP */
 } hkrt_karg;
 
 typedef struct {

@@ -16,6 +16,16 @@ HKRT_LOCAL hkrt_status hkrt_fail(hkrt_status status, const char *fmt, ...)
 /* The backend a device was opened with (catalog.c). */
 HKRT_LOCAL hkrt_backend hkrt_device_backend(const hkrt_device *dev);
 
+/* A 2-D tensor map request: a bf16 matrix of `outer` rows of `inner`
+   elements, rows `stride` bytes apart, copied in boxes of box[0] (inner) x
+   box[1] (outer) elements; swizzle in bytes (0, 32, 64, 128). */
+typedef struct {
+  const void *ptr;
+  unsigned long long inner, outer, stride;
+  unsigned box[2];
+  unsigned swizzle;
+} hkrt_tmap_req;
+
 /* A backend: one file implements this table (emu.c via hkrt.c, gpu.c for
    CUDA and HIP). Device pointers travel as void *. */
 typedef struct {
@@ -38,7 +48,14 @@ typedef struct {
   /* Allows launches of fn with up to `bytes` of dynamic shared memory (NULL:
      nothing to do). Called before the first launch that needs more. */
   hkrt_status (*allow_shared)(void *dev, void *fn, const char *name, unsigned bytes);
+  /* Encodes a 128-byte tensor map for the copy engine (NULL: the backend has
+     none; CUDA only). */
+  hkrt_status (*tensor_map)(void *dev, void *out, const hkrt_tmap_req *r);
 } hkrt_backend_ops;
+
+/* dev's backend encodes r into out (128 bytes), or fails naming `who`. */
+HKRT_LOCAL hkrt_status hkrt_device_tensor_map(hkrt_device *dev, const char *who, void *out,
+                                              const hkrt_tmap_req *r);
 
 HKRT_LOCAL extern const hkrt_backend_ops hkrt_emu_ops;
 HKRT_LOCAL extern const hkrt_backend_ops hkrt_cuda_ops;

@@ -178,6 +178,9 @@ static hkrt_status hkrt_put(hkrt_pack *p, const hkrt_karg *a, const hkrt_arg *x)
   switch (a->cls) {
   case HKRT_KA_PTR: return hkrt_put_ptr(p, a, x);
   case HKRT_KA_FLOAT: return hkrt_put_float(p, a, x);
+  case HKRT_KA_TMAP:
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is a tensor map that the runtime builds from %s; "
+                     "do not pass it", p->k->name, a->name, a->tmap.tensor);
   case HKRT_KA_INT: break;
   }
   if (x->kind != HKRT_ARG_INT)
@@ -242,7 +245,7 @@ static hkrt_status hkrt_pack_missing(const hkrt_pack *p) {
   size_t used = 0, n = 0;
   list[0] = 0;
   for (size_t i = 0; i < p->k->nargs; i++)
-    if (!p->set[i] && used + 1 < sizeof list)
+    if (!p->set[i] && p->k->args[i].cls != HKRT_KA_TMAP && used + 1 < sizeof list)
       used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", n++ ? ", " : "", p->k->args[i].name);
   if (!n) return HKRT_OK;
   return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument%s %s %s missing", p->k->name, n > 1 ? "s" : "", list,
@@ -299,6 +302,38 @@ static hkrt_status hkrt_grid(const hkrt_pack *p, unsigned grid[3]) {
   return HKRT_OK;
 }
 
+/* ---- tensor maps ---------------------------------------------------------------------------- */
+
+/* Each tensor-map argument, built from its recipe once everything else is
+   packed. A tensor the copy engine cannot address (base not 16-byte aligned,
+   rows not a multiple of 16 bytes apart) keeps an all-zero map: the kernel
+   tests the same conditions and copies such tensors itself. */
+static hkrt_status hkrt_pack_tmaps(const hkrt_pack *p) {
+  for (size_t i = 0; i < p->k->nargs; i++) {
+    const hkrt_karg *a = &p->k->args[i];
+    if (a->cls != HKRT_KA_TMAP) continue;
+    const hkrt_tmap_recipe *r = &a->tmap;
+    const hkrt_karg *t = hkrt_kernel_karg(p->k, r->tensor);
+    long long inner, outer, ld;
+    void *ptr;
+    memcpy(&ptr, p->buf + t->offset, sizeof ptr);
+    if (hkrt_pack_lookup(p, r->inner, strlen(r->inner), &inner) < 0 ||
+        hkrt_pack_lookup(p, r->outer, strlen(r->outer), &outer) < 0 ||
+        hkrt_pack_lookup(p, r->ld, strlen(r->ld), &ld) < 0)
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: tensor map %s: %s, %s or %s is not an integer of the kernel",
+                       p->k->name, a->name, r->inner, r->outer, r->ld);
+    unsigned long long stride = (unsigned long long)ld * t->elem_align;
+    if ((uintptr_t)ptr % 16 || stride % 16 || inner < 1 || outer < 1 || ld < inner) continue;
+    hkrt_tmap_req q = {ptr, (unsigned long long)inner, (unsigned long long)outer, stride,
+                       {r->box_inner, r->box_outer}, r->swizzle};
+    char who[160];
+    snprintf(who, sizeof who, "kernel %s (argument %s)", p->k->name, a->name);
+    hkrt_status st = hkrt_device_tensor_map(p->k->cat->dev, who, p->buf + a->offset, &q);
+    if (st) return st;
+  }
+  return HKRT_OK;
+}
+
 /* ---- entry points ------------------------------------------------------------------------- */
 
 static hkrt_status hkrt_check_problem(const hkrt_kernel *k, const hkrt_problem *pb) {
@@ -326,7 +361,8 @@ HKRT_API hkrt_status hkrt_kernel_args(hkrt_kernel *k, const hkrt_problem *pb, co
   hkrt_pack p = {.k = k, .pb = pb, .buf = args_buf};
   memset(args_buf, 0, k->args_size);
   if ((st = hkrt_pack_args(&p, args, nargs)) || (st = hkrt_pack_problem(&p)) ||
-      (st = hkrt_pack_missing(&p)) || (st = hkrt_check_rules(&p)) || (st = hkrt_grid(&p, grid)))
+      (st = hkrt_pack_missing(&p)) || (st = hkrt_check_rules(&p)) || (st = hkrt_grid(&p, grid)) ||
+      (st = hkrt_pack_tmaps(&p)))
     return st;
   memcpy(block, k->block, sizeof k->block);
   *args_size = k->args_size;

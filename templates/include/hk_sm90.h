@@ -55,8 +55,10 @@
  *   hk_lds_load_mma_x4_trans(l, off)  the same, transposed (ldmatrix .trans)
  *   hk_mma_16x8x16(a, b, acc)         acc(16x8 fp32) += A(16x16 bf16) * B(16x8 bf16), one warp (mma.sync)
  *   hk_mma_acc_t, hk_mma_acc_zero()   the 4-float accumulator of one lane
- *   hk_wgmma_64xNx16 (N = 32, 64, 128), hk_wgmma_accN_t, hk_wgmma_desc, hk_wgmma_fence/commit/wait<N>,
+ *   hk_wgmma_64xNx16 (N = 32, 64, 128, 256), hk_wgmma_accN_t, hk_wgmma_desc, hk_wgmma_fence/commit/wait<N>,
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
+ *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d, hk_tmap_prefetch
+ *                                    mbarriers and bulk tensor copies (TMA; see below)
  *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128
  *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
  *
@@ -284,6 +286,12 @@ struct hk_wgmma_acc128_t {
     __device__ __forceinline__ float operator[](int i) const { return v[i]; }
 };
 
+struct hk_wgmma_acc256_t {
+    float v[128];
+    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
+    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
+};
+
 /* Shared-memory matrix descriptor: start byte offset `off' (16-byte units), leading
  * and stride byte offsets lbo, sbo (bytes; for a K-major swizzled layout sbo is the
  * distance between 8-row groups and lbo is unused), swizzle: 0 none, 1 128-byte,
@@ -327,6 +335,76 @@ HK_DEVICE void hk_wgmma_64x128x16(hk_wgmma_acc128_t &d, unsigned long long desc_
                  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
                  : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63])
                  : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+HK_DEVICE void hk_wgmma_64x256x16(hk_wgmma_acc256_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63]), "+f"(d.v[64]), "+f"(d.v[65]), "+f"(d.v[66]), "+f"(d.v[67]), "+f"(d.v[68]), "+f"(d.v[69]), "+f"(d.v[70]), "+f"(d.v[71]), "+f"(d.v[72]), "+f"(d.v[73]), "+f"(d.v[74]), "+f"(d.v[75]), "+f"(d.v[76]), "+f"(d.v[77]), "+f"(d.v[78]), "+f"(d.v[79]), "+f"(d.v[80]), "+f"(d.v[81]), "+f"(d.v[82]), "+f"(d.v[83]), "+f"(d.v[84]), "+f"(d.v[85]), "+f"(d.v[86]), "+f"(d.v[87]), "+f"(d.v[88]), "+f"(d.v[89]), "+f"(d.v[90]), "+f"(d.v[91]), "+f"(d.v[92]), "+f"(d.v[93]), "+f"(d.v[94]), "+f"(d.v[95]), "+f"(d.v[96]), "+f"(d.v[97]), "+f"(d.v[98]), "+f"(d.v[99]), "+f"(d.v[100]), "+f"(d.v[101]), "+f"(d.v[102]), "+f"(d.v[103]), "+f"(d.v[104]), "+f"(d.v[105]), "+f"(d.v[106]), "+f"(d.v[107]), "+f"(d.v[108]), "+f"(d.v[109]), "+f"(d.v[110]), "+f"(d.v[111]), "+f"(d.v[112]), "+f"(d.v[113]), "+f"(d.v[114]), "+f"(d.v[115]), "+f"(d.v[116]), "+f"(d.v[117]), "+f"(d.v[118]), "+f"(d.v[119]), "+f"(d.v[120]), "+f"(d.v[121]), "+f"(d.v[122]), "+f"(d.v[123]), "+f"(d.v[124]), "+f"(d.v[125]), "+f"(d.v[126]), "+f"(d.v[127])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+/* ---- mbarriers and bulk tensor copies (TMA) -------------------------------------------
+ * A tensor map (hk_tmap, 128 bytes) describes a 2-D bf16 matrix to the copy engine.  It
+ * is built on the host, by the runtime, from a kernel argument of type hk_tmap (the
+ * manifest says which pointer, dimensions and leading dimension it covers) and reaches
+ * the kernel inside the argument struct, which is a __grid_constant__ parameter
+ * (HK_KERNARG_QUAL) so that its address is a parameter-space address the copy engine
+ * can read.  An mbarrier is 8 bytes of shared memory at a byte offset (8-aligned):
+ * it completes a phase when its arrival count and its expected transaction bytes are
+ * both met; waiting names the phase's parity (0, 1, 0, ...).
+ *   hk_mbar_init(l, off, count)        initialise with `count' arrivals per phase (one thread)
+ *   hk_mbar_init_fence()               make initialised mbarriers visible to the copy engine (then a barrier)
+ *   hk_mbar_arrive(l, off)             one arrival
+ *   hk_mbar_arrive_expect_tx(l, off, bytes)  one arrival, and `bytes' more to come from copies
+ *   hk_mbar_wait(l, off, parity)       wait until the phase with that parity has completed
+ *   hk_tma_load_2d(l, off, map, x, y, bar_off)  box of `map' at element (x inner, y outer) into
+ *                                      shared memory at off (1024-aligned for the 128-byte swizzle);
+ *                                      its bytes count against the mbarrier at bar_off; past the
+ *                                      matrix the box reads zeros
+ *   hk_tmap_prefetch(map)              fetch the tensor map into the cache ahead of the first copy
+ */
+struct __align__(64) hk_tmap {
+    unsigned long long opaque[16];
+};
+#define HK_KERNARG_QUAL const __grid_constant__
+
+HK_DEVICE void hk_mbar_init(hk_lds_t l, int off, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(l.addr + (unsigned)off), "r"(count) : "memory");
+}
+HK_DEVICE void hk_mbar_init_fence(void) { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+HK_DEVICE void hk_mbar_arrive(hk_lds_t l, int off)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(l.addr + (unsigned)off) : "memory");
+}
+HK_DEVICE void hk_mbar_arrive_expect_tx(hk_lds_t l, int off, int bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(l.addr + (unsigned)off), "r"(bytes)
+                 : "memory");
+}
+HK_DEVICE void hk_mbar_wait(hk_lds_t l, int off, int parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(l.addr + (unsigned)off), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+HK_DEVICE void hk_tma_load_2d(hk_lds_t l, int off, const hk_tmap *map, int x, int y, int bar_off)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 ::"r"(l.addr + (unsigned)off), "l"((unsigned long long)map), "r"(x), "r"(y),
+                 "r"(l.addr + (unsigned)bar_off)
+                 : "memory");
+}
+HK_DEVICE void hk_tmap_prefetch(const hk_tmap *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((unsigned long long)map) : "memory");
 }
 
 /* ---- fp32 math and warp exchange (attention softmax) -------------------------- */

@@ -35,20 +35,6 @@ import torch
 
 import hkrt
 
-# hkrt.Kernel.grid (c16a08a) takes every value with __index__ as a grid term,
-# and a torch tensor has one: keep only plain integers (Python, numpy, 0-d).
-import operator as _op
-
-
-def _grid(self, values):
-    params = dict(self._baked)
-    for k_, v in values.items():
-        if hasattr(v, "__index__") and not (hasattr(v, "data_ptr") and v.dim() > 0):
-            params[k_] = _op.index(v)
-    return [hkrt._eval(g, params) for g in self._grid]
-
-
-hkrt.Kernel.grid = _grid
 
 TARGET = "sm_90a"
 TOL = 1e-2
@@ -58,6 +44,11 @@ args = [a for a in sys.argv[1:] if not a.startswith("--")]
 flags = {a for a in sys.argv[1:] if a.startswith("--")}
 CAT = args[0] if args else "build/h200cat"
 CHILD = "--child" in flags  # the small run under compute-sanitizer
+GEMM_ONLY = "--gemm" in flags  # benchmarks: GEMM only (no copy, RoPE or launch-overhead sections)
+
+
+class SkipSection(Exception):
+    pass
 
 out_dir = os.environ.get("OUT") or "build"
 LOG = None if CHILD else open(os.path.join(out_dir, "h200.log"), "w")
@@ -457,7 +448,7 @@ if "--no-bench" not in flags:
                 log("cuBLAS %s %d^3: %.3f ms %.3f ms -> %.1f TFLOP/s" % (lay, S, t1, t2, cub[lay]))
             for name in gemm_any:
                 e = cat.kernel(name, TARGET).entry
-                if S == 8192 and not (e["params"]["tile_m"] == "128" and e["params"]["tile_n"] == "128"):
+                if S == 8192 and not (e["params"]["tile_m"] == "128" and e["params"]["tile_n"] in ("128", "256")):
                     continue
                 lay = e["params"]["layout"]
                 b = bt if lay == "nt" else bn
@@ -505,6 +496,8 @@ if "--no-bench" not in flags:
     # ---- copy bandwidth
     copy_tbps = None
     try:
+        if GEMM_ONLY:
+            raise SkipSection()
         x = torch.empty(2 << 30, dtype=torch.uint8, device=dev)
         x.random_(0, 255)
         t1, t2 = med(lambda: x.clone()), med(lambda: x.clone())
@@ -515,107 +508,119 @@ if "--no-bench" not in flags:
         log("copy: copy_ of 2 GiB into a preallocated tensor: %.3f ms -> %.3f TB/s" % (t3, 2 * x.numel() / t3 / 1e9))
         extra_lines.append("copy_ 2 GiB preallocated: %.3f TB/s" % (2 * x.numel() / t3 / 1e9))
         del x, y
+    except SkipSection:
+        pass
     except Exception:
         fail("copy benchmark", traceback.format_exc(limit=3))
     torch.cuda.empty_cache()
 
     # ---- RoPE at 16K tokens, 32 q heads, 8 kv heads, d = 128
     try:
-        B, S, HQ, HK, D = 4, 4096, 32, 8, 128
-        half = D // 2
-        q = torch.randn(B, S, HQ, D, device=dev, dtype=torch.bfloat16)
-        kk = torch.randn(B, S, HK, D, device=dev, dtype=torch.bfloat16)
-        qo = torch.empty_like(q)
-        ko = torch.empty_like(kk)
-        qk_bytes = 2 * (q.numel() + kk.numel()) * 2  # read Q, K + write Q, K
-        tab_bytes = 2 * S * half * 4
-        cs64, sn64 = rope_tables(S, D, 10000.0)
-        cos, sin = cs64.float().contiguous(), sn64.float().contiguous()
-        log("rope shape: batch %d x seq %d = %d tokens, heads %d/%d, head_dim %d; Q+K %.1f MB, moved %.1f MB (+ tables %.1f MB)"
-            % (B, S, B * S, HQ, HK, D, (q.numel() + kk.numel()) * 2 / 1e6, qk_bytes / 1e6, tab_bytes / 1e6))
-        # same-bytes copy: clone of Q and K
-        tcp = min(med(lambda: (q.clone(), kk.clone())), med(lambda: (q.clone(), kk.clone())))
-        copy_same = qk_bytes / tcp / 1e9
-        log("copy of Q and K (clone, same bytes): %.4f ms -> %.3f TB/s" % (tcp, copy_same))
-        extra_lines.append("clone of Q,K (%.0f MB moved): %.3f TB/s" % (qk_bytes / 1e6, copy_same))
+        if GEMM_ONLY:
+            raise SkipSection()
+        # 16K tokens (the Llama-3-8B shape of the earlier runs), then 64K tokens (a long
+        # prefill: fixed start-up and tail costs weigh less)
+        HQ, HK, D = 32, 8, 128
+        for B, S in ((4, 4096), (16, 4096)):
+            shape_label = "%dK tok 32/8 d128" % (B * S // 1024)
+            half = D // 2
+            q = torch.randn(B, S, HQ, D, device=dev, dtype=torch.bfloat16)
+            kk = torch.randn(B, S, HK, D, device=dev, dtype=torch.bfloat16)
+            qo = torch.empty_like(q)
+            ko = torch.empty_like(kk)
+            qk_bytes = 2 * (q.numel() + kk.numel()) * 2  # read Q, K + write Q, K
+            tab_bytes = 2 * S * half * 4
+            cs64, sn64 = rope_tables(S, D, 10000.0)
+            cos, sin = cs64.float().contiguous(), sn64.float().contiguous()
+            log("rope shape: batch %d x seq %d = %d tokens, heads %d/%d, head_dim %d; Q+K %.1f MB, moved %.1f MB (+ tables %.1f MB)"
+                % (B, S, B * S, HQ, HK, D, (q.numel() + kk.numel()) * 2 / 1e6, qk_bytes / 1e6, tab_bytes / 1e6))
+            # same-bytes copy: clone of Q and K
+            tcp = min(med(lambda: (q.clone(), kk.clone())), med(lambda: (q.clone(), kk.clone())))
+            copy_same = qk_bytes / tcp / 1e9
+            log("copy of Q and K (clone, same bytes): %.4f ms -> %.3f TB/s" % (tcp, copy_same))
+            extra_lines.append("clone of Q,K (%.0f MB moved): %.3f TB/s" % (qk_bytes / 1e6, copy_same))
 
-        def rope_t(x):
-            x1, x2 = x[..., :half].float(), x[..., half:].float()
-            c, s = cos[None, :, None, :], sin[None, :, None, :]
-            return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], -1).to(x.dtype)
+            def rope_t(x):
+                x1, x2 = x[..., :half].float(), x[..., half:].float()
+                c, s = cos[None, :, None, :], sin[None, :, None, :]
+                return torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], -1).to(x.dtype)
 
-        def rope_qk(q, k):
-            return rope_t(q), rope_t(k)
+            def rope_qk(q, k):
+                return rope_t(q), rope_t(k)
 
-        te = min(med(lambda: rope_qk(q, kk)), med(lambda: rope_qk(q, kk)))
-        log("torch eager rotate-half RoPE (fp32 math, table): %.4f ms -> %.3f TB/s" % (te, (qk_bytes + tab_bytes) / te / 1e9))
-        rc = torch.compile(rope_qk)
-        qc, kc = rc(q, kk)
-        torch.cuda.synchronize()
-        tcomp = min(med(lambda: rc(q, kk)), med(lambda: rc(q, kk)))
-        comp_tbps = (qk_bytes + tab_bytes) / tcomp / 1e9
-        log("torch.compile rotate-half RoPE (fp32 math, table): %.4f ms -> %.3f TB/s" % (tcomp, comp_tbps))
-        eq, _ = rel_l2(qc, rope_ref(q.double(), cs64, sn64, False))
-        log("  torch.compile output rel L2 vs fp64: %.2e" % eq)
-        cp = copy_tbps or float("nan")
-        bench.append(("rope", "torch eager (baseline)", "16K tok 32/8 d128", (qk_bytes + tab_bytes) / te / 1e9, "TB/s",
-                      [("copy", cp, (qk_bytes + tab_bytes) / te / 1e9 / cp)]))
-        bench.append(("rope", "torch.compile (baseline)", "16K tok 32/8 d128", comp_tbps, "TB/s",
-                      [("copy", cp, comp_tbps / cp)]))
+            te = min(med(lambda: rope_qk(q, kk)), med(lambda: rope_qk(q, kk)))
+            log("torch eager rotate-half RoPE (fp32 math, table): %.4f ms -> %.3f TB/s" % (te, (qk_bytes + tab_bytes) / te / 1e9))
+            rc = torch.compile(rope_qk)
+            qc, kc = rc(q, kk)
+            torch.cuda.synchronize()
+            tcomp = min(med(lambda: rc(q, kk)), med(lambda: rc(q, kk)))
+            comp_tbps = (qk_bytes + tab_bytes) / tcomp / 1e9
+            log("torch.compile rotate-half RoPE (fp32 math, table): %.4f ms -> %.3f TB/s" % (tcomp, comp_tbps))
+            eq, _ = rel_l2(qc, rope_ref(q.double(), cs64, sn64, False))
+            log("  torch.compile output rel L2 vs fp64: %.2e" % eq)
+            cp = copy_tbps or float("nan")
+            bench.append(("rope", "torch eager (baseline)", shape_label, (qk_bytes + tab_bytes) / te / 1e9, "TB/s",
+                          [("copy", cp, (qk_bytes + tab_bytes) / te / 1e9 / cp)]))
+            bench.append(("rope", "torch.compile (baseline)", shape_label, comp_tbps, "TB/s",
+                          [("copy", cp, comp_tbps / cp)]))
 
-        rope_names = sorted(e["name"] for e in entries if e["op"] == "rope")
-        for name in rope_names:
-            e = cat.kernel(name, TARGET).entry
-            p = e["params"]
-            inplace, table = p["inplace"] == "true", p["table"] == "true"
-            vals = {}
-            qs = (HQ * D * S, HQ * D, D)
-            ks = (HK * D * S, HK * D, D)
-            if inplace:
-                vals.update(q=q, k=kk)
-                for t, st in (("q", qs), ("k", ks)):
-                    for ax, v in zip("bsh", st):
-                        vals["%s_stride_%s" % (t, ax)] = v
-            else:
-                vals.update(q_in=q, k_in=kk, q_out=qo, k_out=ko)
-                for t, st in (("q_in", qs), ("k_in", ks), ("q_out", qs), ("k_out", ks)):
-                    for ax, v in zip("bsh", st):
-                        vals["%s_stride_%s" % (t, ax)] = v
-            if table:
-                vals.update(cos_table=cos, sin_table=sin)
-            vals["pos_offset"] = 0
-            for d, v in (("batch", B), ("seq_len", S), ("heads_q", HQ), ("heads_k", HK), ("head_dim", D)):
-                if d in e["runtime_params"]:
-                    vals[d] = v
-            go = Packed(name, **vals)
-            t1, t2 = med(go), med(go)
-            ms = min(t1, t2)
-            by = qk_bytes + (tab_bytes if table else 0)
-            tb = by / ms / 1e9
-            log("%-34s %.4f ms %.4f ms -> %.3f TB/s (copy %.3f: ratio %.3f; torch.compile %.3f: ratio %.2f; spread %.1f%%)"
-                % (name, t1, t2, tb, copy_tbps or float("nan"), tb / copy_tbps if copy_tbps else float("nan"),
-                   comp_tbps, tb / comp_tbps, 100 * abs(t1 - t2) / ms))
-            bench.append(("rope", name, "16K tok 32/8 d128", tb, "TB/s",
-                          [("copy", cp, tb / cp), ("compile", comp_tbps, tb / comp_tbps)]))
-            if name == "rope_l3_rotate_half_ip0_tab1":
-                # hkrt.py's own call (packs the arguments each time) against the pre-packed launch
-                k = cat.kernel(name, TARGET)
-                th = min(med(lambda: k(**vals)), med(lambda: k(**vals)))
-                log("  same kernel through hkrt.py's Kernel.__call__: %.4f ms (pre-packed %.4f ms)" % (th, ms))
-                extra_lines.append("%s via hkrt.py call: %.4f ms vs pre-packed %.4f ms" % (name, th, ms))
-                torch.cuda.synchronize()
-                ref = rope_ref(q.double(), cs64.float().double(), sn64.float().double(), False)
-                err, nan = rel_l2(qo, ref)
-                log("  output rel L2 vs fp64: %.2e" % err)
-                if nan or not err < TOL:
-                    fail(name, "benchmark output rel %.3e nan %s" % (err, nan))
-        del q, kk, qo, ko
+            rope_names = sorted(e["name"] for e in entries if e["op"] == "rope")
+            for name in rope_names:
+                e = cat.kernel(name, TARGET).entry
+                p = e["params"]
+                inplace, table = p["inplace"] == "true", p["table"] == "true"
+                vals = {}
+                qs = (HQ * D * S, HQ * D, D)
+                ks = (HK * D * S, HK * D, D)
+                if inplace:
+                    vals.update(q=q, k=kk)
+                    for t, st in (("q", qs), ("k", ks)):
+                        for ax, v in zip("bsh", st):
+                            vals["%s_stride_%s" % (t, ax)] = v
+                else:
+                    vals.update(q_in=q, k_in=kk, q_out=qo, k_out=ko)
+                    for t, st in (("q_in", qs), ("k_in", ks), ("q_out", qs), ("k_out", ks)):
+                        for ax, v in zip("bsh", st):
+                            vals["%s_stride_%s" % (t, ax)] = v
+                if table:
+                    vals.update(cos_table=cos, sin_table=sin)
+                vals["pos_offset"] = 0
+                for d, v in (("batch", B), ("seq_len", S), ("heads_q", HQ), ("heads_k", HK), ("head_dim", D)):
+                    if d in e["runtime_params"]:
+                        vals[d] = v
+                go = Packed(name, **vals)
+                t1, t2 = med(go), med(go)
+                ms = min(t1, t2)
+                by = qk_bytes + (tab_bytes if table else 0)
+                tb = by / ms / 1e9
+                log("%-34s %.4f ms %.4f ms -> %.3f TB/s (copy %.3f: ratio %.3f; torch.compile %.3f: ratio %.2f; spread %.1f%%)"
+                    % (name, t1, t2, tb, copy_tbps or float("nan"), tb / copy_tbps if copy_tbps else float("nan"),
+                       comp_tbps, tb / comp_tbps, 100 * abs(t1 - t2) / ms))
+                bench.append(("rope", name, shape_label, tb, "TB/s",
+                              [("copy", cp, tb / cp), ("compile", comp_tbps, tb / comp_tbps)]))
+                if name == "rope_l3_rotate_half_ip0_tab1" and B * S == 16384:
+                    # hkrt.py's own call (packs the arguments each time) against the pre-packed launch
+                    k = cat.kernel(name, TARGET)
+                    th = min(med(lambda: k(**vals)), med(lambda: k(**vals)))
+                    log("  same kernel through hkrt.py's Kernel.__call__: %.4f ms (pre-packed %.4f ms)" % (th, ms))
+                    extra_lines.append("%s via hkrt.py call: %.4f ms vs pre-packed %.4f ms" % (name, th, ms))
+                    torch.cuda.synchronize()
+                    ref = rope_ref(q.double(), cs64.float().double(), sn64.float().double(), False)
+                    err, nan = rel_l2(qo, ref)
+                    log("  output rel L2 vs fp64: %.2e" % err)
+                    if nan or not err < TOL:
+                        fail(name, "benchmark output rel %.3e nan %s" % (err, nan))
+            del q, kk, qo, ko
+    except SkipSection:
+        pass
     except Exception:
         fail("rope benchmarks", traceback.format_exc(limit=4))
     torch.cuda.empty_cache()
 
     # ---- launch overhead: host time per launch of a one-token RoPE
     try:
+        if GEMM_ONLY:
+            raise SkipSection()
         name = "rope_l3_rotate_half_ip0_tab1"
         k = cat.kernel(name, TARGET)
         q1 = torch.randn(1, 1, 32, 128, device=dev, dtype=torch.bfloat16)
@@ -656,6 +661,8 @@ if "--no-bench" not in flags:
             res[label] = (time.perf_counter() - t) / n * 1e6
             log("launch overhead, %s: %.2f us per launch (host loop of %d one-token launches)" % (label, res[label], n))
         extra_lines.append("host us/launch: " + ", ".join("%s %.1f" % kv for kv in res.items()))
+    except SkipSection:
+        pass
     except Exception:
         fail("launch overhead", traceback.format_exc(limit=3))
 
@@ -671,10 +678,11 @@ if "--no-sanitize" not in flags:
         san_lines.append("compute-sanitizer not found: not run")
     else:
         runs = [
-            ("memcheck", ["gemm_any_nt_tm128_tn128", "gemm_any_nn_tm64_tn64", "gemm_any_nt_tm64_tn128", "l3_qkv",
+            ("memcheck", ["gemm_any_nt_tm128_tn128", "gemm_any_nt_tm128_tn256", "gemm_any_nn_tm64_tn64",
+                          "gemm_any_nt_tm64_tn128", "l3_qkv", "l3_down_tn256",
                           "l3_down_nn", "rope_any_rotate_half_ip0_tab1", "rope_any_interleaved_ip1_tab0",
                           "rope_l3_rotate_half_ip0_tab1", "rope_l3_interleaved_ip1_tab0"]),
-            ("racecheck", ["gemm_any_nt_tm128_tn128", "gemm_any_nn_tm64_tn64"]),
+            ("racecheck", ["gemm_any_nt_tm128_tn256", "gemm_any_nn_tm64_tn64"]),
         ]
         for tool, names in runs:
             env = dict(os.environ, HK_CHILD_KERNELS=",".join(names), PYTORCH_NO_CUDA_MEMORY_CACHING="1")

@@ -4,6 +4,7 @@
  *   rt_catalog select       most specialised wins, run-time fallback, "nothing fits" text
  *   rt_catalog pack         packed bytes against structs laid out by hand
  *   rt_catalog args         each argument check and its message
+ *   rt_catalog tmap         tensor-map arguments: recipes checked, built only by CUDA, zero when not usable
  *   rt_catalog driver cuda|hip   GPU backends without a driver or device fail cleanly
  *   rt_catalog e2e DIR      an emulated catalogue: select, launch a GEMM, fp64 reference
  *
@@ -164,6 +165,13 @@ static void bad_manifest(hkrt_device *d, const char *text, size_t len, hkrt_stat
         hkrt_status_name(st), path, want);
   if (got == HKRT_OK) hkrt_catalog_close(c);
   free(dir);
+}
+
+/* A bad edit of `base' fails to open with HKRT_ERR_IO and message `want'. */
+static void bad_edit_text(hkrt_device *d, const char *base, const char *from, const char *to, const char *want) {
+  char *t = replace(base, from, to);
+  bad_manifest(d, t, strlen(t), HKRT_ERR_IO, want);
+  free(t);
 }
 
 static void bad_edit(hkrt_device *d, const char *from, const char *to, hkrt_status st, const char *want) {
@@ -394,6 +402,101 @@ static void test_pack(void) {
   hkrt_device_close(d);
 }
 
+/* ---- tensor maps (sm_90a bulk copies) -------------------------------------------------- */
+
+#define TMAP(name, tensor, outer, ld, box)                                                        \
+  "{\"name\": \"" name "\", \"type\": \"hk_tmap\", \"offset\": OFF_" name ", \"size\": 128,"    \
+  " \"tmap\": {\"tensor\": \"" tensor "\", \"inner\": \"K\", \"outer\": \"" outer "\", \"ld\": \"" ld \
+  "\", \"box_inner\": 64, \"box_outer\": " box ", \"swizzle\": 128}}"
+
+/* A run-time nt GEMM whose A and B come with tensor maps (what hkgen writes for sm_90a),
+   here in an emulated catalogue: the emulator cannot build tensor maps. */
+static const char tmap_manifest[] =
+    HEAD "{\"name\": \"tma\", \"op\": \"gemm\", \"target\": \"gfx942\",\n"
+    " \"params\": {\"dtype\": \"bf16\", \"layout\": \"nt\", \"tile_m\": \"128\", \"tile_n\": \"256\"},\n"
+    " \"runtime_params\": [\"M\", \"N\", \"K\"], \"file\": \"gfx942/tma.emu.so\",\n"
+    " \"kernarg\": {\"size\": 320, \"args\": ["
+    "{\"name\": \"A\", \"type\": \"const hk_bf16 *\", \"offset\": 0, \"size\": 8},"
+    "{\"name\": \"B\", \"type\": \"const hk_bf16 *\", \"offset\": 8, \"size\": 8},"
+    "{\"name\": \"C\", \"type\": \"hk_bf16 *\", \"offset\": 16, \"size\": 8},"
+    "{\"name\": \"lda\", \"type\": \"int\", \"offset\": 24, \"size\": 4},"
+    "{\"name\": \"ldb\", \"type\": \"int\", \"offset\": 28, \"size\": 4},"
+    "{\"name\": \"ldc\", \"type\": \"int\", \"offset\": 32, \"size\": 4},"
+    "{\"name\": \"M\", \"type\": \"int\", \"offset\": 36, \"size\": 4},"
+    "{\"name\": \"N\", \"type\": \"int\", \"offset\": 40, \"size\": 4},"
+    "{\"name\": \"K\", \"type\": \"int\", \"offset\": 44, \"size\": 4},"
+    TMAP("tmap_a", "A", "M", "lda", "128") "," TMAP("tmap_b", "B", "N", "ldb", "256") "]},\n"
+    " \"block\": [384, 1, 1], \"dynamic_lds\": 197888,\n"
+    " \"grid\": [\"cdiv(N,256)\", \"cdiv(M,128)\", \"1\"]}\n]}\n";
+
+static char *tmap_text(void) {
+  char *a = replace(tmap_manifest, "OFF_tmap_a", "64"), *b = replace(a, "OFF_tmap_b", "192");
+  free(a);
+  return b;
+}
+
+static void test_tmap(void) {
+  hkrt_device *d = emu_device();
+  char *text = tmap_text();
+  hkrt_catalog *c = open_text(d, text);
+  hkrt_kernel *k = NULL;
+  if (hkrt_catalog_find(c, "tma", NULL, &k) != HKRT_OK) die("find tma: %s", hkrt_error());
+  static unsigned short a[4096] __attribute__((aligned(16))), b[4096] __attribute__((aligned(16))), cc[4096];
+  unsigned char buf[512];
+  size_t size;
+  unsigned grid[3], block[3];
+  /* tensors the copy engine can take: only a CUDA device builds their maps */
+  hkrt_arg ok[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 64),
+                   HKRT_INT("ldb", 64), HKRT_INT("ldc", 60), HKRT_INT("M", 50), HKRT_INT("N", 60),
+                   HKRT_INT("K", 64)};
+  CHECK_ERR(hkrt_kernel_args(k, NULL, ok, 9, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
+            "kernel tma (argument tmap_a) takes a tensor map (Hopper bulk copies), which the emulator backend "
+            "cannot build");
+  /* rows 61 elements apart (not a multiple of 16 bytes): no map, all zeros, packing succeeds and the
+     map arguments are not reported missing */
+  hkrt_arg odd[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 61),
+                    HKRT_INT("ldb", 61), HKRT_INT("ldc", 60), HKRT_INT("M", 50), HKRT_INT("N", 60),
+                    HKRT_INT("K", 61)};
+  memset(buf, 0xab, sizeof buf);
+  CHECK(hkrt_kernel_args(k, NULL, odd, 9, buf, sizeof buf, &size, grid, block) == HKRT_OK, "%s", hkrt_error());
+  int zero = 1;
+  for (int i = 64; i < 320; i++) zero &= buf[i] == 0;
+  CHECK(size == 320 && zero && grid[0] == 1 && grid[1] == 1 && block[0] == 384,
+        "size %zu, maps zero %d, grid %u %u, block %u", size, zero, grid[0], grid[1], block[0]);
+  /* a misaligned base alone also keeps the map out */
+  hkrt_arg mis[] = {HKRT_PTR("A", a + 1), HKRT_PTR("B", a + 1), HKRT_PTR("C", cc), HKRT_INT("lda", 64),
+                    HKRT_INT("ldb", 64), HKRT_INT("ldc", 60), HKRT_INT("M", 50), HKRT_INT("N", 60),
+                    HKRT_INT("K", 64)};
+  CHECK(hkrt_kernel_args(k, NULL, mis, 9, buf, sizeof buf, &size, grid, block) == HKRT_OK, "%s", hkrt_error());
+  /* the caller never passes a map */
+  hkrt_arg given[] = {HKRT_PTR("tmap_a", a)};
+  CHECK_ERR(hkrt_kernel_args(k, NULL, given, 1, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
+            "argument tmap_a is a tensor map that the runtime builds from A; do not pass it");
+  hkrt_catalog_close(c);
+
+  /* recipes are checked when the manifest is read */
+  struct {
+    const char *from, *to, *want;
+  } bad[] = {
+      {"\"tensor\": \"A\"", "\"tensor\": \"lda\"", "tensor map tmap_a: lda is not a pointer argument"},
+      {"\"ld\": \"ldb\"", "\"ld\": \"B\"", "tensor map tmap_b: B is not an integer argument"},
+      {"\"box_outer\": 256", "\"box_outer\": 257", "\"box_outer\" must be an integer from 1 to 256, not 257"},
+      {"\"swizzle\": 128}}]", "\"swizzle\": 48}}]", "argument tmap_b: swizzle 48 is not 0, 32, 64 or 128"},
+      {"\"offset\": 192", "\"offset\": 160", "argument tmap_b: offset 160 (size 128) is misaligned"},
+      {"\"backend\": \"emulator\"", "\"backend\": \"gpux\"", "unknown backend (allowed: \"gpu\", \"emulator\")"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) bad_edit_text(d, text, bad[i].from, bad[i].to, bad[i].want);
+  /* a GPU catalogue is read, and refused by the emulator device with a message that says so */
+  char *gpu = replace(text, "\"backend\": \"emulator\"", "\"backend\": \"gpu\"");
+  char *dir = manifest_dir(gpu, strlen(gpu));
+  hkrt_catalog *g = NULL;
+  CHECK_ERR(hkrt_catalog_open(d, dir, &g), HKRT_ERR_ARG, "holds GPU code objects; the emulator runs catalogues built with hkgen build --emulate");
+  free(dir);
+  free(gpu);
+  free(text);
+  hkrt_device_close(d);
+}
+
 /* ---- argument checks ------------------------------------------------------------------- */
 
 static hkrt_status gemm_args(hkrt_kernel *k, const hkrt_problem *pb, const hkrt_arg *args, size_t n) {
@@ -612,7 +715,7 @@ static void rm_tree(const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) die("usage: rt_catalog manifest|select|pack|args|driver cuda|hip|e2e DIR");
+  if (argc < 2) die("usage: rt_catalog manifest|select|pack|args|tmap|driver cuda|hip|e2e DIR");
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/rt_catalog.XXXXXX", t && *t ? t : "/tmp");
   if (!mkdtemp(tmpdir)) die("mkdtemp");
@@ -621,6 +724,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "select")) test_select();
   else if (!strcmp(argv[1], "pack")) test_pack();
   else if (!strcmp(argv[1], "args")) test_args();
+  else if (!strcmp(argv[1], "tmap")) test_tmap();
   else if (!strcmp(argv[1], "driver") && argc == 3) rc = test_driver(argv[2]);
   else if (!strcmp(argv[1], "e2e") && argc == 3) test_e2e(argv[2]);
   else die("unknown test '%s'", argv[1]);

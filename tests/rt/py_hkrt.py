@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""py_hkrt.py CATALOG LIBHKRT: runtime/python/hkrt.py against an emulated catalogue
+(CTest rt_python). Needs no torch: tensors are small objects with data_ptr() over
+emulator memory. Checks a run-time nt GEMM and the baked one at odd shapes (fresh
+random inputs, C poisoned with NaN bits, fp64 reference by relative L2, NaN fails),
+that the grid comes from the C library, and that argument errors raise with
+libhkrt's message."""
+import ctypes
+import math
+import random
+import struct
+import sys
+
+sys.path.insert(0, sys.argv[3])
+import hkrt  # noqa: E402
+
+cat = hkrt.Catalog(sys.argv[1], backend="emu", target="gfx942", lib=sys.argv[2])
+c = cat.lib.c
+c.hkrt_alloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+c.hkrt_copy_to_device.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+c.hkrt_copy_to_host.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    if not ok:
+        failures += 1
+        print("FAIL:", what)
+
+
+class Buf:
+    """bf16 elements in emulator memory, with data_ptr() as torch tensors have."""
+
+    def __init__(self, words):
+        self.n = len(words)
+        self.p = ctypes.c_void_p()
+        cat.lib.check(c.hkrt_alloc(cat.dev, 2 * self.n, ctypes.byref(self.p)), "alloc")
+        host = (ctypes.c_uint16 * self.n)(*words)
+        cat.lib.check(c.hkrt_copy_to_device(cat.dev, self.p, host, 2 * self.n), "upload")
+
+    def data_ptr(self):
+        return self.p.value
+
+    def words(self):
+        host = (ctypes.c_uint16 * self.n)()
+        cat.lib.check(c.hkrt_copy_to_host(cat.dev, host, self.p, 2 * self.n), "download")
+        return list(host)
+
+
+def bf16(x):
+    b = struct.unpack("<I", struct.pack("<f", x))[0]
+    return (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+
+
+def f(w):
+    return struct.unpack("<f", struct.pack("<I", w << 16))[0]
+
+
+def gemm(name, M, N, K, baked):
+    lda, ldb, ldc = K + random.choice((0, 3, 8)), K + random.choice((0, 5)), N + 2
+    a = [bf16(random.uniform(-1, 1)) for _ in range(M * lda)]
+    b = [bf16(random.uniform(-1, 1)) for _ in range(N * ldb)]
+    A, B, C = Buf(a), Buf(b), Buf([0x7FC1] * (M * ldc))  # C poisoned with NaN
+    k = cat.kernel(name, "gfx942")
+    vals = dict(A=A, B=B, C=C, lda=lda, ldb=ldb, ldc=ldc, M=M)
+    if not baked:
+        vals.update(N=N, K=K)
+    grid = k.grid(vals)
+    check(grid[0] == -(-N // int(k.entry["params"]["tile_n"])) and grid[1] == -(-M // int(k.entry["params"]["tile_m"])),
+          "%s grid %s" % (name, grid))
+    k(**vals)
+    cat.synchronize()
+    got = C.words()
+    num = den = 0.0
+    nan = False
+    for i in range(M):
+        for j in range(N):
+            r = sum(f(a[i * lda + q]) * f(b[j * ldb + q]) for q in range(K))
+            g = f(got[i * ldc + j])
+            nan |= math.isnan(g) or math.isinf(g)
+            num += (g - r) ** 2
+            den += r * r
+        check(all(w == 0x7FC1 for w in got[i * ldc + N:(i + 1) * ldc]), "%s wrote past column N" % name)
+    rel = math.sqrt(num / den) if den else float("inf")
+    check(not nan and rel < 1e-2, "%s M=%d N=%d K=%d: rel L2 %.3e, NaN/Inf %s" % (name, M, N, K, rel, nan))
+    print("%s M=%d N=%d K=%d lda=%d ldb=%d: rel L2 %.2e" % (name, M, N, K, lda, ldb, rel))
+    return vals, k
+
+
+random.seed()
+vals, k = gemm("gemm_any_nt", 37, 29, 45, False)
+gemm("rt_e2e_baked", 23, 96, 80, True)
+# errors come from libhkrt, with its message
+for bad, want in ((dict(vals, lda=10), "lda = 10 is less than K = 45"), ({}, "missing"),
+                  (dict(vals, bogus=1), "unknown argument 'bogus'")):
+    try:
+        k(**bad)
+        check(False, "no error for %s" % want)
+    except hkrt.HkrtError as e:
+        check(want in str(e), "message %r lacks %r" % (str(e), want))
+print("rt_python: %d failed" % failures)
+sys.exit(1 if failures else 0)
