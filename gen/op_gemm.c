@@ -26,28 +26,29 @@ static const op_param gemm_params[] = {
     GEMM_DIM("K", "reduction length"),
     {"tile_m", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tm", "rows of C per workgroup"},
     {"tile_n", OP_ENUM, gemm_tiles_n, 0, 0, "128", 0, "tn",
-     "columns of C per workgroup (256: sm_90a layout nt only)"},
+     "columns of C per workgroup (256: sm_90a only)"},
 };
 
-/* sm_90a layout nt runs on wgmma, fed by bulk tensor copies (TMA). */
+#define GEMM_SM90_TILE_K 64 /* k per shared-memory stage: templates/gemm.sm90.hip.m4 TILE_K */
+
+/* sm_90a runs on wgmma, fed by bulk tensor copies (TMA). */
 static int gemm_is_wgmma(const op_inst *k) {
   const tgt_info *t = tgt_find(k->target);
-  return t && !strcmp(t->arch, "sm90") && !strcmp(op_val(k, "layout"), "nt");
+  return t && !strcmp(t->arch, "sm90");
 }
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
   if (op_int(k, "tile_n") == 256 && !gemm_is_wgmma(k)) {
-    snprintf(msg, n, "tile_n 256 needs target sm_90a and layout nt (here %s, layout %s); allowed: 64, 128",
-             k->target, op_val(k, "layout"));
+    snprintf(msg, n, "tile_n 256 needs target sm_90a (here %s); allowed: 64, 128", k->target);
     return -1;
   }
   return 0;
 }
 
 /* The tensor map of matrix `tensor' (outer x inner bf16, leading dimension
-   ld): boxes of GEMM_SM90_TILE_K x `box_outer', 128-byte swizzle. */
-static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *outer,
-                      const char *ld, int box_outer);
+   ld): boxes of box_inner x box_outer elements, 128-byte swizzle. */
+static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *inner,
+                      const char *outer, const char *ld, int box_inner, int box_outer);
 
 static int gemm_args(const op_inst *k, op_arg *a) {
   int n = 0;
@@ -61,16 +62,20 @@ static int gemm_args(const op_inst *k, op_arg *a) {
   for (int i = 0; i < 3; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
   if (gemm_is_wgmma(k)) {
-    gemm_tmap(a, &n, "tmap_a", "A", "M", "lda", (int)op_int(k, "tile_m"));
-    gemm_tmap(a, &n, "tmap_b", "B", "N", "ldb", (int)op_int(k, "tile_n"));
+    /* A: boxes of k-tile x tile_m; B: nt k-tile x tile_n, nn 64 columns x k-tile */
+    gemm_tmap(a, &n, "tmap_a", "A", "K", "M", "lda", GEMM_SM90_TILE_K, (int)op_int(k, "tile_m"));
+    if (!strcmp(op_val(k, "layout"), "nt"))
+      gemm_tmap(a, &n, "tmap_b", "B", "K", "N", "ldb", GEMM_SM90_TILE_K, (int)op_int(k, "tile_n"));
+    else
+      gemm_tmap(a, &n, "tmap_b", "B", "N", "K", "ldb", 64, GEMM_SM90_TILE_K);
   }
   return n;
 }
 
 static int gemm_block(const op_inst *k) {
-  /* sm_90a nt: a producer warpgroup and two consumer warpgroups;
-     otherwise 4 waves (AMD) or 8 warps (sm_90a nn) */
-  return gemm_is_wgmma(k) ? 384 : 256;
+  /* sm_90a: a producer warpgroup and one consumer warpgroup per 64 rows of
+     the tile; AMD: 4 waves */
+  return gemm_is_wgmma(k) ? 128 + 2 * (int)op_int(k, "tile_m") : 256;
 }
 
 static void gemm_grid(const op_inst *k, char out[3][96]) {
@@ -147,15 +152,14 @@ static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
-/* sm_90a, layout nt (wgmma): shared-memory stages of k = GEMM_SM90_TILE_K
-   (A tile_m x k and B tile_n x k bf16, 128-byte rows), as many as fit in
+/* sm_90a (wgmma): shared-memory stages of k = GEMM_SM90_TILE_K
+   (A tile_m x k and B tile_n x k bf16), as many as fit in
    GEMM_SM90_STAGE_BUDGET bytes (at most GEMM_SM90_MAX_STAGES), in dynamic
    shared memory; then GEMM_BAR_BYTES of mbarriers (two per stage), plus
    GEMM_LDS_SLACK bytes so that the skeleton can align the region to 1024
    bytes (the 128-byte swizzle's period). gemm.sm90.hip.m4 derives its stage
-   count from hkm_dynamic_lds with the same formula. Everything else (nn, AMD)
-   uses static shared memory only. */
-#define GEMM_SM90_TILE_K 64 /* templates/gemm.sm90.hip.m4 TILE_K */
+   count from hkm_dynamic_lds with the same formula. AMD targets use static
+   LDS only. */
 #define GEMM_SM90_STAGE_BUDGET (192 * 1024)
 #define GEMM_SM90_MAX_STAGES 8
 #define GEMM_BAR_BYTES 256
@@ -168,11 +172,11 @@ static int gemm_dynamic_lds(const op_inst *k) {
   return (int)(stages * stage + GEMM_BAR_BYTES + GEMM_LDS_SLACK);
 }
 
-static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *outer,
-                      const char *ld, int box_outer) {
-  op_tmap t = {.box_inner = GEMM_SM90_TILE_K, .box_outer = box_outer, .swizzle = 128};
+static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *inner,
+                      const char *outer, const char *ld, int box_inner, int box_outer) {
+  op_tmap t = {.box_inner = box_inner, .box_outer = box_outer, .swizzle = 128};
   snprintf(t.tensor, sizeof t.tensor, "%s", tensor);
-  snprintf(t.inner, sizeof t.inner, "K");
+  snprintf(t.inner, sizeof t.inner, "%s", inner);
   snprintf(t.outer, sizeof t.outer, "%s", outer);
   snprintf(t.ld, sizeof t.ld, "%s", ld);
   op_arg_tmap(a, n, name, &t);

@@ -678,11 +678,12 @@ if "--no-sanitize" not in flags:
         san_lines.append("compute-sanitizer not found: not run")
     else:
         runs = [
-            ("memcheck", ["gemm_any_nt_tm128_tn128", "gemm_any_nt_tm128_tn256", "gemm_any_nn_tm64_tn64",
+            ("memcheck", ["gemm_any_nt_tm128_tn128", "gemm_any_nt_tm128_tn256", "gemm_any_nn_tm128_tn256",
+                          "gemm_any_nn_tm64_tn64",
                           "gemm_any_nt_tm64_tn128", "l3_qkv", "l3_down_tn256",
                           "l3_down_nn", "rope_any_rotate_half_ip0_tab1", "rope_any_interleaved_ip1_tab0",
                           "rope_l3_rotate_half_ip0_tab1", "rope_l3_interleaved_ip1_tab0"]),
-            ("racecheck", ["gemm_any_nt_tm128_tn256", "gemm_any_nn_tm64_tn64"]),
+            ("racecheck", ["gemm_any_nt_tm128_tn256", "gemm_any_nn_tm128_tn256"]),
         ]
         for tool, names in runs:
             env = dict(os.environ, HK_CHILD_KERNELS=",".join(names), PYTORCH_NO_CUDA_MEMORY_CACHING="1")
