@@ -70,16 +70,22 @@ static int bd_warps_per_sm(const cg_kernel_meta *m, int block) {
 int bd_waves_per_simd(const char *target, const cg_kernel_meta *m, int block) {
   const tgt_info *t = tgt_find(target);
   if (t && !tgt_is_amd(t)) return bd_warps_per_sm(m, block);
-  /* gfx90a/gfx942/gfx950: 512 unified VGPRs+AGPRs per lane per SIMD, in granules of 8. */
-  int regs = ((m->vgpr + 3) / 4) * 4 + m->agpr;
+  /* gfx90a/gfx942/gfx950: 512 unified VGPRs+AGPRs per lane per SIMD, in
+     granules of 8. The code object's .vgpr_count already holds both (the
+     VGPRs rounded up to 4, then the AGPRs): adding .agpr_count again counted
+     the AGPRs twice. */
+  int regs = m->vgpr > m->agpr ? m->vgpr : m->agpr;
   regs = ((regs ? regs : 1) + 7) / 8 * 8;
   int waves = 512 / regs;
   if (waves > 8) waves = 8;
   int wg_waves = (block + 63) / 64;
+  /* a workgroup's waves spread over the CU's 4 SIMDs: all of them must fit */
+  if (waves * 4 < wg_waves) return 0;
   if (m->lds > 0 && t) {
     unsigned lds_cu = t->lds_bytes > 65536 ? t->lds_bytes : 65536;
     int wgs = (int)(lds_cu / (unsigned)m->lds); /* workgroups per CU (4 SIMDs) */
     int by_lds = wgs * wg_waves / 4;
+    if (wgs > 0 && by_lds == 0) by_lds = 1; /* one small workgroup still runs */
     if (by_lds < waves) waves = by_lds;
   }
   return waves;
@@ -125,6 +131,24 @@ static int bd_write(const char *outdir, const char *rel, const char *data, size_
   return rc;
 }
 
+/* A kernel that cannot keep one workgroup resident (0 waves per SIMD, or 0
+   warps per SM) can never launch: an error with the figures that decide it. */
+static int bd_occupancy(const bd_item *it) {
+  const cg_kernel_meta *m = &it->meta;
+  cg_kernel_meta occ = *m; /* occupancy counts static + dynamic LDS */
+  occ.lds += op_dynamic_lds(it->k);
+  int block = it->k->op->block(it->k);
+  int w = bd_waves_per_simd(it->k->target, &occ, block);
+  if (w > 0) return w;
+  int amd = tgt_is_amd(tgt_find(it->k->target));
+  diag_error(it->k->file, it->k->line, it->k->col,
+             "kernel %s for %s fits 0 %s (%d VGPR%s, %d AGPR, %d bytes of LDS, %d threads per "
+             "workgroup): it could never launch",
+             it->k->name, it->k->target, amd ? "waves per SIMD" : "warps per SM",
+             m->vgpr, amd ? " incl. AGPRs" : "", m->agpr, occ.lds, block);
+  return 0;
+}
+
 /* Spills and LDS beyond the target's limit fail the build, saying by how much. */
 static int bd_check_resources(const bd_item *it) {
   const cg_kernel_meta *m = &it->meta;
@@ -144,6 +168,7 @@ static int bd_check_resources(const bd_item *it) {
                t->lds_bytes);
     ok = 0;
   }
+  if (ok && bd_occupancy(it) == 0) ok = 0;
   return ok ? 0 : -1;
 }
 

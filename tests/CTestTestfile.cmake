@@ -37,6 +37,9 @@ add_test(unit_sha256 build/unit_sha256)
 set_tests_properties(unit_sha256 PROPERTIES TIMEOUT 120 LABELS "unit" ENVIRONMENT "${HK_ENV}")
 add_test(unit_json build/unit_json)
 set_tests_properties(unit_json PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${HK_ENV}")
+# bd_waves_per_simd: AGPRs counted once, workgroups that do not fit give 0.
+add_test(unit_occupancy build/unit_occupancy)
+set_tests_properties(unit_occupancy PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${HK_ENV}")
 # hk_xcd_remap (hk_cdna.h and hk_emu.h): a bijection with contiguous XCD ranges for any grid size.
 add_test(unit_xcd_remap build/unit_xcd_remap)
 set_tests_properties(unit_xcd_remap PROPERTIES TIMEOUT 120 LABELS "unit" ENVIRONMENT "${HK_ENV}")
