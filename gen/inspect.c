@@ -9,6 +9,7 @@
 
 #include "build.h"
 #include "comgr.h"
+#include "hotloop.h"
 #include "target.h"
 #include "util.h"
 
@@ -23,8 +24,36 @@ static const char *ins_target(const unsigned char *p, size_t n) {
 }
 
 static void ins_header(void) {
-  printf("%-48s %-7s %5s %5s %5s %7s %7s %6s %6s\n", "kernel", "target", "VGPR", "AGPR", "SGPR",
-         "LDS", "scratch", "spills", "waves");
+  printf("%-48s %-7s %5s %5s %5s %7s %7s %6s %6s %5s %4s %6s %-13s %s\n", "kernel", "target",
+         "VGPR", "AGPR", "SGPR", "LDS", "scratch", "spills", "waves", "loop", "MFMA", "share",
+         "at", "mnemonics");
+}
+
+/* The hot-loop columns (hotloop.h): "-" for a kernel without a loop, or
+   when its object could not be disassembled. */
+static void ins_loop_columns(const hl_loop *l) {
+  if (!l->found) {
+    printf(" %5s %4s %6s %-13s %s\n", "-", "-", "-", "-", "-");
+    return;
+  }
+  char at[48];
+  snprintf(at, sizeof at, "0x%llx-0x%llx", l->start, l->end);
+  printf(" %5d %4d %6.3f %-13s %s\n", l->insts, l->mfma, (double)l->mfma / l->insts, at,
+         l->mnemonics[0] ? l->mnemonics : "-");
+}
+
+/* Disassembles path once for all its kernels; NULL (and a note, once) when
+   llvm-objdump is missing or fails. */
+static char *ins_disassembly(const char *path, const char *target) {
+  static int warned;
+  hk_buf dis;
+  buf_init(&dis);
+  if (hl_disassemble(path, target, &dis) == 0) return buf_steal(&dis);
+  if (!warned++)
+    fprintf(stderr, "hkgen: note: %s, so hot-loop columns show \"-\"\n",
+            hl_objdump() ? "llvm-objdump failed" : "no llvm-objdump for amdgcn (install llvm-22, or set HKGEN_OBJDUMP)");
+  buf_free(&dis);
+  return NULL;
 }
 
 static int ins_object(const char *path) {
@@ -43,12 +72,17 @@ static int ins_object(const char *path) {
                cg_identity() ? "" : " (comgr not found: install libamd-comgr2)");
     return -1;
   }
+  char *dis = ins_disassembly(path, target);
   for (int i = 0; i < n; i++) {
     int block = m[i].max_wg_size > 0 ? m[i].max_wg_size : 1024;
-    printf("%-48s %-7s %5d %5d %5d %7d %7d %6d %6d\n", m[i].name, target, m[i].vgpr, m[i].agpr,
+    printf("%-48s %-7s %5d %5d %5d %7d %7d %6d %6d", m[i].name, target, m[i].vgpr, m[i].agpr,
            m[i].sgpr, m[i].lds, m[i].scratch, m[i].vgpr_spill + m[i].sgpr_spill,
            bd_waves_per_simd(target, &m[i], block));
+    hl_loop l = {0};
+    if (dis) hl_find(dis, m[i].name, &l);
+    ins_loop_columns(&l);
   }
+  free(dis);
   return 0;
 }
 

@@ -10,7 +10,9 @@
 #   failure      a broken template: exit 1, template file:line, no manifest
 #   lock         a held lock refuses a build; two builds at once leave a valid
 #                catalogue
-#   inspect      hkgen inspect on one .hsaco prints its kernel's row
+#   inspect      hkgen inspect on one .hsaco prints its kernel's row; hot-loop
+#                columns: GEMM loops hold MFMAs, RoPE's none, and the figures
+#                match a count with llvm-objdump-22 + awk on the same object
 #   stale        gen then build (and build then gen) into one folder leave no
 #                manifest.json / sources.json that lists other sources
 . "$(dirname "$0")/lib.sh"
@@ -309,6 +311,84 @@ for k in json.load(open(sys.argv[1]))["kernels"]: print(k["source_sha256"] + "  
   echo "ok   build after gen: no stale sources.json"
 }
 
+# hot_loop_awk: llvm-objdump's output -> "insts mfma 0xstart-0xend" of the hot
+# loop by the plain rule (every backward branch is a loop, one per target up
+# to its last branch back; innermost; most MFMAs, fewest instructions, lowest
+# address), or "- - -". Addresses from the "// ADDR:" comments, branch targets
+# from the "<sym+0xOFF>" notes (hkgen decodes the branch's operand instead).
+HOT_LOOP_AWK='
+function hex(s,   v, i) {
+  v = 0; s = tolower(s)
+  for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+  return v
+}
+/^[0-9a-f]+ <[^>]*>:$/ { base = hex($1); next }
+/\/\/ [0-9A-F]+:/ {
+  match($0, /\/\/ [0-9A-F]+:/); a = hex(substr($0, RSTART + 3, RLENGTH - 4))
+  n++; addr[n] = a; mf[n] = ($1 ~ /^v_(mfma|smfmac)/); br[n] = -1
+  if ($1 ~ /^s_(cbranch_[a-z0-9]+|branch)$/ && match($0, /<[^>+]*(\+0x[0-9a-f]+)?>/)) {
+    s = substr($0, RSTART, RLENGTH); t = base
+    if (s ~ /\+0x/) { sub(/.*\+0x/, "", s); sub(/>/, "", s); t = base + hex(s) }
+    br[n] = t
+    if (t <= a && (!(t in last) || last[t] < a)) last[t] = a
+  }
+}
+END {
+  if (range != "") {  # count in a given range; its last instruction must branch back to its first
+    split(range, r, "-"); rs = hex(substr(r[1], 3)); re = hex(substr(r[2], 3)); c = 0; m = 0; back = 0
+    for (x = 1; x <= n; x++) if (addr[x] >= rs && addr[x] <= re) { c++; m += mf[x]; if (addr[x] == re && br[x] == rs) back = 1 }
+    if (back) printf "%d %d %s\n", c, m, range; else print "not a backward branch"
+    exit
+  }
+  nl = 0
+  for (k in last) { nl++; ls[nl] = k + 0; le[nl] = last[k] }
+  best = 0
+  for (i = 1; i <= nl; i++) {
+    inner = 1
+    for (j = 1; j <= nl; j++) if (j != i && ls[j] >= ls[i] && le[j] <= le[i]) inner = 0
+    if (!inner) continue
+    c = 0; m = 0
+    for (x = 1; x <= n; x++) if (addr[x] >= ls[i] && addr[x] <= le[i]) { c++; m += mf[x] }
+    if (!best || m > bm || (m == bm && (c < bc || (c == bc && ls[i] < bs)))) { best = 1; bm = m; bc = c; bs = ls[i]; be = le[i] }
+  }
+  if (best) printf "%d %d 0x%x-0x%x\n", bc, bm, bs, be; else print "- - -"
+}'
+
+# inspect_hot_loop OBJ TARGET OP: hkgen inspect's hot-loop columns (found by
+# their header) against llvm-objdump-22 + awk. GEMM: MFMAs of the target's
+# kind, share in (0,1], the same counts in the same range. RoPE and attention:
+# the plain rule picks the same loop (GEMM objects hold jumps back from
+# out-of-line blocks, which hkgen does not take for loops); RoPE has no MFMA.
+inspect_hot_loop() {
+  obj=$1 t=$2 op=$3
+  run_hk "$T/hot.out" inspect "$obj"
+  expect_rc 0 "hkgen inspect $obj"
+  got=$(awk 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    NR == 2 { print $c["loop"], $c["MFMA"], $c["at"], $c["share"], $c["mnemonics"] }' "$T/hot.out")
+  set -- $got
+  [ $# = 5 ] || fail "$obj: no hot-loop columns: $(cat "$T/hot.out")"
+  loop=$1 mfma=$2 at=$3 share=$4 mn=$5
+  llvm-objdump-22 -d --no-show-raw-insn --mcpu="$t" "$obj" >"$T/dis" 2>&1 ||
+    fail "llvm-objdump-22 failed on $obj: $(head -5 "$T/dis")"
+  case $op in
+  gemm)
+    [ "$mfma" != - ] && [ "$mfma" -gt 0 ] || fail "$obj (gemm): hot loop without MFMA: $(cat "$T/hot.out")"
+    awk -v s="$share" -v l="$loop" -v m="$mfma" 'BEGIN { d = m / l - s; exit !(s > 0 && s <= 1 && d < 0.001 && d > -0.001) }' ||
+      fail "$obj (gemm): share $share is not $mfma/$loop in (0,1]"
+    eval "want=\$MFMA_$t"
+    [ "$mn" = "$want" ] || fail "$obj (gemm): hot-loop MFMA $mn, expected $want"
+    indep=$(awk -v range="$at" "$HOT_LOOP_AWK" "$T/dis")
+    ;;
+  rope)
+    [ "$mfma" = 0 ] || [ "$mfma" = - ] || fail "$obj (rope): $mfma MFMAs in its hot loop"
+    indep=$(awk "$HOT_LOOP_AWK" "$T/dis")
+    ;;
+  *) indep=$(awk "$HOT_LOOP_AWK" "$T/dis") ;;
+  esac
+  [ "$indep" = "$loop $mfma $at" ] ||
+    fail "$obj ($op): hkgen inspect says '$loop $mfma $at', llvm-objdump + awk '$indep'"
+}
+
 case_inspect() {
   cat=$WORK/catalog
   [ -d "$cat" ] || fail "$cat is missing: the build_all test must run first"
@@ -322,6 +402,18 @@ case_inspect() {
       fail "hkgen inspect $obj printed no row for $k ($t): $(cat "$T/ins.out")"
     [ "$(wc -l <"$T/ins.out")" = 2 ] || fail "expected a header and one row: $(cat "$T/ins.out")"
     echo "ok   inspect $t/$k.hsaco"
+  done
+  for t in gfx90a gfx942 gfx950; do
+    ngemm=0 nrope=0 nattn=0
+    for hip in "$cat"/*/"$t"/*.hip; do
+      op=$(sed -n 's/^\/\/ kernel [A-Za-z0-9_]*: op \([a-z_]*\), target .*/\1/p' "$hip" | head -1)
+      case $op in gemm) [ "$ngemm" -lt 3 ] || continue ;; rope) [ "$nrope" -lt 2 ] || continue ;;
+      attn_fwd) [ "$nattn" -lt 3 ] || continue ;; *) continue ;; esac
+      inspect_hot_loop "${hip%.hip}.hsaco" "$t" "$op"
+      case $op in gemm) ngemm=$((ngemm + 1)) ;; rope) nrope=$((nrope + 1)) ;; *) nattn=$((nattn + 1)) ;; esac
+    done
+    [ "$ngemm" -ge 1 ] && [ "$nrope" -ge 1 ] || fail "$t: expected GEMM and RoPE objects under $cat"
+    echo "ok   $t hot loops: $ngemm GEMM, $nrope RoPE, $nattn attention objects agree with llvm-objdump + awk"
   done
   # Not a code object: exit 1 with a message, no crash.
   printf 'not an ELF\n' >"$T/junk.hsaco"

@@ -1,0 +1,299 @@
+/* hotloop.c: the hot loop of an AMD kernel from llvm-objdump's output
+   (hotloop.h says what counts as a loop and which one is hot). */
+#include "hotloop.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+enum { HL_PLAIN, HL_COND, HL_JUMP, HL_END }; /* how control leaves an instruction */
+
+typedef struct {
+  unsigned long long addr, target;
+  int kind, mfma;
+  char mnem[48];
+} hl_inst;
+
+typedef struct {
+  hl_inst *v;
+  size_t n;
+  int *blk;       /* block of each instruction */
+  size_t nb;
+  size_t *first;  /* first instruction of each block */
+  int (*succ)[2]; /* successors, -1 when absent */
+} hl_fn;
+
+/* --- finding and running llvm-objdump ----------------------------------- */
+
+static char hl_path[512];
+static int hl_probed;
+
+static int hl_probe(const char *cand) {
+  char *argv[] = {(char *)cand, "--version", NULL};
+  hk_buf out;
+  buf_init(&out);
+  int ok = cc_run_argv(argv, &out) == 0 && strstr(out.s, "amdgcn"); /* it must know AMD GPUs */
+  buf_free(&out);
+  return ok;
+}
+
+const char *hl_objdump(void) {
+  if (hl_probed) return hl_path[0] ? hl_path : NULL;
+  hl_probed = 1;
+  const char *env = getenv("HKGEN_OBJDUMP");
+  const char *cands[] = {env && *env ? env : NULL, "/opt/rocm/llvm/bin/llvm-objdump",
+                         "llvm-objdump-22", "llvm-objdump-21", "llvm-objdump-20", "llvm-objdump"};
+  for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+    if (!cands[i] || (cands[i][0] == '/' && !fs_exists(cands[i]))) continue;
+    if (hl_probe(cands[i])) {
+      snprintf(hl_path, sizeof hl_path, "%s", cands[i]);
+      return hl_path;
+    }
+    if (env && i == 0) return NULL; /* an explicit choice that does not work */
+  }
+  return NULL;
+}
+
+int hl_disassemble(const char *path, const char *target, hk_buf *out) {
+  const char *tool = hl_objdump();
+  if (!tool) return -1;
+  char mcpu[64], *file = NULL;
+  snprintf(mcpu, sizeof mcpu, "--mcpu=%s", target);
+  /* a path that starts with '-' must not read as an option */
+  if (path[0] == '-') {
+    file = malloc(strlen(path) + 3);
+    if (!file) return -1;
+    sprintf(file, "./%s", path);
+  }
+  char *argv[] = {(char *)tool, "-d", "--no-show-raw-insn", mcpu, file ? file : (char *)path, NULL};
+  int rc = cc_run_argv(argv, out);
+  free(file);
+  return rc == 0 ? 0 : -1;
+}
+
+/* --- parsing ------------------------------------------------------------- */
+
+/* "0000000000001600 <name>:" for exactly this kernel. */
+static int hl_is_header(const char *line, size_t len, const char *kernel) {
+  size_t hex = strspn(line, "0123456789abcdef"), k = strlen(kernel);
+  return hex > 0 && hex + 2 + k + 2 == len && line[hex] == ' ' && line[hex + 1] == '<' &&
+         !strncmp(line + hex + 2, kernel, k) && !strncmp(line + hex + 2 + k, ">:", 2);
+}
+
+/* A branch's target from its simm16 operand (in words, from the next instruction). */
+static void hl_branch(hl_inst *in, const char *ops) {
+  long v = strtol(ops, NULL, 0);
+  in->target = in->addr + 4 + 4 * (long long)(short)(unsigned short)v;
+}
+
+/* "\tv_mfma_... ops  // 000000001A40: ..." -> in; 0 when the line is no instruction. */
+static int hl_parse_line(const char *line, size_t len, hl_inst *in) {
+  if (line[0] != '\t') return 0;
+  const char *c = NULL;
+  for (const char *p = line; (p = strstr(p, "// ")) && p < line + len; p++) c = p;
+  if (!c) return 0;
+  char *end;
+  in->addr = strtoull(c + 3, &end, 16);
+  if (end == c + 3 || *end != ':') return 0;
+  size_t m = strcspn(line + 1, " \t\n");
+  if (m == 0 || m >= sizeof in->mnem) return 0;
+  memcpy(in->mnem, line + 1, m);
+  in->mnem[m] = 0;
+  in->mfma = !strncmp(in->mnem, "v_mfma", 6) || !strncmp(in->mnem, "v_smfmac", 8);
+  in->kind = HL_PLAIN;
+  if (!strcmp(in->mnem, "s_branch")) in->kind = HL_JUMP;
+  else if (!strncmp(in->mnem, "s_cbranch_", 10)) in->kind = HL_COND;
+  else if (!strcmp(in->mnem, "s_endpgm") || !strcmp(in->mnem, "s_setpc_b64")) in->kind = HL_END;
+  if (in->kind == HL_JUMP || in->kind == HL_COND) hl_branch(in, line + 1 + m);
+  return 1;
+}
+
+/* The instructions of kernel's function; -1 when it is not in dis. */
+static int hl_parse(const char *dis, const char *kernel, hl_fn *f) {
+  const char *p = dis;
+  size_t cap = 0;
+  int in_fn = 0;
+  while (*p) {
+    size_t len = strcspn(p, "\n");
+    if (!in_fn) {
+      in_fn = hl_is_header(p, len, kernel);
+    } else {
+      hl_inst in;
+      if (len == 0 || p[0] != '\t') break; /* the function's end */
+      if (hl_parse_line(p, len, &in)) {
+        if (f->n == cap) {
+          cap = cap ? 2 * cap : 1024;
+          hl_inst *v = realloc(f->v, cap * sizeof *v);
+          if (!v) return -1;
+          f->v = v;
+        }
+        f->v[f->n++] = in;
+      }
+    }
+    p += len + (p[len] == '\n');
+  }
+  return in_fn ? 0 : -1;
+}
+
+/* --- control flow graph ---------------------------------------------------- */
+
+/* Index of the instruction at addr, or -1. */
+static long hl_at(const hl_fn *f, unsigned long long addr) {
+  size_t lo = 0, hi = f->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (f->v[mid].addr < addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < f->n && f->v[lo].addr == addr ? (long)lo : -1;
+}
+
+/* Basic blocks: a block starts at the entry, at a branch target and after a
+   branch or an end. */
+static int hl_blocks(hl_fn *f) {
+  char *lead = calloc(f->n, 1);
+  f->blk = malloc(f->n * sizeof *f->blk);
+  f->first = malloc(f->n * sizeof *f->first);
+  if (!lead || !f->blk || !f->first) {
+    free(lead);
+    return -1;
+  }
+  lead[0] = 1;
+  for (size_t i = 0; i < f->n; i++) {
+    if (f->v[i].kind == HL_PLAIN) continue;
+    if (i + 1 < f->n) lead[i + 1] = 1;
+    long t = f->v[i].kind == HL_END ? -1 : hl_at(f, f->v[i].target);
+    if (t >= 0) lead[t] = 1;
+  }
+  f->nb = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    if (lead[i]) f->first[f->nb++] = i;
+    f->blk[i] = (int)f->nb - 1;
+  }
+  free(lead);
+  return 0;
+}
+
+static int hl_edges(hl_fn *f) {
+  f->succ = malloc(f->nb * sizeof *f->succ);
+  if (!f->succ) return -1;
+  for (size_t b = 0; b < f->nb; b++) {
+    size_t last = b + 1 < f->nb ? f->first[b + 1] - 1 : f->n - 1;
+    const hl_inst *in = &f->v[last];
+    long t = in->kind == HL_COND || in->kind == HL_JUMP ? hl_at(f, in->target) : -1;
+    int fall = in->kind == HL_PLAIN || in->kind == HL_COND;
+    f->succ[b][0] = fall && b + 1 < f->nb ? (int)b + 1 : -1;
+    f->succ[b][1] = t >= 0 ? f->blk[t] : -1;
+  }
+  return 0;
+}
+
+/* Whether block `to` is reachable from block `from` through blocks that lie
+   between them in the address space. A jump back from an out-of-line block
+   entered from before its target fails this; a loop entered in its middle
+   (rotated, its condition at the bottom) passes. */
+static int hl_reaches(const hl_fn *f, int from, int to, char *seen, int *stack) {
+  memset(seen + from, 0, (size_t)(to - from + 1));
+  int sp = 0;
+  stack[sp++] = from;
+  seen[from] = 1;
+  while (sp) {
+    int b = stack[--sp];
+    if (b == to) return 1;
+    for (int k = 0; k < 2; k++) {
+      int s = f->succ[b][k];
+      if (s < from || s > to || seen[s]) continue;
+      seen[s] = 1;
+      stack[sp++] = s;
+    }
+  }
+  return 0;
+}
+
+/* --- loops ----------------------------------------------------------------- */
+
+typedef struct {
+  size_t head, last; /* instruction indices: the target and the last branch back to it */
+} hl_range;
+
+/* Backward branches on a cycle within their own range, one range per target. */
+static size_t hl_loops(const hl_fn *f, hl_range *out, char *seen, int *stack) {
+  size_t n = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    const hl_inst *in = &f->v[i];
+    if ((in->kind != HL_COND && in->kind != HL_JUMP) || in->target > in->addr) continue;
+    long t = hl_at(f, in->target);
+    if (t < 0 || !hl_reaches(f, f->blk[t], f->blk[i], seen, stack)) continue;
+    size_t j = 0;
+    while (j < n && out[j].head != (size_t)t) j++;
+    if (j == n) out[n++].head = (size_t)t;
+    out[j].last = i;
+  }
+  return n;
+}
+
+static int hl_innermost(const hl_range *l, size_t n, size_t i) {
+  for (size_t j = 0; j < n; j++)
+    if (j != i && l[j].head >= l[i].head && l[j].last <= l[i].last) return 0;
+  return 1;
+}
+
+static void hl_measure(const hl_fn *f, const hl_range *l, hl_loop *r) {
+  r->found = 1;
+  r->insts = (int)(l->last - l->head + 1);
+  r->mfma = 0;
+  r->start = f->v[l->head].addr;
+  r->end = f->v[l->last].addr;
+  r->mnemonics[0] = 0;
+  for (size_t i = l->head; i <= l->last; i++) {
+    if (!f->v[i].mfma) continue;
+    r->mfma++;
+    const char *m = f->v[i].mnem, *s = r->mnemonics;
+    size_t ml = strlen(m), have = strlen(s);
+    int seen = 0;
+    for (const char *p = s; (p = strstr(p, m)); p += ml)
+      if ((p == s || p[-1] == ',') && (p[ml] == 0 || p[ml] == ',')) seen = 1;
+    if (!seen && have + ml + 2 < sizeof r->mnemonics)
+      snprintf(r->mnemonics + have, sizeof r->mnemonics - have, "%s%s", have ? "," : "", m);
+  }
+}
+
+/* Most MFMAs, then fewest instructions, then the lowest address. */
+static int hl_better(const hl_loop *a, const hl_loop *b) {
+  if (!b->found) return 1;
+  if (a->mfma != b->mfma) return a->mfma > b->mfma;
+  if (a->insts != b->insts) return a->insts < b->insts;
+  return a->start < b->start;
+}
+
+static void hl_free(hl_fn *f) {
+  free(f->v);
+  free(f->blk);
+  free(f->first);
+  free(f->succ);
+}
+
+int hl_find(const char *dis, const char *kernel, hl_loop *r) {
+  hl_fn f = {0};
+  memset(r, 0, sizeof *r);
+  int rc = hl_parse(dis, kernel, &f);
+  if (rc == 0 && f.n > 0)
+    rc = hl_blocks(&f) == 0 && hl_edges(&f) == 0 ? 0 : -1;
+  hl_range *loops = rc == 0 && f.n ? malloc(f.n * sizeof *loops) : NULL;
+  char *seen = loops ? malloc(f.nb) : NULL;
+  int *stack = seen ? malloc(f.nb * sizeof *stack) : NULL;
+  size_t n = stack ? hl_loops(&f, loops, seen, stack) : 0;
+  free(seen);
+  free(stack);
+  for (size_t i = 0; i < n; i++) {
+    if (!hl_innermost(loops, n, i)) continue;
+    hl_loop c;
+    hl_measure(&f, &loops[i], &c);
+    if (hl_better(&c, r)) *r = c;
+  }
+  free(loops);
+  hl_free(&f);
+  return rc;
+}
