@@ -77,6 +77,10 @@ typedef struct op_desc {
      manifest records it ("dynamic_lds"), the runtime passes it at launch and
      the skeleton reads it as hkm_dynamic_lds. */
   int (*dynamic_lds)(const op_inst *k);
+  /* Optional: the default of parameter `param' on k's target when the spec
+     leaves it out (NULL: the schema's def). Tuning parameters only: the
+     kernel must compute the same result whatever the value. */
+  const char *(*target_default)(const op_inst *k, const char *param);
 } op_desc;
 
 /* k->op->dynamic_lds(k), or 0 when the op has none. */

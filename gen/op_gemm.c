@@ -26,7 +26,7 @@ static const op_param gemm_params[] = {
     GEMM_DIM("K", "reduction length"),
     {"tile_m", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tm", "rows of C per workgroup"},
     {"tile_n", OP_ENUM, gemm_tiles_n, 0, 0, "128", 0, "tn",
-     "columns of C per workgroup (256: sm_90a only)"},
+     "columns of C per workgroup (256: sm_90a only, and its default there)"},
 };
 
 #define GEMM_SM90_TILE_K 64 /* k per shared-memory stage: templates/gemm.sm90.hip.m4 TILE_K */
@@ -182,6 +182,11 @@ static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, c
   op_arg_tmap(a, n, name, &t);
 }
 
+/* sm_90a: 128 x 256 tiles measured fastest (docs/PERF.md, 19:51 run). */
+static const char *gemm_target_default(const op_inst *k, const char *param) {
+  return gemm_is_wgmma(k) && !strcmp(param, "tile_n") ? "256" : NULL;
+}
+
 const op_desc op_gemm = {
     .name = "gemm",
     .doc = "bf16 GEMM with fp32 accumulation: C[M][N] = A[M][K] x B (B^T for layout nt)",
@@ -195,4 +200,5 @@ const op_desc op_gemm = {
     .emu_shapes = gemm_emu_shapes,
     .emu_run = gemm_emu_run,
     .dynamic_lds = gemm_dynamic_lds,
+    .target_default = gemm_target_default,
 };

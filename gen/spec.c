@@ -230,6 +230,18 @@ static void spec_push(spec_set *set, op_inst *k) {
   set->v[set->n++] = *k;
 }
 
+/* Parameters the spec left out (no `where') take the op's default for the
+   kernel's target where it has one. */
+static void spec_target_defaults(op_inst *k, const spec_vals *pv) {
+  for (int i = 0; k->op->target_default && i < k->op->nparams; i++) {
+    const char *d = pv[i].where ? NULL : k->op->target_default(k, k->op->params[i].name);
+    if (d && strcmp(d, k->vals[i])) {
+      free(k->vals[i]);
+      k->vals[i] = xstrdup(d);
+    }
+  }
+}
+
 /* Walks the cross product of pv[0..np) x targets, one kernel per point. */
 static void spec_expand(spec_ctx *c, const op_desc *op, const yt_node *entry, spec_vals *pv,
                         const spec_vals *tv, const char *base, int user_named) {
@@ -257,6 +269,7 @@ static void spec_expand(spec_ctx *c, const op_desc *op, const yt_node *entry, sp
     k.line = entry->line;
     k.col = entry->col;
     for (int i = 0; i < op->nparams; i++) k.vals[i] = xstrdup(pv[i].v[idx[i]]);
+    spec_target_defaults(&k, pv);
     char msg[512];
     if (op->check(&k, msg, sizeof msg) < 0) {
       diag_error(c->file, entry->line, entry->col, "%s", msg);

@@ -24,4 +24,38 @@ cubins=$(find "$T/cat/sm_90a" -name '*.cubin' | wc -l)
 for f in "$T"/cat/sm_90a/*.cubin; do
   [ "$(od -An -tu2 -j18 -N2 "$f" | tr -d ' ')" = 190 ] || fail "$f is not a CUDA ELF object"
 done
-echo "ok: $n sm_90a kernels, no spills"
+# sm_90a GEMMs take tensor maps (a recipe each in the manifest), a producer plus one
+# consumer warpgroup per 64 rows, and tile_n 256 when the spec leaves tile_n out;
+# the same spec for gfx942 keeps the schema's 128
+cat >"$T/tiles.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: gemm
+    layout: [nt, nn]
+    target: [sm_90a, gfx942]
+  - op: gemm
+    name: fixed_tile
+    tile_n: 64
+    target: sm_90a
+SPEC
+run_hk "$T/out" build -q "$T/tiles.yaml" -o "$T/tiles"
+expect_rc 0 "hkgen build tiles.yaml"
+python3 - "$T/tiles/manifest.json" <<'PY' || fail "tile defaults or tensor maps wrong in $T/tiles/manifest.json"
+import json, sys
+ks = json.load(open(sys.argv[1]))["kernels"]
+want = {("sm_90a", "nt"): "256", ("sm_90a", "nn"): "256", ("gfx942", "nt"): "128", ("gfx942", "nn"): "128"}
+got = {(k["target"], k["params"]["layout"]): k["params"]["tile_n"] for k in ks if k["name"] != "fixed_tile"}
+assert got == want, got
+fixed = [k for k in ks if k["name"] == "fixed_tile"][0]
+assert fixed["params"]["tile_n"] == "64" and fixed["block"] == [384, 1, 1], fixed
+for k in ks:
+    maps = [a for a in k["kernarg"]["args"] if a["type"] == "hk_tmap"]
+    if k["target"] != "sm_90a":
+        assert not maps, k["name"]
+        continue
+    assert [a["name"] for a in maps] == ["tmap_a", "tmap_b"] and all(a["offset"] % 64 == 0 for a in maps), k["name"]
+    b = maps[1]["tmap"]
+    nn = k["params"]["layout"] == "nn"
+    assert (b["inner"], b["outer"], b["box_inner"]) == (("N", "K", 64) if nn else ("K", "N", 64)), b
+PY
+echo "ok: $n sm_90a kernels, no spills; tile and tensor-map checks"
