@@ -4,7 +4,7 @@ attn_fwd kernels of tests/device/h200_attn.yaml (templates/attn_fwd.sm90.hip.m4)
 
 Run on the GPU machine, from the repository root (nothing is built there):
     PYTHONPATH=runtime/python HKRT_LIB=build/libhkrt.so \
-        python3 tests/device/attn_bench.py build/h200attn [--no-bench] [--quick]
+        python3 tests/device/attn_bench.py build/h200attn [--no-bench] [--quick] [--baked]
 
 (a) numerics: every kernel of the catalogue against torch SDPA computed in
     fp64 (inputs upcast; explicit boolean mask, bottom-right causal alignment)
@@ -351,6 +351,42 @@ def bench():
     return rows
 
 
+def bench_baked():
+    """Baked versus run-time dimensions, same shape, same run: 32:8 heads, d128,
+    [B][H][S][D] contiguous; attn_any_d128 (all run-time), attn_l3 (heads and
+    head_dim baked), attn_l3_2k (heads, head_dim and both lengths baked)."""
+    import triton.testing
+    log("\n== (c) baked vs run-time dimensions: do_bench medians (ms), the faster of two")
+    for S in (2048, 8192):
+        B, Hq, Hk, D = 16384 // S, 32, 8, 128
+        q = torch.randn(B, Hq, S, D, device=dev, dtype=torch.bfloat16)
+        kk = torch.randn(B, Hk, S, D, device=dev, dtype=torch.bfloat16)
+        v = torch.randn(B, Hk, S, D, device=dev, dtype=torch.bfloat16)
+        o = torch.empty_like(q)
+        lse = torch.empty(B, Hq, S, device=dev, dtype=torch.float32)
+        for causal in (True, False):
+            fl = 4 * B * Hq * S * S * D / (2 if causal else 1)
+            names = ["attn_any_d128_c%d" % causal, "attn_l3_c%d" % causal]
+            if S == 2048:
+                names.append("attn_l3_2k_c%d" % causal)
+            base = None
+            for name in names:
+                k = cat.kernel(name, TARGET)
+                vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D))
+                for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
+                    vals["%s_stride_b" % t], vals["%s_stride_h" % t], vals["%s_stride_s" % t] = x.stride(0), x.stride(1), x.stride(2)
+                for d, x in zip(DIMS, (B, S, S, Hq, Hk)):
+                    if d in k.entry["runtime_params"]:
+                        vals[d] = x
+                go = launcher(k, vals)
+                ms = min(triton.testing.do_bench(go, warmup=25, rep=100, return_mode="median") for _ in range(2))
+                base = base or ms
+                log("baked  %-18s S=%5d B=%d 32:8 d128 causal=%-5s run-time: %-38s %.4f ms %6.1f TFLOP/s  %.3fx attn_any"
+                    % (name, S, B, causal, ",".join(k.entry["runtime_params"]) or "-", ms, fl / ms / 1e9, base / ms))
+        del q, kk, v, o, lse
+        torch.cuda.empty_cache()
+
+
 def main():
     log("attn_bench.py", datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "commit", os.environ.get("HK_COMMIT", "?"))
     log("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(),
@@ -369,6 +405,8 @@ def main():
     t0 = time.time()
     numerics()
     log("numerics: %d failures, %.1f s" % (len(failures), time.time() - t0))
+    if "--baked" in flags:
+        bench_baked()
     if "--no-bench" not in flags:
         try:
             bench()
