@@ -36,6 +36,13 @@ static int attn_check(const op_inst *k, char *msg, size_t n) {
              op_int(k, "heads_k"));
     return -1;
   }
+  const tgt_info *t = tgt_find(k->target);
+  long d = op_int(k, "head_dim");
+  if (t && !strcmp(t->arch, "sm90") && d != 64 && d != 128) {
+    /* the sm_90a tiles are 64-column slabs of Q, K and V */
+    snprintf(msg, n, "head_dim %ld is not available for %s; allowed there: 64, 128", d, k->target);
+    return -1;
+  }
   return 0;
 }
 
