@@ -65,11 +65,15 @@ m4_define([hkm_attn_lds_limit],
 # hkm_attn_waves
 # --------------
 # Waves per SIMD the registers are planned for (HK_WAVES_PER_SIMD): 3 for
-# head_dim 64, 2 up to 128; for 192/256, 2 on gfx942 (32-key blocks) and 1
+# head_dim 64 (2 on gfx942, where causal kernels with run-time lengths
+# spilled SGPRs at 3), 2 up to 128 (96 on gfx950: 1, where run-time shapes
+# spilled VGPRs at 2); for 192/256, 2 on gfx942 (32-key blocks) and 1
 # elsewhere (gfx950's 64-key blocks, gfx90a's compiler need the registers).
+# tests/build_attn.sh builds every kernel of tests/emu/attn.yaml for each
+# AMD target and fails on any spill.
 m4_define([hkm_attn_waves],
-[m4_ifelse(hkm_p_head_dim, [64], [3],
-           hkm_p_head_dim, [96], [2],
+[m4_ifelse(hkm_p_head_dim, [64], [m4_ifelse(hkm_target, [gfx942], [2], [3])],
+           hkm_p_head_dim, [96], [m4_ifelse(hkm_target, [gfx950], [1], [2])],
            hkm_p_head_dim, [128], [2],
            hkm_target, [gfx942], [2], [1])])
 

@@ -134,5 +134,7 @@ foreach(t gfx942 gfx950)
 endforeach()
 
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
+add_test(build_attn sh build_attn.sh)
+set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_sm90 sh build_sm90.sh)
 set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
