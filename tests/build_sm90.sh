@@ -58,4 +58,16 @@ for k in ks:
     nn = k["params"]["layout"] == "nn"
     assert (b["inner"], b["outer"], b["box_inner"]) == (("N", "K", 64) if nn else ("K", "N", 64)), b
 PY
-echo "ok: $n sm_90a kernels, no spills; tile and tensor-map checks"
+# hkgen inspect reads the cubins themselves: registers and static shared memory
+# as ptxas reported them into the manifest
+run_hk "$T/inspect" inspect "$T/cat"
+expect_rc 0 "hkgen inspect on the sm_90a catalogue"
+python3 - "$m" "$T/inspect" <<'PY' || fail "hkgen inspect disagrees with the manifest (see $T/inspect)"
+import json, sys
+man = {k["name"]: k["resources"] for k in json.load(open(sys.argv[1]))["kernels"]}
+rows = [l.split() for l in open(sys.argv[2]) if l.split() and l.split()[0] in man]
+assert len(rows) == len(man), (len(rows), len(man))
+for r in rows:
+    assert r[1] == "sm_90a" and int(r[2]) == man[r[0]]["vgpr"] and int(r[5]) == man[r[0]]["lds"], r
+PY
+echo "ok: $n sm_90a kernels, no spills; tile and tensor-map checks; inspect agrees"
