@@ -135,8 +135,29 @@ static int cg_step(amd_comgr_action_kind_t kind, amd_comgr_action_info_t info,
   return 0;
 }
 
+static int cg_compile_now(const char *target, const char *src, size_t srclen, const char *const *opts,
+                          size_t nopts, char **obj, size_t *objlen, char **log);
+
+/* comgr 2.4 registers LLVM's targets lazily, and two first actions on two
+   threads can register amdgcn twice ("Cannot choose between targets
+   \"amdgcn\" and \"amdgcn\""): the first compile runs alone, the others
+   wait for it, later ones run in parallel. */
+static pthread_mutex_t cg_first_lock = PTHREAD_MUTEX_INITIALIZER;
+static int cg_warm;
+
 int cg_compile(const char *target, const char *src, size_t srclen, const char *const *opts,
                size_t nopts, char **obj, size_t *objlen, char **log) {
+  if (__atomic_load_n(&cg_warm, __ATOMIC_ACQUIRE))
+    return cg_compile_now(target, src, srclen, opts, nopts, obj, objlen, log);
+  pthread_mutex_lock(&cg_first_lock);
+  int rc = cg_compile_now(target, src, srclen, opts, nopts, obj, objlen, log);
+  __atomic_store_n(&cg_warm, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&cg_first_lock);
+  return rc;
+}
+
+static int cg_compile_now(const char *target, const char *src, size_t srclen, const char *const *opts,
+                          size_t nopts, char **obj, size_t *objlen, char **log) {
   *obj = NULL;
   *log = NULL;
   if (cg_load() < 0) return -1;
