@@ -303,11 +303,18 @@ static void bd_tmap_json(jw_t *w, const op_tmap *t) {
   jw_key(w, "tmap");
   jw_begin_obj(w);
   jw_kstr(w, "tensor", t->tensor);
-  jw_kstr(w, "inner", t->inner);
-  jw_kstr(w, "outer", t->outer);
-  jw_kstr(w, "ld", t->ld);
-  jw_kint(w, "box_inner", t->box_inner);
-  jw_kint(w, "box_outer", t->box_outer);
+  jw_key(w, "dims");
+  jw_begin_arr(w);
+  for (int i = 0; i < t->rank; i++) jw_str(w, t->dims[i]);
+  jw_end_arr(w);
+  jw_key(w, "strides");
+  jw_begin_arr(w);
+  for (int i = 0; i + 1 < t->rank; i++) jw_str(w, t->strides[i]);
+  jw_end_arr(w);
+  jw_key(w, "box");
+  jw_begin_arr(w);
+  for (int i = 0; i < t->rank; i++) jw_int(w, t->box[i]);
+  jw_end_arr(w);
   jw_kint(w, "swizzle", t->swizzle);
   jw_end_obj(w);
 }

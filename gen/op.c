@@ -157,6 +157,21 @@ void op_arg_tmap(op_arg *args, int *n, const char *name, const op_tmap *t) {
   args[*n - 1].tmap = *t;
 }
 
+op_tmap op_tmap_make(const char *tensor, int rank, const char *const *dims, const char *const *strides,
+                     const int *box, int swizzle) {
+  op_tmap t;
+  memset(&t, 0, sizeof t);
+  snprintf(t.tensor, sizeof t.tensor, "%s", tensor);
+  t.rank = rank;
+  t.swizzle = swizzle;
+  for (int i = 0; i < rank && i < OP_TMAP_MAX_RANK; i++) {
+    snprintf(t.dims[i], sizeof t.dims[i], "%s", dims[i]);
+    t.box[i] = box[i];
+    if (i > 0) snprintf(t.strides[i - 1], sizeof t.strides[i - 1], "%s", strides[i - 1]);
+  }
+  return t;
+}
+
 void op_arg_strides(op_arg *args, int *n, const char *tensor) {
   static const char *const axes[] = {"b", "s", "h"};
   for (int i = 0; i < 3; i++) {

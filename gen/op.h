@@ -24,12 +24,19 @@ typedef struct {
 } op_param;
 
 /* How the runtime builds a tensor-map argument (ctype "hk_tmap", 128 bytes,
-   sm_90a bulk copies): the pointer argument it covers, the parameters giving
-   the matrix's inner (contiguous) and outer sizes and its leading dimension,
-   the box copied at a time, and the shared-memory swizzle in bytes. */
+   sm_90a bulk copies): the pointer argument it covers, a tensor of rank 2..4
+   given innermost first by the parameters or arguments naming each
+   dimension's size (dims; dims[0] is contiguous) and the element strides of
+   dims 1.. (strides), the box copied at a time (elements per dimension), and
+   the shared-memory swizzle in bytes. */
+#define OP_TMAP_MAX_RANK 4
 typedef struct {
-  char tensor[16], inner[16], outer[16], ld[16];
-  int box_inner, box_outer, swizzle;
+  char tensor[16];
+  int rank;
+  char dims[OP_TMAP_MAX_RANK][16];
+  char strides[OP_TMAP_MAX_RANK - 1][16];
+  int box[OP_TMAP_MAX_RANK];
+  int swizzle;
 } op_tmap;
 
 /* One kernel argument; offsets follow the C ABI of the generated struct. */
@@ -105,6 +112,10 @@ int op_value_ok(const op_param *p, const char *v, char *msg, size_t n);
 void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name);
 /* Appends a tensor-map argument built by the runtime from recipe t. */
 void op_arg_tmap(op_arg *args, int *n, const char *name, const op_tmap *t);
+/* A recipe: `tensor', rank dims (innermost first), rank - 1 strides, rank
+   box sizes, swizzle bytes. */
+op_tmap op_tmap_make(const char *tensor, int rank, const char *const *dims, const char *const *strides,
+                     const int *box, int swizzle);
 /* <tensor>_stride_b, _s, _h (long, elements): batch, sequence and head strides. */
 void op_arg_strides(op_arg *args, int *n, const char *tensor);
 int op_args_size(const op_arg *args, int n);

@@ -59,6 +59,20 @@ static int attn_args(const op_inst *k, op_arg *a) {
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
   for (int i = 0; i < 5; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
+  const tgt_info *t = tgt_find(k->target);
+  if (t && !strcmp(t->arch, "sm90")) {
+    /* sm_90a: K and V as [batch][heads_k][seqlen_k][head_dim] tensors by
+       strides, copied in boxes of 64 columns x BLOCK_N keys of one head
+       (128-byte rows, the 128-byte swizzle of the skeleton's slabs) */
+    const int block_n = op_int(k, "head_dim") == 64 ? 64 : 128;
+    const int box[] = {64, block_n, 1, 1};
+    const char *const kd[] = {"head_dim", "seqlen_k", "heads_k", "batch"};
+    const char *const ks[] = {"k_stride_s", "k_stride_h", "k_stride_b"};
+    const char *const vs[] = {"v_stride_s", "v_stride_h", "v_stride_b"};
+    op_tmap tk = op_tmap_make("K", 4, kd, ks, box, 128), tv = op_tmap_make("V", 4, kd, vs, box, 128);
+    op_arg_tmap(a, &n, "tmap_k", &tk);
+    op_arg_tmap(a, &n, "tmap_v", &tv);
+  }
   return n;
 }
 
@@ -231,14 +245,16 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
    rings of K and V tiles in dynamic shared memory: head_dim 64, 4 stages of
    64 keys (81 KiB: two blocks per multiprocessor); 128, 3 stages of 128 keys
    (225 KiB); plus 1024 bytes so that the skeleton can align the region to the
-   128-byte swizzle's period. The skeleton derives its stage count from
-   hkm_dynamic_lds (its BLOCK_N must agree). AMD targets: static shared memory
-   only. */
+   128-byte swizzle's period, and ATTN_BAR_BYTES for the mbarriers of the
+   bulk-copy path (full and empty, of K and V, per stage). The skeleton
+   derives its stage count from hkm_dynamic_lds (its BLOCK_N must agree). AMD
+   targets: static shared memory only. */
+#define ATTN_BAR_BYTES 128
 static int attn_dynamic_lds(const op_inst *k) {
   const tgt_info *t = tgt_find(k->target);
   if (!t || strcmp(t->arch, "sm90")) return 0;
   long d = op_int(k, "head_dim"), block_n = d == 64 ? 64 : 128, stages = d == 64 ? 4 : 3;
-  return (int)(128 * d * 2 + stages * 2 * block_n * d * 2 + 1024);
+  return (int)(128 * d * 2 + stages * 2 * block_n * d * 2 + ATTN_BAR_BYTES + 1024);
 }
 
 const op_desc op_attn_fwd = {

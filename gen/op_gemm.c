@@ -174,11 +174,9 @@ static int gemm_dynamic_lds(const op_inst *k) {
 
 static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *inner,
                       const char *outer, const char *ld, int box_inner, int box_outer) {
-  op_tmap t = {.box_inner = box_inner, .box_outer = box_outer, .swizzle = 128};
-  snprintf(t.tensor, sizeof t.tensor, "%s", tensor);
-  snprintf(t.inner, sizeof t.inner, "%s", inner);
-  snprintf(t.outer, sizeof t.outer, "%s", outer);
-  snprintf(t.ld, sizeof t.ld, "%s", ld);
+  const char *const dims[] = {inner, outer}, *const strides[] = {ld};
+  const int box[] = {box_inner, box_outer};
+  op_tmap t = op_tmap_make(tensor, 2, dims, strides, box, 128);
   op_arg_tmap(a, n, name, &t);
 }
 

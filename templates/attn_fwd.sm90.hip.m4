@@ -41,9 +41,16 @@ m4_divert(-1)                                                   -*- C -*-
 # two blocks share a multiprocessor; d128: 3 stages, 225 KiB, one block.  A
 # tile is stored as D/64 slabs of 64 columns (128-byte rows); 16-byte chunk c
 # of row r of a slab sits at c ^ r % 8 (the wgmma 128-byte swizzle; tiles
-# start on 1024-byte boundaries).  Asynchronous copies (cp.async, zero fill
-# past seqlen) by all threads, one copy group and one barrier per K/V block;
-# K and V are loaded STAGES - 1 blocks ahead of their use (attn_kv_loop).
+# start on 1024-byte boundaries).  K and V: bulk tensor copies (TMA; kernel
+# arguments tmap_k and tmap_v, 4-D maps {head_dim, seqlen_k, heads_k, batch}
+# that libhkrt builds) issued by thread 0 and paced by mbarriers, `full' and
+# `empty' per stage and tensor, no block barrier (attn_kv_loop_tma), when
+# both bases are 16-byte aligned and every K and V stride is a positive
+# multiple of 8 elements (the runtime's conditions for building the maps);
+# otherwise asynchronous copies (cp.async, zero fill past seqlen) by all
+# threads, one copy group and one barrier per K/V block (attn_kv_loop).
+# Either way K and V are loaded STAGES - 1 blocks ahead of their use; Q is
+# copied by all threads once.
 # Keys past seqlen_k are zero rows and are masked to -inf; queries past
 # seqlen_q are zero rows and are not stored.  Strides that are not multiples
 # of 8 (or unaligned bases) take element loads into the same tiles.
@@ -77,10 +84,13 @@ static constexpr int KV_SLAB = BLOCK_N * 128;              // ... of K or V
 static constexpr int KV_TILE_BYTES = BLOCK_N * D * 2;
 static constexpr int STAGE_BYTES = 2 * KV_TILE_BYTES;      // one K and one V buffer
 static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
-static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - Q_BYTES) / STAGE_BYTES;
+static constexpr int BAR_BYTES = 128;                      // mbarriers of the bulk-copy path (op_attn.c ATTN_BAR_BYTES)
+static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - Q_BYTES - BAR_BYTES) / STAGE_BYTES;
 static constexpr int Q_OFF = 0;
 static constexpr int K_OFF = Q_BYTES;                      // K ring: STAGES tiles
 static constexpr int V_OFF = Q_BYTES + STAGES * KV_TILE_BYTES;  // V ring: STAGES tiles
+static constexpr int BAR_OFF = V_OFF + STAGES * KV_TILE_BYTES;  // mbarriers: full and empty of K and V per stage
+static constexpr int WARPS = ATTN_THREADS / 32;
 static constexpr int K_STEPS = D / 16;                     // k16 steps of Q K^T
 static constexpr int PV_STEPS = BLOCK_N / 16;              // k16 steps of P V
 static constexpr int S_TILES = BLOCK_N / 8;                // n8 tiles of S
@@ -91,8 +101,9 @@ static constexpr float LN2 = 0.693147180559945309417f;
 
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per block");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128, "S is one m64n64 or m64n128 accumulator");
-static_assert(STAGES * STAGE_BYTES + Q_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
-              "dynamic_lds must hold Q and the K and V rings (op_attn.c attn_dynamic_lds)");
+static_assert(STAGES * STAGE_BYTES + Q_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
+              "dynamic_lds must hold Q, the K and V rings and the mbarriers (op_attn.c attn_dynamic_lds)");
+static_assert(4 * STAGES * 8 <= BAR_BYTES, "four mbarriers per stage");
 static_assert(STAGES >= 3, "K: one read, one or more in flight; V: one read, one landed, one or more in flight");
 static_assert(Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 
@@ -178,6 +189,33 @@ HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
     if (tv >= 0 && tv < n_blocks)
         attn_copy_tile<VEC, BLOCK_N>(lds, V_OFF + (tv % STAGES) * KV_TILE_BYTES, Vh, v_ss, tv * BLOCK_N, Sk);
     hk_async_commit();
+}
+
+// ---- bulk tensor copies (TMA) of K and V, paced by mbarriers ------------------------
+// Per stage s: k_full(s) / v_full(s) (one arrival with the tile's bytes: the
+// copy engine's block landed) and k_empty(s) / v_empty(s) (one arrival per
+// warp: its wgmma reading the block has completed).  Block t of a ring uses
+// stage t % STAGES, its phase t / STAGES.
+HK_DEVICE int k_full(int s) { return BAR_OFF + 8 * s; }
+HK_DEVICE int v_full(int s) { return BAR_OFF + 8 * (STAGES + s); }
+HK_DEVICE int k_empty(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
+HK_DEVICE int v_empty(int s) { return BAR_OFF + 8 * (3 * STAGES + s); }
+
+// Producer (one thread): block t of the ring at ring_off (keys t * BLOCK_N ..,
+// KV head hkv, batch b) once the consumers have released block t - STAGES of
+// its stage: D / 64 boxes of 64 columns x BLOCK_N keys, the 128-byte swizzle
+// of the slabs; keys past seqlen_k read zeros.
+HK_DEVICE void attn_tma_fill(hk_lds_t lds, int ring_off, int full0, int empty0, const hk_tmap *map, int t, int hkv,
+                             int b)
+{
+    const int s = t % STAGES;
+    if (t >= STAGES)
+        hk_mbar_wait(lds, empty0 + 8 * s, (t / STAGES + 1) & 1);
+    hk_mbar_arrive_expect_tx(lds, full0 + 8 * s, KV_TILE_BYTES);
+#pragma unroll
+    for (int sl = 0; sl < D / 64; ++sl)
+        hk_tma_load_4d(lds, ring_off + s * KV_TILE_BYTES + sl * KV_SLAB, map, sl * 64, t * BLOCK_N, hkv, b,
+                       full0 + 8 * s);
 }
 
 // ---- the two products of one warpgroup (issued, not waited for) ------------------
@@ -342,6 +380,93 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
     hk_async_wait<0>();
 }
 
+// ---- the K/V loop with bulk tensor copies ----------------------------------------
+// The same products and schedule as attn_kv_loop, no block barrier: thread 0
+// issues K(j + STAGES - 1) and V(j + STAGES - 2) in iteration j (after the
+// wgmma issues) into the stages of K(j - 1) (released when S(j - 1) completed
+// in every warp) and V(j - 2) (released when P V(j - 2) completed); the
+// consumers wait k_full before S(j) and v_full before P V(j - 1).  Q is
+// copied by all threads (cp.async) once.
+template <bool POS>
+HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, const hk_tmap *tk, const hk_tmap *tv,
+                                int hkv, int b, int q0, int Sq, int n_blocks, int wg, int wg_full,
+                                const int (&klim)[2], float c, float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
+{
+    const bool leader = hk_thread_id() == 0;
+    const int lane = hk_lane_id();
+    if (leader) {
+        hk_tmap_prefetch(tk);
+        hk_tmap_prefetch(tv);
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(lds, k_full(s), 1);
+            hk_mbar_init(lds, v_full(s), 1);
+            hk_mbar_init(lds, k_empty(s), WARPS);
+            hk_mbar_init(lds, v_empty(s), WARPS);
+        }
+        hk_mbar_init_fence();
+        for (int t = 0; t < STAGES - 1 && t < n_blocks; ++t)
+            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, hkv, b);
+        for (int t = 0; t < STAGES - 2 && t < n_blocks; ++t)
+            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, hkv, b);
+    }
+    attn_copy_tile<true, BLOCK_M>(lds, Q_OFF, Qh, q_ss, q0, Sq);
+    hk_async_commit();
+    hk_async_wait<0>();
+    hk_fence_proxy_async();
+    hk_barrier();                                       // Q landed, mbarriers initialised
+
+    hk_u32x4 p[PV_STEPS];
+    float alpha[2];
+    for (int j = 0; j < n_blocks; ++j) {
+        const int kb = j * BLOCK_N;
+        const int sk = j % STAGES, sv = (j + STAGES - 1) % STAGES;  // stages of K(j), V(j - 1)
+        hk_mbar_wait(lds, k_full(sk), (j / STAGES) & 1);
+
+        s_acc_t s;
+        hk_wgmma_fence();
+        attn_issue_s(lds, wg, K_OFF + sk * KV_TILE_BYTES, s);
+        hk_wgmma_commit();
+        if (j > 0) {
+            hk_mbar_wait(lds, v_full(sv), ((j - 1) / STAGES) & 1);
+            attn_issue_pv(lds, V_OFF + sv * KV_TILE_BYTES, p, o);
+        }
+        hk_wgmma_commit();
+        if (leader) {
+            if (j + STAGES - 1 < n_blocks)
+                attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, j + STAGES - 1, hkv, b);
+            if (j + STAGES - 2 < n_blocks)
+                attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, j + STAGES - 2, hkv, b);
+        }
+
+        hk_wgmma_wait<1>();                               // S(j)
+        attn_acc_fence(s);
+        if (lane == 0)
+            hk_mbar_arrive(lds, k_empty(sk));
+        hk_u32x4 pn[PV_STEPS];
+        if (kb + BLOCK_N - 1 > wg_full)
+            attn_softmax<true, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+        else
+            attn_softmax<false, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+        hk_wgmma_wait<0>();                               // O += P(j - 1) V(j - 1)
+        attn_acc_fence(o);
+        if (j > 0 && lane == 0)
+            hk_mbar_arrive(lds, v_empty(sv));
+        attn_rescale(o, alpha);
+#pragma unroll
+        for (int i = 0; i < PV_STEPS; ++i)
+            p[i] = pn[i];
+    }
+    if (n_blocks > 0) {
+        const int sv = (n_blocks - 1) % STAGES;
+        hk_mbar_wait(lds, v_full(sv), ((n_blocks - 1) / STAGES) & 1);
+        hk_wgmma_fence();
+        attn_issue_pv(lds, V_OFF + sv * KV_TILE_BYTES, p, o);
+        hk_wgmma_commit();
+        hk_wgmma_wait<0>();
+        attn_acc_fence(o);
+    }
+}
+
 // ---- kernel ------------------------------------------------------------------
 ]hkm_kernel_begin()[
     (void)head_dim;
@@ -368,6 +493,15 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
                      ((unsigned long)hk_a.K % 16 == 0) && (hk_a.v_stride_b % 8 == 0) &&
                      (hk_a.v_stride_s % 8 == 0) && (hk_a.v_stride_h % 8 == 0) &&
                      ((unsigned long)hk_a.V % 16 == 0);
+
+    // the copy engine takes K and V when their bases are 16-byte aligned and
+    // every stride is a positive multiple of 8 elements under 2^39 (the
+    // runtime built tmap_k and tmap_v under the same conditions)
+    const bool use_tma = vec && hk_a.k_stride_b > 0 && hk_a.k_stride_s > 0 && hk_a.k_stride_h > 0 &&
+                         hk_a.v_stride_b > 0 && hk_a.v_stride_s > 0 && hk_a.v_stride_h > 0 &&
+                         hk_a.k_stride_b < (1L << 39) && hk_a.k_stride_s < (1L << 39) &&
+                         hk_a.k_stride_h < (1L << 39) && hk_a.v_stride_b < (1L << 39) &&
+                         hk_a.v_stride_s < (1L << 39) && hk_a.v_stride_h < (1L << 39);
 
     HK_LDS_DECLARE_DYNAMIC();
 
@@ -397,7 +531,15 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
 #define ATTN_LOOP(VEC, POS)                                                                                 \
     attn_kv_loop<VEC, POS>(hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, Sq, Sk,   \
                            n_blocks, wg, wg_full, klim, c, m_run, l_run, o)
-    if (FOLD_SCALE && c > 0.0f) {
+#define ATTN_LOOP_TMA(POS)                                                                                  \
+    attn_kv_loop_tma<POS>(hk_lds, Qh, hk_a.q_stride_s, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, q0, Sq, n_blocks, wg, \
+                          wg_full, klim, c, m_run, l_run, o)
+    if (use_tma) {
+        if (FOLD_SCALE && c > 0.0f)
+            ATTN_LOOP_TMA(FOLD_SCALE);
+        else
+            ATTN_LOOP_TMA(false);
+    } else if (FOLD_SCALE && c > 0.0f) {
         if (vec)
             ATTN_LOOP(true, FOLD_SCALE);
         else
@@ -409,6 +551,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
             ATTN_LOOP(false, false);
     }
 #undef ATTN_LOOP
+#undef ATTN_LOOP_TMA
 
     // epilogue: the quad's sums, normalise, store rows row0 and row0 + 8
     // (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i)

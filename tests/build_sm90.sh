@@ -40,7 +40,7 @@ kernels:
 SPEC
 run_hk "$T/out" build -q "$T/tiles.yaml" -o "$T/tiles"
 expect_rc 0 "hkgen build tiles.yaml"
-python3 - "$T/tiles/manifest.json" <<'PY' || fail "tile defaults or tensor maps wrong in $T/tiles/manifest.json"
+python3 - "$T/tiles/manifest.json" "$T/models/manifest.json" <<'PY' || fail "tile defaults or tensor maps wrong in $T/tiles/manifest.json or $T/models/manifest.json"
 import json, sys
 ks = json.load(open(sys.argv[1]))["kernels"]
 want = {("sm_90a", "nt"): "256", ("sm_90a", "nn"): "256", ("gfx942", "nt"): "128", ("gfx942", "nn"): "128"}
@@ -54,9 +54,23 @@ for k in ks:
         assert not maps, k["name"]
         continue
     assert [a["name"] for a in maps] == ["tmap_a", "tmap_b"] and all(a["offset"] % 64 == 0 for a in maps), k["name"]
-    b = maps[1]["tmap"]
+    a, b = maps[0]["tmap"], maps[1]["tmap"]
+    assert (a["dims"], a["strides"], a["box"][0]) == (["K", "M"], ["lda"], 64), a
     nn = k["params"]["layout"] == "nn"
-    assert (b["inner"], b["outer"], b["box_inner"]) == (("N", "K", 64) if nn else ("K", "N", 64)), b
+    assert (b["dims"], b["strides"], b["box"][0]) == ((["N", "K"] if nn else ["K", "N"]), ["ldb"], 64), b
+# sm_90a attention: 4-D maps of K and V ([batch][heads_k][seqlen_k][head_dim] by
+# strides), boxes of 64 columns x the kernel's key block of one head
+for k in json.load(open(sys.argv[2]))["kernels"]:
+    if k["op"] != "attn_fwd":
+        continue
+    maps = {a["name"]: a for a in k["kernarg"]["args"] if a["type"] == "hk_tmap"}
+    assert sorted(maps) == ["tmap_k", "tmap_v"] and all(a["offset"] % 64 == 0 for a in maps.values()), k["name"]
+    bn = 64 if k["params"]["head_dim"] == "64" else 128
+    for t in "kv":
+        r = maps["tmap_" + t]["tmap"]
+        assert r == {"tensor": t.upper(), "dims": ["head_dim", "seqlen_k", "heads_k", "batch"],
+                     "strides": [t + "_stride_s", t + "_stride_h", t + "_stride_b"],
+                     "box": [64, bn, 1, 1], "swizzle": 128}, (k["name"], r)
 PY
 # hkgen inspect reads the cubins themselves: registers and static shared memory
 # as ptxas reported them into the manifest

@@ -206,26 +206,50 @@ static int hkrt_type_parse(const char *type, hkrt_karg *a) {
   return -2;
 }
 
-/* The "tmap" recipe of a tensor-map argument; the names it uses are
-   checked against the other arguments once all are read. */
+/* The "tmap" recipe of a tensor-map argument: {"tensor", "dims": [names,
+   innermost first], "strides": [names of dims 1..], "box": [elements per
+   dim], "swizzle"}; the names it uses are checked against the other
+   arguments once all are read. */
 static hkrt_status hkrt_read_tmap(const hkrt_mctx *m, const hkrt_json *o, hkrt_karg *a) {
   hkrt_status st = HKRT_OK;
-  long long bi = 0, bo = 0, sw = 0;
+  long long sw = 0;
   const hkrt_json *t = hkrt_mget(m, o, "tmap", HKRT_JSON_OBJECT, &st);
   if (!t) return st;
   hkrt_tmap_recipe *r = &a->tmap;
   r->tensor = hkrt_mstr(m, t, "tensor", &st);
-  if (!st) r->inner = hkrt_mstr(m, t, "inner", &st);
-  if (!st) r->outer = hkrt_mstr(m, t, "outer", &st);
-  if (!st) r->ld = hkrt_mstr(m, t, "ld", &st);
-  if (!st) hkrt_mint(m, t, "box_inner", 1, 256, &bi, &st);
-  if (!st) hkrt_mint(m, t, "box_outer", 1, 256, &bo, &st);
+  const hkrt_json *dims = st ? NULL : hkrt_mget(m, t, "dims", HKRT_JSON_ARRAY, &st);
+  const hkrt_json *strides = st ? NULL : hkrt_mget(m, t, "strides", HKRT_JSON_ARRAY, &st);
+  const hkrt_json *box = st ? NULL : hkrt_mget(m, t, "box", HKRT_JSON_ARRAY, &st);
   if (!st) hkrt_mint(m, t, "swizzle", 0, 128, &sw, &st);
   if (st) return st;
+  if (dims->count < 2 || dims->count > HKRT_TMAP_MAX_RANK)
+    return hkrt_mfail(m, dims, "argument %s: a tensor map of rank %zu (allowed: 2 to %d)", a->name, dims->count,
+                      HKRT_TMAP_MAX_RANK);
+  if (strides->count != dims->count - 1 || box->count != dims->count)
+    return hkrt_mfail(m, t, "argument %s: %zu dims need %zu strides and %zu box sizes, not %zu and %zu", a->name,
+                      dims->count, dims->count - 1, dims->count, strides->count, box->count);
+  r->rank = (unsigned)dims->count;
+  unsigned i = 0;
+  for (const hkrt_json *d = dims->child; d; d = d->next, i++) {
+    if (d->type != HKRT_JSON_STRING || !d->str[0])
+      return hkrt_mfail(m, d, "argument %s: \"dims\" must hold names", a->name);
+    r->dims[i] = d->str;
+  }
+  i = 0;
+  for (const hkrt_json *d = strides->child; d; d = d->next, i++) {
+    if (d->type != HKRT_JSON_STRING || !d->str[0])
+      return hkrt_mfail(m, d, "argument %s: \"strides\" must hold names", a->name);
+    r->strides[i] = d->str;
+  }
+  i = 0;
+  for (const hkrt_json *d = box->child; d; d = d->next, i++) {
+    if (d->type != HKRT_JSON_NUMBER || !d->is_int || d->num < 1 || d->num > 256)
+      return hkrt_mfail(m, d, "argument %s: box sizes must be integers from 1 to 256, not %s", a->name,
+                        d->type == HKRT_JSON_NUMBER ? d->str : hkrt_json_type_name(d->type));
+    r->box[i] = (unsigned)d->num;
+  }
   if (sw != 0 && sw != 32 && sw != 64 && sw != 128)
     return hkrt_mfail(m, t, "argument %s: swizzle %lld is not 0, 32, 64 or 128", a->name, sw);
-  r->box_inner = (unsigned)bi;
-  r->box_outer = (unsigned)bo;
   r->swizzle = (unsigned)sw;
   return HKRT_OK;
 }
@@ -284,8 +308,10 @@ static hkrt_status hkrt_read_kernarg(const hkrt_mctx *m, hkrt_kernel *k) {
     if (a->cls != HKRT_KA_TMAP) continue;
     if (!(p = hkrt_kernel_karg(k, a->tmap.tensor)) || p->cls != HKRT_KA_PTR)
       return hkrt_mfail(m, ka, "tensor map %s: %s is not a pointer argument", a->name, a->tmap.tensor);
-    if (!(p = hkrt_kernel_karg(k, a->tmap.ld)) || p->cls != HKRT_KA_INT)
-      return hkrt_mfail(m, ka, "tensor map %s: %s is not an integer argument", a->name, a->tmap.ld);
+    for (unsigned j = 0; j + 1 < a->tmap.rank; j++)
+      if (!(p = hkrt_kernel_karg(k, a->tmap.strides[j])) || p->cls != HKRT_KA_INT)
+        return hkrt_mfail(m, ka, "tensor map %s: stride %s is not an integer argument", a->name,
+                          a->tmap.strides[j]);
   }
   for (size_t i = 0; i < k->nrt; i++) {
     const hkrt_karg *a = hkrt_kernel_karg(k, k->rt[i]);

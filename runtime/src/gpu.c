@@ -284,15 +284,23 @@ static hkrt_status gpu_tensor_map_cuda(void *dev, void *out, const hkrt_tmap_req
   if (!g->tmap_encode)
     return hkrt_fail(HKRT_ERR_NO_DRIVER, "CUDA backend: the driver lacks cuTensorMapEncodeTiled (CUDA 12 or newer)");
   if (sw < 0) return hkrt_fail(HKRT_ERR_ARG, "tensor map: swizzle of %u bytes", r->swizzle);
-  const unsigned long long dims[2] = {r->inner, r->outer}, strides[1] = {r->stride};
-  const unsigned elem[2] = {1, 1};
-  gpu_res e = g->tmap_encode(out, GPU_TMAP_BF16, 2, (void *)r->ptr, dims, strides, r->box, elem,
+  if (r->rank < 2 || r->rank > HKRT_TMAP_MAX_RANK)
+    return hkrt_fail(HKRT_ERR_ARG, "tensor map: rank %u (allowed: 2 to %d)", r->rank, HKRT_TMAP_MAX_RANK);
+  const unsigned elem[HKRT_TMAP_MAX_RANK] = {1, 1, 1, 1};
+  gpu_res e = g->tmap_encode(out, GPU_TMAP_BF16, r->rank, (void *)r->ptr, r->dims, r->strides, r->box, elem,
                              GPU_TMAP_INTERLEAVE_NONE, sw, GPU_TMAP_L2_256B, GPU_TMAP_OOB_ZERO);
-  if (e)
-    return hkrt_fail(HKRT_ERR_ARG,
-                     "CUDA backend: cuTensorMapEncodeTiled(%p, %llu x %llu, row stride %llu bytes, box %u x %u) "
-                     "failed: %s",
-                     r->ptr, r->outer, r->inner, r->stride, r->box[1], r->box[0], gpu_err(g, e));
+  if (e) {
+    char what[256];
+    int n = snprintf(what, sizeof what, "dims");
+    for (unsigned i = 0; i < r->rank; i++) n += snprintf(what + n, sizeof what - (size_t)n, " %llu", r->dims[i]);
+    n += snprintf(what + n, sizeof what - (size_t)n, ", strides (bytes)");
+    for (unsigned i = 0; i + 1 < r->rank; i++)
+      n += snprintf(what + n, sizeof what - (size_t)n, " %llu", r->strides[i]);
+    n += snprintf(what + n, sizeof what - (size_t)n, ", box");
+    for (unsigned i = 0; i < r->rank; i++) n += snprintf(what + n, sizeof what - (size_t)n, " %u", r->box[i]);
+    return hkrt_fail(HKRT_ERR_ARG, "CUDA backend: cuTensorMapEncodeTiled(%p, rank %u, %s) failed: %s", r->ptr,
+                     r->rank, what, gpu_err(g, e));
+  }
   return HKRT_OK;
 }
 

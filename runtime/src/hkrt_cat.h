@@ -16,11 +16,15 @@
 typedef enum { HKRT_KA_PTR, HKRT_KA_INT, HKRT_KA_FLOAT, HKRT_KA_TMAP } hkrt_ka_class;
 
 /* A tensor map's recipe ("tmap" of the manifest argument): the pointer
-   argument it covers, the parameters or arguments giving its inner and outer
-   sizes and its leading dimension (elements), the box and the swizzle. */
+   argument it covers, a tensor of rank 2..HKRT_TMAP_MAX_RANK given innermost
+   first by the parameters or arguments naming each dimension's size (dims;
+   dims[0] contiguous) and the element strides of dims 1.. (integer
+   arguments), the box (elements per dimension) and the swizzle. */
 typedef struct {
-  const char *tensor, *inner, *outer, *ld;
-  unsigned box_inner, box_outer, swizzle;
+  const char *tensor;
+  unsigned rank;
+  const char *dims[HKRT_TMAP_MAX_RANK], *strides[HKRT_TMAP_MAX_RANK - 1];
+  unsigned box[HKRT_TMAP_MAX_RANK], swizzle;
 } hkrt_tmap_recipe;
 
 /* One kernel argument of the manifest, its C type understood. */

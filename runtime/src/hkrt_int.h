@@ -16,13 +16,15 @@ HKRT_LOCAL hkrt_status hkrt_fail(hkrt_status status, const char *fmt, ...)
 /* The backend a device was opened with (catalog.c). */
 HKRT_LOCAL hkrt_backend hkrt_device_backend(const hkrt_device *dev);
 
-/* A 2-D tensor map request: a bf16 matrix of `outer` rows of `inner`
-   elements, rows `stride` bytes apart, copied in boxes of box[0] (inner) x
-   box[1] (outer) elements; swizzle in bytes (0, 32, 64, 128). */
+/* A tensor map request: a bf16 tensor of rank 2..HKRT_TMAP_MAX_RANK, dims[0]
+   contiguous, dimension i >= 1 strides[i - 1] bytes apart, copied in boxes of
+   box[i] elements per dimension; swizzle in bytes (0, 32, 64, 128). */
+#define HKRT_TMAP_MAX_RANK 4
 typedef struct {
   const void *ptr;
-  unsigned long long inner, outer, stride;
-  unsigned box[2];
+  unsigned rank;
+  unsigned long long dims[HKRT_TMAP_MAX_RANK], strides[HKRT_TMAP_MAX_RANK - 1];
+  unsigned box[HKRT_TMAP_MAX_RANK];
   unsigned swizzle;
 } hkrt_tmap_req;
 

@@ -305,27 +305,35 @@ static hkrt_status hkrt_grid(const hkrt_pack *p, unsigned grid[3]) {
 /* ---- tensor maps ---------------------------------------------------------------------------- */
 
 /* Each tensor-map argument, built from its recipe once everything else is
-   packed. A tensor the copy engine cannot address (base not 16-byte aligned,
-   rows not a multiple of 16 bytes apart) keeps an all-zero map: the kernel
-   tests the same conditions and copies such tensors itself. */
+   packed. A tensor the copy engine cannot address keeps an all-zero map: base
+   not 16-byte aligned, a stride that is not positive, not a multiple of 16
+   bytes or not under 2^40 bytes, or a dimension outside 1 .. 2^32. The kernel
+   tests the same conditions on the base and the strides (the dimensions are
+   in range for any problem it takes) and copies such tensors itself. */
 static hkrt_status hkrt_pack_tmaps(const hkrt_pack *p) {
   for (size_t i = 0; i < p->k->nargs; i++) {
     const hkrt_karg *a = &p->k->args[i];
     if (a->cls != HKRT_KA_TMAP) continue;
     const hkrt_tmap_recipe *r = &a->tmap;
     const hkrt_karg *t = hkrt_kernel_karg(p->k, r->tensor);
-    long long inner, outer, ld;
-    void *ptr;
-    memcpy(&ptr, p->buf + t->offset, sizeof ptr);
-    if (hkrt_pack_lookup(p, r->inner, strlen(r->inner), &inner) < 0 ||
-        hkrt_pack_lookup(p, r->outer, strlen(r->outer), &outer) < 0 ||
-        hkrt_pack_lookup(p, r->ld, strlen(r->ld), &ld) < 0)
-      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: tensor map %s: %s, %s or %s is not an integer of the kernel",
-                       p->k->name, a->name, r->inner, r->outer, r->ld);
-    unsigned long long stride = (unsigned long long)ld * t->elem_align;
-    if ((uintptr_t)ptr % 16 || stride % 16 || inner < 1 || outer < 1 || ld < inner) continue;
-    hkrt_tmap_req q = {ptr, (unsigned long long)inner, (unsigned long long)outer, stride,
-                       {r->box_inner, r->box_outer}, r->swizzle};
+    hkrt_tmap_req q = {.rank = r->rank, .swizzle = r->swizzle};
+    memcpy(&q.ptr, p->buf + t->offset, sizeof q.ptr);
+    int usable = (uintptr_t)q.ptr % 16 == 0;
+    for (unsigned j = 0; j < r->rank; j++) {
+      const char *dn = r->dims[j], *sn = j > 0 ? r->strides[j - 1] : NULL;
+      long long d, s = 1;
+      if (hkrt_pack_lookup(p, dn, strlen(dn), &d) < 0 || (sn && hkrt_pack_lookup(p, sn, strlen(sn), &s) < 0))
+        return hkrt_fail(HKRT_ERR_ARG, "kernel %s: tensor map %s: %s%s%s is not an integer of the kernel",
+                         p->k->name, a->name, dn, sn ? " or " : "", sn ? sn : "");
+      usable &= d >= 1 && d <= (1LL << 32);
+      if (sn) {
+        usable &= s > 0 && s < (1LL << 40) / t->elem_align && s * t->elem_align % 16 == 0;
+        q.strides[j - 1] = (unsigned long long)s * t->elem_align;
+      }
+      q.dims[j] = (unsigned long long)d;
+      q.box[j] = r->box[j];
+    }
+    if (!usable) continue;
     char who[160];
     snprintf(who, sizeof who, "kernel %s (argument %s)", p->k->name, a->name);
     hkrt_status st = hkrt_device_tensor_map(p->k->cat->dev, who, p->buf + a->offset, &q);

@@ -58,7 +58,7 @@
  *   hk_wgmma_64xNx16 (N = 32, 64, 128, 256), hk_wgmma_64xNx16_tb (B MN-major; N = 64, 128, 256),
  *   hk_wgmma_accN_t, hk_wgmma_desc, hk_wgmma_fence/commit/wait<N>,
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
- *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d, hk_tmap_prefetch
+ *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tmap_prefetch
  *                                    mbarriers and bulk tensor copies (TMA; see below)
  *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128
  *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
@@ -378,9 +378,9 @@ HK_DEVICE void hk_wgmma_64x256x16_tb(hk_wgmma_acc256_t &d, unsigned long long de
 }
 
 /* ---- mbarriers and bulk tensor copies (TMA) -------------------------------------------
- * A tensor map (hk_tmap, 128 bytes) describes a 2-D bf16 matrix to the copy engine.  It
- * is built on the host, by the runtime, from a kernel argument of type hk_tmap (the
- * manifest says which pointer, dimensions and leading dimension it covers) and reaches
+ * A tensor map (hk_tmap, 128 bytes) describes a 2-D to 4-D bf16 tensor to the copy
+ * engine.  It is built on the host, by the runtime, from a kernel argument of type
+ * hk_tmap (the manifest says which pointer, dimensions and strides it covers) and reaches
  * the kernel inside the argument struct, which is a __grid_constant__ parameter
  * (HK_KERNARG_QUAL) so that its address is a parameter-space address the copy engine
  * can read.  An mbarrier is 8 bytes of shared memory at a byte offset (8-aligned):
@@ -395,6 +395,8 @@ HK_DEVICE void hk_wgmma_64x256x16_tb(hk_wgmma_acc256_t &d, unsigned long long de
  *                                      shared memory at off (1024-aligned for the 128-byte swizzle);
  *                                      its bytes count against the mbarrier at bar_off; past the
  *                                      matrix the box reads zeros
+ *   hk_tma_load_3d(l, off, map, x, y, z, bar_off), hk_tma_load_4d(l, off, map, x, y, z, w, bar_off)
+ *                                      the same for maps of rank 3 and 4 (coordinates innermost first)
  *   hk_tmap_prefetch(map)              fetch the tensor map into the cache ahead of the first copy
  */
 struct __align__(64) hk_tmap {
@@ -430,6 +432,20 @@ HK_DEVICE void hk_tma_load_2d(hk_lds_t l, int off, const hk_tmap *map, int x, in
 {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
                  ::"r"(l.addr + (unsigned)off), "l"((unsigned long long)map), "r"(x), "r"(y),
+                 "r"(l.addr + (unsigned)bar_off)
+                 : "memory");
+}
+HK_DEVICE void hk_tma_load_3d(hk_lds_t l, int off, const hk_tmap *map, int x, int y, int z, int bar_off)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+                 ::"r"(l.addr + (unsigned)off), "l"((unsigned long long)map), "r"(x), "r"(y), "r"(z),
+                 "r"(l.addr + (unsigned)bar_off)
+                 : "memory");
+}
+HK_DEVICE void hk_tma_load_4d(hk_lds_t l, int off, const hk_tmap *map, int x, int y, int z, int w, int bar_off)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+                 ::"r"(l.addr + (unsigned)off), "l"((unsigned long long)map), "r"(x), "r"(y), "r"(z), "r"(w),
                  "r"(l.addr + (unsigned)bar_off)
                  : "memory");
 }

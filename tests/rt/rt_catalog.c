@@ -406,8 +406,8 @@ static void test_pack(void) {
 
 #define TMAP(name, tensor, outer, ld, box)                                                        \
   "{\"name\": \"" name "\", \"type\": \"hk_tmap\", \"offset\": OFF_" name ", \"size\": 128,"    \
-  " \"tmap\": {\"tensor\": \"" tensor "\", \"inner\": \"K\", \"outer\": \"" outer "\", \"ld\": \"" ld \
-  "\", \"box_inner\": 64, \"box_outer\": " box ", \"swizzle\": 128}}"
+  " \"tmap\": {\"tensor\": \"" tensor "\", \"dims\": [\"K\", \"" outer "\"], \"strides\": [\"" ld \
+  "\"], \"box\": [64, " box "], \"swizzle\": 128}}"
 
 /* A run-time nt GEMM whose A and B come with tensor maps (what hkgen writes for sm_90a),
    here in an emulated catalogue: the emulator cannot build tensor maps. */
@@ -468,6 +468,27 @@ static void test_tmap(void) {
                     HKRT_INT("ldb", 64), HKRT_INT("ldc", 60), HKRT_INT("M", 50), HKRT_INT("N", 60),
                     HKRT_INT("K", 64)};
   CHECK(hkrt_kernel_args(k, NULL, mis, 9, buf, sizeof buf, &size, grid, block) == HKRT_OK, "%s", hkrt_error());
+  /* rank 4 (as the attention kernels' K and V maps): every stride must qualify; ldc = 60 (120 bytes)
+     keeps tmap_a zero, tmap_b is still asked for; ldc = 64 asks for tmap_a first */
+  {
+    char *t4 = replace(text, "\"dims\": [\"K\", \"M\"], \"strides\": [\"lda\"], \"box\": [64, 128]",
+                       "\"dims\": [\"K\", \"M\", \"N\", \"K\"], \"strides\": [\"lda\", \"ldb\", \"ldc\"], "
+                       "\"box\": [64, 128, 1, 1]");
+    hkrt_catalog *c4 = open_text(d, t4);
+    hkrt_kernel *k4 = NULL;
+    if (hkrt_catalog_find(c4, "tma", NULL, &k4) != HKRT_OK) die("find tma (rank 4): %s", hkrt_error());
+    CHECK_ERR(hkrt_kernel_args(k4, NULL, ok, 9, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
+              "kernel tma (argument tmap_b) takes a tensor map");
+    hkrt_arg ok4[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 64),
+                      HKRT_INT("ldb", 64), HKRT_INT("ldc", 64), HKRT_INT("M", 50), HKRT_INT("N", 60),
+                      HKRT_INT("K", 64)};
+    CHECK_ERR(hkrt_kernel_args(k4, NULL, ok4, 9, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
+              "kernel tma (argument tmap_a) takes a tensor map");
+    memset(buf, 0xab, sizeof buf);
+    CHECK(hkrt_kernel_args(k4, NULL, odd, 9, buf, sizeof buf, &size, grid, block) == HKRT_OK, "%s", hkrt_error());
+    hkrt_catalog_close(c4);
+    free(t4);
+  }
   /* the caller never passes a map */
   hkrt_arg given[] = {HKRT_PTR("tmap_a", a)};
   CHECK_ERR(hkrt_kernel_args(k, NULL, given, 1, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
@@ -479,8 +500,14 @@ static void test_tmap(void) {
     const char *from, *to, *want;
   } bad[] = {
       {"\"tensor\": \"A\"", "\"tensor\": \"lda\"", "tensor map tmap_a: lda is not a pointer argument"},
-      {"\"ld\": \"ldb\"", "\"ld\": \"B\"", "tensor map tmap_b: B is not an integer argument"},
-      {"\"box_outer\": 256", "\"box_outer\": 257", "\"box_outer\" must be an integer from 1 to 256, not 257"},
+      {"[\"ldb\"]", "[\"B\"]", "tensor map tmap_b: stride B is not an integer argument"},
+      {"[64, 256]", "[64, 257]", "argument tmap_b: box sizes must be integers from 1 to 256, not 257"},
+      {"[64, 256]", "[64, 256, 1]", "argument tmap_b: 2 dims need 1 strides and 2 box sizes, not 1 and 3"},
+      {"[\"ldb\"]", "[]", "argument tmap_b: 2 dims need 1 strides and 2 box sizes, not 0 and 2"},
+      {"[\"K\", \"N\"]", "[\"K\"]", "argument tmap_b: a tensor map of rank 1 (allowed: 2 to 4)"},
+      {"[\"K\", \"N\"]", "[\"K\", \"N\", \"M\", \"K\", \"N\"]",
+       "argument tmap_b: a tensor map of rank 5 (allowed: 2 to 4)"},
+      {"[\"K\", \"N\"]", "[\"K\", 3]", "argument tmap_b: \"dims\" must hold names"},
       {"\"swizzle\": 128}}]", "\"swizzle\": 48}}]", "argument tmap_b: swizzle 48 is not 0, 32, 64 or 128"},
       {"\"offset\": 192", "\"offset\": 160", "argument tmap_b: offset 160 (size 128) is misaligned"},
       {"\"backend\": \"emulator\"", "\"backend\": \"gpux\"", "unknown backend (allowed: \"gpu\", \"emulator\")"},
