@@ -4,7 +4,7 @@ attn_fwd kernels of tests/device/h200_attn.yaml (templates/attn_fwd.sm90.hip.m4)
 
 Run on the GPU machine, from the repository root (nothing is built there):
     PYTHONPATH=runtime/python HKRT_LIB=build/libhkrt.so \
-        python3 tests/device/attn_bench.py build/h200attn [--no-bench] [--quick] [--baked]
+        python3 tests/device/attn_bench.py build/h200attn [--no-bench] [--quick] [--short | --long] [--baked]
 
 (a) numerics: every kernel of the catalogue against torch SDPA computed in
     fp64 (inputs upcast; explicit boolean mask, bottom-right causal alignment)
@@ -21,7 +21,7 @@ Run on the GPU machine, from the repository root (nothing is built there):
     bf16, d64 and d128, heads 16:16, 32:8, 12:12, 12:4, causal and not,
     seq 8K, 2K, 32K, then 128K, batch x seq = 16K tokens, [B][H][S][D]
     contiguous; TFLOP/s = 4 B H Sq Sk D / time (halved for causal).
-    --quick: seq 8K only; --short: 8K and 2K; --d128: head_dim 128 only.
+    --quick: seq 8K only; --short: 8K and 2K; --long: 32K and 128K; --d128: head_dim 128 only.
 More catalogue folders after the first (variants of the same kernels, A/B
 tests in one run) get the numerics and an hkgen timing per shape too.
 The log goes to $OUT/attn.log (else build/attn.log). Exit status non-zero on
@@ -285,6 +285,8 @@ def bench():
         configs = [c for c in configs if c[0] == 8192]
     if "--short" in flags:
         configs = [c for c in configs if c[0] <= 8192]
+    if "--long" in flags:
+        configs = [c for c in configs if c[0] > 8192]
     if "--d128" in flags:
         configs = [c for c in configs if c[1] == 128]
     for (S, D, Hq, Hk, causal) in configs:
