@@ -37,7 +37,7 @@ m4_divert(-1)                                                   -*- C -*-
 #
 # Shared memory (dynamic, hkm_dynamic_lds bytes: op_attn.c attn_dynamic_lds):
 # the Q tile (BLOCK_M x D), a ring of STAGES K tiles and one of STAGES V
-# tiles (BLOCK_N x D each); d64: 4 stages, 81 KiB and about 125 registers, so
+# tiles (BLOCK_N x D each); d64: 5 stages, 97 KiB and about 121 registers, so
 # two blocks share a multiprocessor; d128: 3 stages, 225 KiB, one block.  A
 # tile is stored as D/64 slabs of 64 columns (128-byte rows); 16-byte chunk c
 # of row r of a slab sits at c ^ r % 8 (the wgmma 128-byte swizzle; tiles
@@ -84,7 +84,7 @@ static constexpr int KV_SLAB = BLOCK_N * 128;              // ... of K or V
 static constexpr int KV_TILE_BYTES = BLOCK_N * D * 2;
 static constexpr int STAGE_BYTES = 2 * KV_TILE_BYTES;      // one K and one V buffer
 static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
-static constexpr int BAR_BYTES = 128;                      // mbarriers of the bulk-copy path (op_attn.c ATTN_BAR_BYTES)
+static constexpr int BAR_BYTES = 256;                      // mbarriers of the bulk-copy path (op_attn.c ATTN_BAR_BYTES)
 static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - Q_BYTES - BAR_BYTES) / STAGE_BYTES;
 static constexpr int Q_OFF = 0;
 static constexpr int K_OFF = Q_BYTES;                      // K ring: STAGES tiles
