@@ -247,6 +247,19 @@ def numerics_of(cat):
         log("%-20s %2d cases  worst rel L2: O %.3e  LSE %.3e" % (e["name"], n, worst_o, worst_l))
 
 
+def bench_vals(k, q, kk, v, o, lse):
+    """Kernel k's arguments for [B][H][S][D] tensors (Sq = Sk): pointers, strides,
+    scale 1/sqrt(D), and the dimensions k takes at run time."""
+    B, H, S, D = q.shape
+    vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D))
+    for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
+        vals["%s_stride_b" % t], vals["%s_stride_h" % t], vals["%s_stride_s" % t] = x.stride(0), x.stride(1), x.stride(2)
+    for d, x in zip(DIMS, (B, S, S, H, kk.shape[1])):
+        if d in k.entry["runtime_params"]:
+            vals[d] = x
+    return vals
+
+
 def bench():
     import triton.testing
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -319,12 +332,7 @@ def bench():
         cu, fa = res.get("CUDNN_ATTENTION"), res.get("FLASH_ATTENTION")
         for ci, c in enumerate(cats):
             k = c.kernel(name, TARGET)
-            vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D))
-            for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
-                vals["%s_stride_b" % t], vals["%s_stride_h" % t], vals["%s_stride_s" % t] = x.stride(0), x.stride(1), x.stride(2)
-            for d, x in zip(DIMS, (B, S, S, Hq, Hk)):
-                if d in k.entry["runtime_params"]:
-                    vals[d] = x
+            vals = bench_vals(k, q, kk, v, o, lse)
             o.fill_(float("nan"))
             t_hk = med(launcher(k, vals, c))
             torch.cuda.synchronize()
@@ -376,12 +384,7 @@ def bench_baked():
             base = None
             for name in names:
                 k = cat.kernel(name, TARGET)
-                vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D))
-                for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
-                    vals["%s_stride_b" % t], vals["%s_stride_h" % t], vals["%s_stride_s" % t] = x.stride(0), x.stride(1), x.stride(2)
-                for d, x in zip(DIMS, (B, S, S, Hq, Hk)):
-                    if d in k.entry["runtime_params"]:
-                        vals[d] = x
+                vals = bench_vals(k, q, kk, v, o, lse)
                 go = launcher(k, vals)
                 ms = min(triton.testing.do_bench(go, warmup=25, rep=100, return_mode="median") for _ in range(2))
                 base = base or ms
