@@ -16,28 +16,13 @@ if [ -z "${HKGEN:-}" ]; then
 fi
 . "$RT_DIR/../lib.sh"
 
-cat >"$T/gemm.yaml" <<'SPEC'
-hkgen: 1
-kernels:
-  - op: gemm
-    name: gemm_any
-    layout: [nt, nn]
-    tile_m: 64
-    tile_n: 64
-  - op: gemm
-    name: rt_e2e_baked
-    N: 96
-    K: 80
-    tile_m: 64
-    tile_n: 64
-SPEC
 
 if "$HKGEN" --help 2>&1 | grep -q -- '--emulate'; then
-  run_hk "$T/build.txt" build --emulate --target gfx942,gfx950 "$T/gemm.yaml" -o "$T/cat"
+  run_hk "$T/build.txt" build --emulate --target gfx942,gfx950 "$RT_DIR/gemm.yaml" -o "$T/cat"
   expect_rc 0 "hkgen build --emulate"
 else
   echo "hkgen has no --emulate: building the emulated catalogue by hand"
-  run_hk "$T/build.txt" gen --target gfx942 "$T/gemm.yaml" -o "$T/cat"
+  run_hk "$T/build.txt" gen --target gfx942 "$RT_DIR/gemm.yaml" -o "$T/cat"
   expect_rc 0 "hkgen gen"
   for src in "$T"/cat/gfx942/*.hip; do
     ${EMU_CXX:-clang-22} -x c++ -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -DHK_EMULATE \

@@ -5,21 +5,6 @@ ROOT=$(cd "$RT_DIR/../.." && pwd)
 HKGEN=${HKGEN:-$ROOT/build/hkgen}
 . "$RT_DIR/../lib.sh"
 command -v python3 >/dev/null || fail "python3 is missing (make deps installs it)"
-cat >"$T/gemm.yaml" <<'SPEC'
-hkgen: 1
-kernels:
-  - op: gemm
-    name: gemm_any_nt
-    layout: nt
-    tile_m: 64
-    tile_n: 64
-  - op: gemm
-    name: rt_e2e_baked
-    N: 96
-    K: 80
-    tile_m: 64
-    tile_n: 64
-SPEC
-run_hk "$T/build.txt" build --emulate --target gfx942 "$T/gemm.yaml" -o "$T/cat"
+run_hk "$T/build.txt" build --emulate --target gfx942 "$RT_DIR/gemm.yaml" -o "$T/cat"
 expect_rc 0 "hkgen build --emulate"
 python3 "$RT_DIR/py_hkrt.py" "$T/cat" "$ROOT/build/libhkrt.so" "$ROOT/runtime/python" || fail "py_hkrt.py"
