@@ -400,7 +400,7 @@ static hkrt_status hkrt_kernel_function(hkrt_kernel *k, hkrt_func **fn) {
 
 HKRT_API hkrt_status hkrt_kernel_launch(hkrt_kernel *k, const hkrt_problem *pb, const hkrt_arg *args,
                                         size_t nargs, void *stream) {
-  _Alignas(16) unsigned char buf[HKRT_MAX_KERNARG];
+  _Alignas(64) unsigned char buf[HKRT_MAX_KERNARG]; /* may hold tensor maps: 64-byte objects */
   unsigned grid[3], block[3];
   size_t size;
   hkrt_func *fn;
