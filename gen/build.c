@@ -149,7 +149,8 @@ static int bd_occupancy(const bd_item *it) {
   return 0;
 }
 
-/* Spills and LDS beyond the target's limit fail the build, saying by how much. */
+/* Spills, LDS beyond the target's limit and serialised wgmma fail the build,
+   saying by how much or why. */
 static int bd_check_resources(const bd_item *it) {
   const cg_kernel_meta *m = &it->meta;
   const tgt_info *t = tgt_find(it->k->target);
@@ -158,6 +159,13 @@ static int bd_check_resources(const bd_item *it) {
     diag_error(it->k->file, it->k->line, it->k->col,
                "kernel %s for %s spills %d VGPRs and %d SGPRs to scratch (%d bytes of scratch)",
                it->k->name, it->k->target, m->vgpr_spill, m->sgpr_spill, m->scratch);
+    ok = 0;
+  }
+  if (m->mma_serialized) {
+    diag_error(it->k->file, it->k->line, it->k->col,
+               "kernel %s for %s: ptxas serialises its wgmma instructions (C7520: a branch around the "
+               "products, or accumulators touched in a divergent path); the template must keep them out of "
+               "branches", it->k->name, it->k->target);
     ok = 0;
   }
   unsigned dyn = (unsigned)op_dynamic_lds(it->k), lds = (unsigned)m->lds + dyn;
@@ -195,6 +203,9 @@ static int bd_nv_meta(const char *text, const char *name, cg_kernel_meta *m) {
     while (spill > text && (spill[-1] == ' ' || (spill[-1] >= '0' && spill[-1] <= '9'))) spill--;
     m->vgpr_spill = (atoi(spill) + 3) / 4; /* bytes -> 32-bit registers */
   }
+  /* ptxas C7520: wgmma instructions serialised (an accumulator's registers
+     touched in a divergent path); the kernel runs, at a fraction of its speed */
+  m->mma_serialized = strstr(text, "C7520") || strstr(text, "wgmma.mma_async instructions are serialized");
   m->wave_size = 32;
   return 0;
 }

@@ -22,6 +22,7 @@ typedef struct {
   char name[128];
   int vgpr, agpr, sgpr, vgpr_spill, sgpr_spill;
   int lds, scratch, kernarg_size, max_wg_size, wave_size;
+  int mma_serialized; /* sm_90a: ptxas serialised the wgmma instructions (its C7520) */
 } cg_kernel_meta;
 
 /* Reads every kernel's metadata from an AMDGPU code object. Returns the

@@ -221,7 +221,7 @@ static long op_ev_term(op_ev *e) {
     return 0;
   }
   e->p = s + n;
-  if (n == 4 && !strncmp(s, "cdiv", 4)) {
+  if ((n == 4 && !strncmp(s, "cdiv", 4)) || (n == 3 && !strncmp(s, "min", 3))) {
     op_ev_space(e);
     if (*e->p++ != '(') e->bad = 1;
     long a = op_ev_expr(e);
@@ -230,6 +230,7 @@ static long op_ev_term(op_ev *e) {
     long b = op_ev_expr(e);
     op_ev_space(e);
     if (*e->p++ != ')') e->bad = 1;
+    if (n == 3) return a < b ? a : b;
     if (b <= 0) e->bad = 1;
     return e->bad ? 0 : (a + b - 1) / b;
   }

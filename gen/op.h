@@ -122,8 +122,9 @@ int op_args_size(const op_arg *args, int n);
 /* The allowed values of a parameter as one line of text. */
 void op_describe_allowed(const op_param *p, char *out, size_t n);
 void op_inst_free(op_inst *k);
-/* Evaluates a grid formula ("cdiv(N,128)", "batch*seq_len", "1") with the
-   parameter values of shape. Returns -1 on a malformed formula. */
+/* Evaluates a grid formula ("cdiv(N,128)", "batch*seq_len", "min(a,b)", "1")
+   with the parameter values of shape. Returns -1 on a malformed formula or
+   a name it cannot know here (device_units: the runtime's). */
 int op_eval(const op_inst *k, const long *shape, const char *expr, long *out);
 /* Fills shape[0..OP_MAX_PARAMS) with each parameter's baked value (0 for
    enums, `any` and unused slots). */

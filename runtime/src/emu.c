@@ -33,6 +33,7 @@ struct emu_device {
   char target[16];
   int kpl;             /* k per lane of the 32x32 bf16 MFMA */
   unsigned lds_limit;
+  int units;           /* compute units (emu_targets) */
   unsigned long long seed;
   emu_block *blocks;
   size_t nblocks, cap;
@@ -93,11 +94,14 @@ static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsign
                                   const float *c, float *d);
 static unsigned hkemu_swap_halves_b32(unsigned v);
 
+/* units: compute units of the target's largest part (MI250X's GCD, MI300X,
+   MI355X), what a grid sized to the machine sees */
 static const struct {
   const char *name;
   int kpl;
   unsigned lds;
-} emu_targets[] = {{"gfx90a", 4, 65536}, {"gfx942", 4, 65536}, {"gfx950", 8, 163840}};
+  int units;
+} emu_targets[] = {{"gfx90a", 4, 65536, 110}, {"gfx942", 4, 65536, 304}, {"gfx950", 8, 163840, 256}};
 
 hkrt_status emu_open(const char *target, emu_device **out) {
   for (size_t i = 0; i < sizeof emu_targets / sizeof emu_targets[0]; i++) {
@@ -107,6 +111,7 @@ hkrt_status emu_open(const char *target, emu_device **out) {
     snprintf(d->target, sizeof d->target, "%s", target);
     d->kpl = emu_targets[i].kpl;
     d->lds_limit = emu_targets[i].lds;
+    d->units = emu_targets[i].units;
     d->seed = 1;
     *out = d;
     return HKRT_OK;
@@ -506,7 +511,14 @@ static hkrt_status emu_ops_sync(void *dev) {
   return HKRT_OK;
 }
 
+long long emu_units(const emu_device *d) { return d->units; }
+
+static hkrt_status emu_ops_units(void *dev, long long *out) {
+  *out = emu_units(dev);
+  return HKRT_OK;
+}
+
 const hkrt_backend_ops hkrt_emu_ops = {
     "emulator", emu_ops_open, emu_ops_close, emu_ops_alloc, emu_ops_free, emu_ops_to_device,
     emu_ops_to_host, emu_ops_module_load, emu_ops_module_unload, emu_ops_function, emu_ops_launch,
-    emu_ops_sync, NULL, NULL};
+    emu_ops_sync, NULL, NULL, emu_ops_units};

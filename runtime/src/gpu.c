@@ -38,6 +38,7 @@ typedef struct {
   /* CUDA, optional: cuTensorMapEncodeTiled */
   gpu_res (*tmap_encode)(void *, int, unsigned, void *, const unsigned long long *,
                          const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int);
+  gpu_res (*attr)(int *, int, int); /* CUDA, optional: cuDeviceGetAttribute */
   /* CUDA only: a context to make current */
   gpu_res (*device_get)(int *, int);
   gpu_res (*ctx_retain)(void **, int);
@@ -94,6 +95,8 @@ static hkrt_status gpu_load_library(gpu_api *g) {
   /* optional: only kernels with more than 48 KiB of dynamic shared memory need it */
   if (cuda) *(void **)&g->func_set_attr = dlsym(g->lib, "cuFuncSetAttribute");
   if (cuda) *(void **)&g->tmap_encode = dlsym(g->lib, "cuTensorMapEncodeTiled");
+  /* optional: grids sized to the machine (device_units) */
+  if (cuda) *(void **)&g->attr = dlsym(g->lib, "cuDeviceGetAttribute");
   if (missing) {
     dlclose(g->lib);
     g->lib = NULL;
@@ -304,6 +307,19 @@ static hkrt_status gpu_tensor_map_cuda(void *dev, void *out, const hkrt_tmap_req
   return HKRT_OK;
 }
 
+/* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT (cuda.h) */
+#define GPU_CU_ATTR_MULTIPROCESSORS 16
+
+static hkrt_status gpu_units_cuda(void *dev, long long *out) {
+  gpu_api *g = dev;
+  int n = 0, d = 0;
+  if (!g->attr) return hkrt_fail(HKRT_ERR_NO_DRIVER, "CUDA backend: the driver lacks cuDeviceGetAttribute");
+  hkrt_status st = gpu_check(g, g->device_get(&d, 0), HKRT_ERR_NO_DEVICE, "cuDeviceGet");
+  if (!st) st = gpu_check(g, g->attr(&n, GPU_CU_ATTR_MULTIPROCESSORS, d), HKRT_ERR_NO_DEVICE, "cuDeviceGetAttribute");
+  *out = n;
+  return st;
+}
+
 static hkrt_status gpu_open_cuda(const char *target, void **dev) {
   (void)target;
   return gpu_open(&gpu_cuda, dev);
@@ -317,9 +333,9 @@ static hkrt_status gpu_open_hip(const char *target, void **dev) {
 const hkrt_backend_ops hkrt_cuda_ops = {
     "CUDA", gpu_open_cuda, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_cuda, gpu_function_cuda, gpu_launch, gpu_sync,
-    gpu_allow_shared_cuda, gpu_tensor_map_cuda};
+    gpu_allow_shared_cuda, gpu_tensor_map_cuda, gpu_units_cuda};
 
 const hkrt_backend_ops hkrt_hip_ops = {
     "HIP", gpu_open_hip, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_hip, gpu_function_hip, gpu_launch, gpu_sync,
-    gpu_allow_shared_hip, NULL};
+    gpu_allow_shared_hip, NULL, NULL};

@@ -197,6 +197,12 @@ hkrt_status hkrt_device_tensor_map(hkrt_device *dev, const char *who, void *out,
   return dev->ops->tensor_map(dev->impl, out, r);
 }
 
+hkrt_status hkrt_device_units(hkrt_device *dev, long long *out) {
+  if (!dev->ops->units)
+    return hkrt_fail(HKRT_ERR_ARG, "the %s backend cannot tell the device's multiprocessor count", dev->ops->name);
+  return dev->ops->units(dev->impl, out);
+}
+
 HKRT_API hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsigned lds_limit) {
   if (!dev || dev->backend != HKRT_BACKEND_EMU)
     return hkrt_fail(HKRT_ERR_ARG, "hkrt_emu_configure: not an emulator device");

@@ -97,7 +97,7 @@ HKRT_LOCAL int hkrt_parse_ll(const char *s, long long *out);
 HKRT_LOCAL int hkrt_fit(const hkrt_kernel *k, const hkrt_problem *pb, const char *target,
                         int *named, char *why, size_t whylen);
 HKRT_LOCAL hkrt_status hkrt_problem_check(const hkrt_problem *pb, const char *fn);
-/* A grid formula: integers, names, '*', cdiv(a,b), parentheses. lookup gives
+/* A grid formula: integers, names, '*', cdiv(a,b), min(a,b), parentheses. lookup gives
    a name's value (0 on success). Writes a reason on failure. */
 typedef int (*hkrt_lookup)(const void *ctx, const char *name, size_t len, long long *v);
 HKRT_LOCAL int hkrt_expr_eval(const char *expr, hkrt_lookup lookup, const void *ctx, long long *out,

@@ -53,11 +53,17 @@ typedef struct {
   /* Encodes a 128-byte tensor map for the copy engine (NULL: the backend has
      none; CUDA only). */
   hkrt_status (*tensor_map)(void *dev, void *out, const hkrt_tmap_req *r);
+  /* The device's multiprocessors (compute units), for grids that size
+     themselves to the machine (NULL: unknown to this backend). */
+  hkrt_status (*units)(void *dev, long long *out);
 } hkrt_backend_ops;
 
 /* dev's backend encodes r into out (128 bytes), or fails naming `who`. */
 HKRT_LOCAL hkrt_status hkrt_device_tensor_map(hkrt_device *dev, const char *who, void *out,
                                               const hkrt_tmap_req *r);
+
+/* dev's multiprocessor count, or fails when its backend cannot tell. */
+HKRT_LOCAL hkrt_status hkrt_device_units(hkrt_device *dev, long long *out);
 
 HKRT_LOCAL extern const hkrt_backend_ops hkrt_emu_ops;
 HKRT_LOCAL extern const hkrt_backend_ops hkrt_cuda_ops;
@@ -79,6 +85,8 @@ HKRT_LOCAL hkrt_status emu_launch(emu_device *d, void *entry, const char *name,
                                   const unsigned grid[3], const unsigned block[3],
                                   const void *args, size_t args_size);
 HKRT_LOCAL void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit);
+/* The compute units of the emulated part (the largest of its target). */
+HKRT_LOCAL long long emu_units(const emu_device *d);
 
 /* MFMA semantics (emu_mfma.c): where lane `lane`, element `i` of an operand lives
    in the 32x32xK matrix: A (row, k), B (k, col), D (row, col). */

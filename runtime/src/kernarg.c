@@ -14,7 +14,7 @@
 
 #include "hkrt_cat.h"
 
-/* ---- grid formulas: integers, names, '*', cdiv(a,b), parentheses --------------------- */
+/* ---- grid formulas: integers, names, '*', cdiv(a,b), min(a,b), parentheses ----------- */
 
 typedef struct {
   const char *s;
@@ -68,6 +68,14 @@ static long long hkrt_expr_cdiv(hkrt_expr *e) {
   return a / b + (a % b != 0);
 }
 
+static long long hkrt_expr_min(hkrt_expr *e) {
+  long long a = hkrt_expr_product(e);
+  if (!hkrt_expr_eat(e, ',')) return hkrt_expr_fail(e, "expected ',' in min(a,b)");
+  long long b = hkrt_expr_product(e);
+  if (!hkrt_expr_eat(e, ')')) return hkrt_expr_fail(e, "expected ')' after min(a,b)");
+  return a < b ? a : b;
+}
+
 static long long hkrt_expr_name(hkrt_expr *e) {
   const char *n = e->s;
   while ((*e->s >= 'a' && *e->s <= 'z') || (*e->s >= 'A' && *e->s <= 'Z') || *e->s == '_' ||
@@ -75,6 +83,7 @@ static long long hkrt_expr_name(hkrt_expr *e) {
     e->s++;
   size_t len = (size_t)(e->s - n);
   if (len == 4 && !memcmp(n, "cdiv", 4) && hkrt_expr_eat(e, '(')) return hkrt_expr_cdiv(e);
+  if (len == 3 && !memcmp(n, "min", 3) && hkrt_expr_eat(e, '(')) return hkrt_expr_min(e);
   long long v;
   if (e->lookup(e->ctx, n, len, &v) < 0)
     return hkrt_expr_fail(e, "'%.*s' is not an integer parameter or argument of the kernel", (int)len, n);
@@ -254,13 +263,16 @@ static hkrt_status hkrt_pack_missing(const hkrt_pack *p) {
 
 /* ---- the op's rules and the grid --------------------------------------------------------- */
 
-/* An integer parameter or argument by name: packed value, else baked value. */
+/* An integer parameter or argument by name: packed value, else baked value;
+   `device_units': the device's multiprocessors (grids of persistent
+   kernels). */
 static int hkrt_pack_lookup(const void *ctx, const char *name, size_t len, long long *v) {
   const hkrt_pack *p = ctx;
   char n[64];
   if (len >= sizeof n) return -1;
   memcpy(n, name, len);
   n[len] = 0;
+  if (!strcmp(n, "device_units")) return hkrt_device_units(p->k->cat->dev, v) == HKRT_OK ? 0 : -1;
   const hkrt_karg *a = hkrt_kernel_karg(p->k, n);
   if (a && a->cls == HKRT_KA_INT) {
     *v = p->ival[hkrt_karg_index(p, a)];

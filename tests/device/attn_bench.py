@@ -189,6 +189,7 @@ SHAPES = [  # batch, seqlen_q, seqlen_k, heads_q, heads_k
     (1, 33, 70, 40, 8), (1, 129, 129, 12, 4), (2, 77, 200, 12, 4), (1, 200, 77, 12, 4),
     (1, 255, 1000, 7, 1), (1, 1000, 255, 40, 8), (3, 383, 383, 12, 12), (1, 1024, 1024, 12, 4),
     (2, 2048, 2048, 8, 2), (1, 4096, 4031, 4, 4),
+    (4, 1000, 100, 40, 8),  # many tiles of one or two K/V blocks: persistent blocks load them per tile
 ]
 
 
@@ -229,6 +230,9 @@ def numerics_of(cat):
         cases.append((s0, "bshd", (3, 5, 1, 3), 0, None))      # odd strides: element loads/stores
         cases.append((s0, "bhsd", (0, 0, 0, 0), 1, None))      # misaligned bases
         cases.append((s0, "bshd", (0, 8, 0, 0), 0, -0.07))     # negative scale
+        # the most tiles of 128 queries: sm_90a blocks walk several of them
+        sb = max(shapes_for(e), key=lambda s: s[0] * s[3] * ((s[1] + 127) // 128))
+        cases.append((sb, "bhsd", (3, 5, 1, 3), 0, None))      # ... with element loads
         for (s, order, pads, off, sc) in cases:
             try:
                 eo, el, bad, lm, outside = run_case(k, e, s, order, pads, off, sc, cat)

@@ -105,7 +105,7 @@ static void die(const char *fmt, ...) {
   "{\"name\": \"n\", \"type\": \"int\", \"offset\": 12, \"size\": 4},"                         \
   "{\"name\": \"scale\", \"type\": \"float\", \"offset\": 8, \"size\": 4},"                    \
   "{\"name\": \"x\", \"type\": \"const float *\", \"offset\": 0, \"size\": 8}]},\n"            \
-  " \"block\": [64, 2, 1], \"grid\": [\"n * 3\", \"cdiv(u, 1000000000)\", \"(2)\"]}"
+  " \"block\": [64, 2, 1], \"grid\": [\"n * 3\", \"cdiv(u, 1000000000)\", \"min(n * 100, device_units)\"]}"
 
 #define HEAD "{\"hkgen\": \"test\", \"format\": 1, \"kind\": \"catalogue\", \"backend\": \"emulator\",\n \"kernels\": [\n"
 
@@ -211,6 +211,8 @@ static void test_manifest(void) {
            "file \"../../lib/evil.so\" is not a relative path inside the catalogue");
   bad_edit(d, grid0, "\"grid\": [\"cdiv(N,64\", \"cdiv(M,64)\", \"1\"]}", HKRT_ERR_IO,
            "grid[0] \"cdiv(N,64\": expected ')' after cdiv(a,b)");
+  bad_edit(d, grid0, "\"grid\": [\"min(N 64)\", \"cdiv(M,64)\", \"1\"]}", HKRT_ERR_IO,
+           "grid[0] \"min(N 64)\": expected ',' in min(a,b)");
   bad_edit(d, grid0, "\"grid\": [\"cdiv(Q,64)\", \"cdiv(M,64)\", \"1\"]}", HKRT_ERR_IO,
            "'Q' is not an integer parameter or argument of the kernel");
   bad_edit(d, "\"runtime_params\": [\"M\", \"N\", \"K\"]", "\"runtime_params\": [\"M\", \"N\", \"K\", \"Z\"]",
@@ -389,7 +391,8 @@ static void test_pack(void) {
   memset(&mw, 0, sizeof mw);
   mw.x = x, mw.scale = 0.125f, mw.n = 5, mw.stride = 1L << 40, mw.u = 4000000000u;
   CHECK(size == sizeof mw && !memcmp(buf, &mw, sizeof mw), "mixed bytes differ (size %zu)", size);
-  CHECK(grid[0] == 15 && grid[1] == 4 && grid[2] == 2 && block[0] == 64 &&
+  /* grid[2]: min(500, the emulated gfx942's 304 compute units) */
+  CHECK(grid[0] == 15 && grid[1] == 4 && grid[2] == 304 && block[0] == 64 &&
             block[1] == 2,
         "mixed grid %u %u %u", grid[0], grid[1], grid[2]);
   hkrt_arg ints[] = {HKRT_INT("u", 1), HKRT_INT("stride", 7), HKRT_INT("scale", 3), HKRT_PTR("x", x),
@@ -398,6 +401,9 @@ static void test_pack(void) {
   float three;
   memcpy(&three, buf + offsetof(struct mixed_args, scale), 4);
   CHECK(three == 3.0f && grid[1] == 1, "an integer for a float: %g", three);
+  mp[0].value = "2";
+  CHECK(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block) == HKRT_OK && grid[2] == 200,
+        "min(200, 304) gave %u (%s)", grid[2], hkrt_error());
   hkrt_catalog_close(c);
   hkrt_device_close(d);
 }
