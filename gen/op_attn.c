@@ -61,21 +61,15 @@ static int attn_args(const op_inst *k, op_arg *a) {
     if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
   const tgt_info *t = tgt_find(k->target);
   if (t && !strcmp(t->arch, "sm90")) {
-    /* sm_90a: Q, K and V as [batch][heads][seqlen][head_dim] tensors by
-       strides, copied in boxes of 64 columns x 128 queries (Q) or BLOCK_N
-       keys (K, V) of one head (128-byte rows, the 128-byte swizzle of the
-       skeleton's slabs) */
+    /* sm_90a: K and V as [batch][heads_k][seqlen_k][head_dim] tensors by
+       strides, copied in boxes of 64 columns x BLOCK_N keys of one head
+       (128-byte rows, the 128-byte swizzle of the skeleton's slabs) */
     const int block_n = op_int(k, "head_dim") == 64 ? 64 : 128;
     const int box[] = {64, block_n, 1, 1};
-    const int qbox[] = {64, 128, 1, 1};
-    const char *const qd[] = {"head_dim", "seqlen_q", "heads_q", "batch"};
-    const char *const qs[] = {"q_stride_s", "q_stride_h", "q_stride_b"};
     const char *const kd[] = {"head_dim", "seqlen_k", "heads_k", "batch"};
     const char *const ks[] = {"k_stride_s", "k_stride_h", "k_stride_b"};
     const char *const vs[] = {"v_stride_s", "v_stride_h", "v_stride_b"};
-    op_tmap tq = op_tmap_make("Q", 4, qd, qs, qbox, 128);
     op_tmap tk = op_tmap_make("K", 4, kd, ks, box, 128), tv = op_tmap_make("V", 4, kd, vs, box, 128);
-    op_arg_tmap(a, &n, "tmap_q", &tq);
     op_arg_tmap(a, &n, "tmap_k", &tk);
     op_arg_tmap(a, &n, "tmap_v", &tv);
   }
@@ -87,24 +81,7 @@ static int attn_block(const op_inst *k) {
   return 256; /* 4 waves of 32 queries each */
 }
 
-/* AMD: one block per 128 queries of one head. sm_90a: blocks walk tiles of
-   128 queries (templates/attn_fwd.sm90.hip.m4); without a causal mask every
-   tile costs the same, and the grid is persistent: as many blocks as the
-   device holds at once (d64: two per multiprocessor, d128: one), or fewer
-   when there are fewer tiles. Causal tiles differ in cost: one block per
-   tile, so that the hardware balances them as blocks finish. */
 static void attn_grid(const op_inst *k, char out[3][96]) {
-  const tgt_info *t = tgt_find(k->target);
-  if (t && !strcmp(t->arch, "sm90")) {
-    if (op_int(k, "causal"))
-      snprintf(out[0], 96, "cdiv(%s,128)*%s*%s", op_term(k, "seqlen_q"), op_term(k, "heads_q"), op_term(k, "batch"));
-    else
-      snprintf(out[0], 96, "min(cdiv(%s,128)*%s*%s,device_units*%d)", op_term(k, "seqlen_q"), op_term(k, "heads_q"),
-               op_term(k, "batch"), op_int(k, "head_dim") == 64 ? 2 : 1);
-    snprintf(out[1], 96, "1");
-    snprintf(out[2], 96, "1");
-    return;
-  }
   snprintf(out[0], 96, "cdiv(%s,128)", op_term(k, "seqlen_q"));
   snprintf(out[1], 96, "%s", op_term(k, "heads_q"));
   snprintf(out[2], 96, "%s", op_term(k, "batch"));
@@ -269,11 +246,10 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
    64 keys (97 KiB: two blocks per multiprocessor; 3-7% faster than 4 on the
    H200, docs/PERF.md); 128, 3 stages of 128 keys (225 KiB); plus 1024 bytes so that the skeleton can align the region to the
    128-byte swizzle's period, and ATTN_BAR_BYTES for the mbarriers of the
-   bulk-copy path (full and empty, of K and V per stage, and of Q), the
-   producer's walks and the launch's dimensions. The skeleton
+   bulk-copy path (full and empty, of K and V, per stage). The skeleton
    derives its stage count from hkm_dynamic_lds (its BLOCK_N must agree). AMD
    targets: static shared memory only. */
-#define ATTN_BAR_BYTES 512
+#define ATTN_BAR_BYTES 256
 static int attn_dynamic_lds(const op_inst *k) {
   const tgt_info *t = tgt_find(k->target);
   if (!t || strcmp(t->arch, "sm90")) return 0;

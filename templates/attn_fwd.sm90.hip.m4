@@ -84,7 +84,7 @@ static constexpr int KV_SLAB = BLOCK_N * 128;              // ... of K or V
 static constexpr int KV_TILE_BYTES = BLOCK_N * D * 2;
 static constexpr int STAGE_BYTES = 2 * KV_TILE_BYTES;      // one K and one V buffer
 static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
-static constexpr int BAR_BYTES = 512;                      // mbarriers, producer walks, grid (op_attn.c ATTN_BAR_BYTES)
+static constexpr int BAR_BYTES = 256;                      // mbarriers of the bulk-copy path (op_attn.c ATTN_BAR_BYTES)
 static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - Q_BYTES - BAR_BYTES) / STAGE_BYTES;
 static constexpr int Q_OFF = 0;
 static constexpr int K_OFF = Q_BYTES;                      // K ring: STAGES tiles
@@ -103,8 +103,7 @@ static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per bloc
 static_assert(BLOCK_N == 64 || BLOCK_N == 128, "S is one m64n64 or m64n128 accumulator");
 static_assert(STAGES * STAGE_BYTES + Q_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds must hold Q, the K and V rings and the mbarriers (op_attn.c attn_dynamic_lds)");
-static_assert((4 * STAGES + 2) * 8 + 64 <= BAR_BYTES && (4 * STAGES + 2) * 8 % 16 == 0,
-              "four mbarriers per stage, two for Q, the next tile's descriptor, the grid");
+static_assert(4 * STAGES * 8 <= BAR_BYTES, "four mbarriers per stage");
 static_assert(STAGES >= 3, "K: one read, one or more in flight; V: one read, one landed, one or more in flight");
 static_assert(Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 
@@ -192,179 +191,31 @@ HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
     hk_async_commit();
 }
 
-// ---- the launch's tiles --------------------------------------------------------------
-// A tile is 128 queries of one head.  Causal with seqlen_q > seqlen_k leaves
-// the first nq - nqb query blocks of every head without a key to see; the
-// other `busy' tiles (nqb per head) are numbered t = 0 .. busy - 1: query
-// block nq - 1 - t % nqb (the last first: causal ones are the longest), head
-// t / nqb % Hq, batch t / nqb / Hq.  Block x takes busy tiles x, x +
-// gridDim.x, ...: the grid is at most as many blocks as the device holds at
-// once (op_attn.c), so a block's next tile loads while it finishes the
-// current one; the blocks running at once work on a few heads, whose K and V
-// stay in L2, as the query blocks of a head come first.  Counts fit an int:
-// 2^31 tiles would be 2^38 queries.
-struct attn_grid {
-    int nq, nqb, Hq, hb, busy, group, Sq, Sk;
-};
-struct attn_tile {
-    int q0, hq, b, n_blocks;
-};
-
-// Query blocks with keys: qb * BLOCK_M + BLOCK_M + Sk - Sq > 0 (attn_tile_at's
-// kend > 0), all but the lowest (Sq - Sk) / BLOCK_M ones.
-HK_DEVICE int attn_busy_blocks(int nq, int Sq, int Sk)
-{
-    const int e = Sq - Sk - BLOCK_M;
-    const int empty = !CAUSAL || e < 0 ? 0 : (e / BLOCK_M + 1 < nq ? e / BLOCK_M + 1 : nq);
-    return nq - empty;
-}
-
-HK_DEVICE attn_tile attn_tile_at(const attn_grid &g, int t)
-{
-    attn_tile w;
-    const int r = t / g.nqb;
-    w.q0 = (g.nq - 1 - (t - r * g.nqb)) * BLOCK_M;
-    w.hq = r % g.Hq;
-    w.b = r / g.Hq;
-    // causal: key j visible iff j <= i + (Sk - Sq); blocks past the diagonal never load
-    const int diag = g.Sk - g.Sq;
-    const int kend = CAUSAL ? (w.q0 + BLOCK_M + diag < g.Sk ? w.q0 + BLOCK_M + diag : g.Sk) : g.Sk;
-    w.n_blocks = (kend + BLOCK_N - 1) / BLOCK_N;
-    return w;
-}
-
-// Empty tile e (0 .. (nq - nqb) hb - 1): query block e % (nq - nqb), head and
-// batch from e / (nq - nqb).
-HK_DEVICE attn_tile attn_empty_tile_at(const attn_grid &g, int e)
-{
-    attn_tile w;
-    const int ne = g.nq - g.nqb, r = e / ne;
-    w.q0 = (e - r * ne) * BLOCK_M;
-    w.hq = r % g.Hq;
-    w.b = r / g.Hq;
-    w.n_blocks = 0;
-    return w;
-}
-
-// Where this lane's rows stop seeing keys: wg_full, the last key every row of
-// the warpgroup sees (warpgroup-uniform: blocks up to it skip the mask); klim,
-// the last key of rows row0 and row0 + 8.
-HK_DEVICE void attn_tile_limits(const attn_grid &g, const attn_tile &w, int wg, int row0, int &wg_full,
-                                int (&klim)[2])
-{
-    const int diag = g.Sk - g.Sq;
-    const int wq0 = w.q0 + wg * WG_M;
-    wg_full = CAUSAL ? (wq0 + diag < g.Sk - 1 ? wq0 + diag : g.Sk - 1) : g.Sk - 1;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int qi = w.q0 + row0 + 8 * h;
-        klim[h] = CAUSAL ? (qi + diag < g.Sk - 1 ? qi + diag : g.Sk - 1) : g.Sk - 1;
-    }
-}
-
 // ---- bulk tensor copies (TMA) of K and V, paced by mbarriers ------------------------
 // Per stage s: k_full(s) / v_full(s) (one arrival with the tile's bytes: the
 // copy engine's block landed) and k_empty(s) / v_empty(s) (one arrival per
-// warp: its wgmma reading the block has completed).  The pos-th block of a
-// ring, counted over all the tiles of a thread block, uses stage pos % STAGES
-// in phase pos / STAGES.  Q: q_full (one arrival with the tile's bytes) and
-// q_empty (one arrival per warp: the tile's last S completed).
+// warp: its wgmma reading the block has completed).  Block t of a ring uses
+// stage t % STAGES, its phase t / STAGES.
 HK_DEVICE int k_full(int s) { return BAR_OFF + 8 * s; }
 HK_DEVICE int v_full(int s) { return BAR_OFF + 8 * (STAGES + s); }
 HK_DEVICE int k_empty(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
 HK_DEVICE int v_empty(int s) { return BAR_OFF + 8 * (3 * STAGES + s); }
-HK_DEVICE int q_full() { return BAR_OFF + 8 * (4 * STAGES); }      // Q landed (expect_tx)
-HK_DEVICE int q_empty() { return BAR_OFF + 8 * (4 * STAGES + 1); }  // every warp done with Q
 
-// Producer (one thread): K/V block blk (keys blk * BLOCK_N .., KV head hkv,
-// batch b), the pos-th of its ring at ring_off, once the consumers released
-// the stage's previous block (pos - STAGES): D / 64 boxes of 64 columns x
-// BLOCK_N keys, the 128-byte swizzle of the slabs; keys past seqlen_k read
-// zeros.
-HK_DEVICE void attn_tma_fill(hk_lds_t lds, int ring_off, int full0, int empty0, const hk_tmap *map, int pos,
-                             int blk, int hkv, int b)
+// Producer (one thread): block t of the ring at ring_off (keys t * BLOCK_N ..,
+// KV head hkv, batch b) once the consumers have released block t - STAGES of
+// its stage: D / 64 boxes of 64 columns x BLOCK_N keys, the 128-byte swizzle
+// of the slabs; keys past seqlen_k read zeros.
+HK_DEVICE void attn_tma_fill(hk_lds_t lds, int ring_off, int full0, int empty0, const hk_tmap *map, int t, int hkv,
+                             int b)
 {
-    const int s = pos % STAGES;
-    if (pos >= STAGES)
-        hk_mbar_wait(lds, empty0 + 8 * s, (pos / STAGES + 1) & 1);
+    const int s = t % STAGES;
+    if (t >= STAGES)
+        hk_mbar_wait(lds, empty0 + 8 * s, (t / STAGES + 1) & 1);
     hk_mbar_arrive_expect_tx(lds, full0 + 8 * s, KV_TILE_BYTES);
 #pragma unroll
     for (int sl = 0; sl < D / 64; ++sl)
-        hk_tma_load_4d(lds, ring_off + s * KV_TILE_BYTES + sl * KV_SLAB, map, sl * 64, blk * BLOCK_N, hkv, b,
+        hk_tma_load_4d(lds, ring_off + s * KV_TILE_BYTES + sl * KV_SLAB, map, sl * 64, t * BLOCK_N, hkv, b,
                        full0 + 8 * s);
-}
-
-// The descriptor of the block's next tile, which thread 0 (the producer)
-// writes at the start of each tile, outside the K/V loop, so that its steps
-// in the loop never divide.  t >= g.busy: no next tile.
-struct attn_info {
-    int t, n, hq, hkv, b, q0;
-};
-HK_DEVICE int info_off() { return BAR_OFF + 8 * (4 * STAGES + 2); }
-
-HK_DEVICE void attn_info_put(hk_lds_t lds, const attn_grid &g, int t)
-{
-    hk_u32x4 v, u;
-    v[0] = (unsigned)t, v[1] = v[2] = v[3] = 0;
-    u[0] = u[1] = u[2] = u[3] = 0;
-    if (t < g.busy) {
-        const attn_tile w = attn_tile_at(g, t);
-        v[1] = (unsigned)w.n_blocks, v[2] = (unsigned)w.hq, v[3] = (unsigned)(w.hq / g.group);
-        u[0] = (unsigned)w.b, u[1] = (unsigned)w.q0;
-    }
-    hk_lds_store_b128(lds, info_off(), v);
-    hk_lds_store_b128(lds, info_off() + 16, u);
-}
-
-HK_DEVICE attn_info attn_info_get(hk_lds_t lds)
-{
-    const hk_u32x4 v = hk_lds_load_b128(lds, info_off()), u = hk_lds_load_b128(lds, info_off() + 16);
-    attn_info f;
-    f.t = (int)v[0], f.n = (int)v[1], f.hq = (int)v[2], f.hkv = (int)v[3];
-    f.b = (int)u[0], f.q0 = (int)u[1];
-    return f;
-}
-
-// Q of tile f (D / 64 boxes of 64 columns x 128 queries; queries past
-// seqlen_q read zeros) into the Q tile, paced by q_full / q_empty.
-HK_DEVICE void attn_tma_q(hk_lds_t lds, const hk_tmap *map, const attn_info &f)
-{
-    hk_mbar_arrive_expect_tx(lds, q_full(), Q_BYTES);
-#pragma unroll
-    for (int sl = 0; sl < D / 64; ++sl)
-        hk_tma_load_4d(lds, Q_OFF + sl * Q_SLAB, map, sl * 64, f.q0, f.hq, f.b, q_full());
-}
-
-// First blocks of tile f at ring positions pos ..: K blocks 0 .. nk - 1 and V
-// blocks 0 .. nv - 1 (at most f.n).
-HK_DEVICE void attn_issue_first(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *tv, const attn_info &f, int pos,
-                                int nk, int nv)
-{
-    for (int i = 0; i < nk && i < f.n; ++i)
-        attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, pos + i, i, f.hkv, f.b);
-    for (int i = 0; i < nv && i < f.n; ++i)
-        attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, pos + i, i, f.hkv, f.b);
-}
-
-// Every warp is done with the Q tile (lane 0 arrives); the leader then waits
-// for all of them and loads the Q of the block's next tile, if any, and,
-// unless the loop prefetched them (cross), its first K and V blocks at ring
-// positions pos ...  it: the ordinal of the current tile, the phase of
-// q_empty.
-HK_DEVICE void attn_release_q(hk_lds_t lds, const attn_grid &g, const hk_tmap *tq, const hk_tmap *tk,
-                              const hk_tmap *tv, int it, int pos, bool cross, bool leader)
-{
-    if (hk_lane_id() == 0)
-        hk_mbar_arrive(lds, q_empty());
-    if (leader) {
-        const attn_info f = attn_info_get(lds);
-        if (f.t < g.busy) {
-            hk_mbar_wait(lds, q_empty(), it & 1);
-            attn_tma_q(lds, tq, f);
-            if (!cross)
-                attn_issue_first(lds, tk, tv, f, pos, STAGES - 1, STAGES - 2);
-        }
-    }
 }
 
 // ---- the two products of one warpgroup (issued, not waited for) ------------------
@@ -529,62 +380,62 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
     hk_async_wait<0>();
 }
 
-// Block blk of the next tile (if it has one) at ring position pos.
-HK_DEVICE void attn_fill_next(hk_lds_t lds, const attn_grid &g, int ring_off, int full0, int empty0,
-                              const hk_tmap *map, int pos, int blk)
-{
-    const attn_info f = attn_info_get(lds);
-    if (f.t < g.busy && blk < f.n)
-        attn_tma_fill(lds, ring_off, full0, empty0, map, pos, blk, f.hkv, f.b);
-}
-
-// ---- the K/V loop of one tile with bulk tensor copies -------------------------------------
-// The same products and schedule as attn_kv_loop, no block barrier: the
-// consumers wait k_full before S(j) and v_full before P V(j - 1), and release
-// the stages (k_empty after S(j), v_empty after P V(j - 1)); thread 0, after
-// each iteration's wgmma issues, issues the next K and the next V block of its
-// walks (STAGES - 1 and STAGES - 2 blocks ahead; near a tile's end, the next
-// tile's), and after the tile's last S the next tile's Q.  pos: the K/V
-// blocks this block consumed before this tile; t, it: the tile and its
-// ordinal in this block; next: this block's next tile (g.busy or more:
-// none).  n_blocks > 0.
+// ---- the K/V loop with bulk tensor copies ----------------------------------------
+// The same products and schedule as attn_kv_loop, no block barrier: thread 0
+// issues K(j + STAGES - 1) and V(j + STAGES - 2) in iteration j (after the
+// wgmma issues) into the stages of K(j - 1) (released when S(j - 1) completed
+// in every warp) and V(j - 2) (released when P V(j - 2) completed); the
+// consumers wait k_full before S(j) and v_full before P V(j - 1).  Q is
+// copied by all threads (cp.async) once.
 template <bool POS>
-HK_DEVICE void attn_tile_tma(hk_lds_t lds, const attn_grid &g, const hk_tmap *tq, const hk_tmap *tk,
-                             const hk_tmap *tv, int it, int pos, bool cross, int hkv, int b,
-                             int n_blocks, int wg, int wg_full, const int (&klim)[2], float c, float (&m_run)[2],
-                             float (&l_run)[2], o_acc_t &o)
+HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, const hk_tmap *tk, const hk_tmap *tv,
+                                int hkv, int b, int q0, int Sq, int n_blocks, int wg, int wg_full,
+                                const int (&klim)[2], float c, float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
 {
     const bool leader = hk_thread_id() == 0;
     const int lane = hk_lane_id();
+    if (leader) {
+        hk_tmap_prefetch(tk);
+        hk_tmap_prefetch(tv);
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(lds, k_full(s), 1);
+            hk_mbar_init(lds, v_full(s), 1);
+            hk_mbar_init(lds, k_empty(s), WARPS);
+            hk_mbar_init(lds, v_empty(s), WARPS);
+        }
+        hk_mbar_init_fence();
+        for (int t = 0; t < STAGES - 1 && t < n_blocks; ++t)
+            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, hkv, b);
+        for (int t = 0; t < STAGES - 2 && t < n_blocks; ++t)
+            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, hkv, b);
+    }
+    attn_copy_tile<true, BLOCK_M>(lds, Q_OFF, Qh, q_ss, q0, Sq);
+    hk_async_commit();
+    hk_async_wait<0>();
+    hk_fence_proxy_async();
+    hk_barrier();                                       // Q landed, mbarriers initialised
+
     hk_u32x4 p[PV_STEPS];
     float alpha[2];
     for (int j = 0; j < n_blocks; ++j) {
         const int kb = j * BLOCK_N;
-        const int pk = pos + j;
-        const int sk = pk % STAGES, sv = (pk + STAGES - 1) % STAGES;  // stages of K(j), V(j - 1)
-        hk_mbar_wait(lds, k_full(sk), (pk / STAGES) & 1);
+        const int sk = j % STAGES, sv = (j + STAGES - 1) % STAGES;  // stages of K(j), V(j - 1)
+        hk_mbar_wait(lds, k_full(sk), (j / STAGES) & 1);
 
         s_acc_t s;
         hk_wgmma_fence();
         attn_issue_s(lds, wg, K_OFF + sk * KV_TILE_BYTES, s);
         hk_wgmma_commit();
         if (j > 0) {
-            hk_mbar_wait(lds, v_full(sv), ((pk - 1) / STAGES) & 1);
+            hk_mbar_wait(lds, v_full(sv), ((j - 1) / STAGES) & 1);
             attn_issue_pv(lds, V_OFF + sv * KV_TILE_BYTES, p, o);
         }
         hk_wgmma_commit();
         if (leader) {
-            // K(pk + STAGES - 1) and V(pk + STAGES - 2): blocks of this tile,
-            // or (cross) the first ones of the next
-            const int jk = j + STAGES - 1, jv = j + STAGES - 2;
-            if (jk < n_blocks)
-                attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, pk + STAGES - 1, jk, hkv, b);
-            else if (cross)
-                attn_fill_next(lds, g, K_OFF, k_full(0), k_empty(0), tk, pk + STAGES - 1, jk - n_blocks);
-            if (jv < n_blocks)
-                attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, pk + STAGES - 2, jv, hkv, b);
-            else if (cross)
-                attn_fill_next(lds, g, V_OFF, v_full(0), v_empty(0), tv, pk + STAGES - 2, jv - n_blocks);
+            if (j + STAGES - 1 < n_blocks)
+                attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, j + STAGES - 1, hkv, b);
+            if (j + STAGES - 2 < n_blocks)
+                attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, j + STAGES - 2, hkv, b);
         }
 
         hk_wgmma_wait<1>();                               // S(j)
@@ -596,8 +447,6 @@ HK_DEVICE void attn_tile_tma(hk_lds_t lds, const attn_grid &g, const hk_tmap *tq
             attn_softmax<true, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
         else
             attn_softmax<false, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
-        if (j == n_blocks - 1)                            // the tile's last S is done
-            attn_release_q(lds, g, tq, tk, tv, it, pos + n_blocks, cross, leader);
         hk_wgmma_wait<0>();                               // O += P(j - 1) V(j - 1)
         attn_acc_fence(o);
         if (j > 0 && lane == 0)
@@ -607,38 +456,117 @@ HK_DEVICE void attn_tile_tma(hk_lds_t lds, const attn_grid &g, const hk_tmap *tq
         for (int i = 0; i < PV_STEPS; ++i)
             p[i] = pn[i];
     }
-    const int pl = pos + n_blocks - 1, sv = pl % STAGES;  // the last V block
-    hk_mbar_wait(lds, v_full(sv), (pl / STAGES) & 1);
-    hk_wgmma_fence();
-    attn_issue_pv(lds, V_OFF + sv * KV_TILE_BYTES, p, o);
-    hk_wgmma_commit();
-    hk_wgmma_wait<0>();
-    attn_acc_fence(o);
-    if (lane == 0)
-        hk_mbar_arrive(lds, v_empty(sv));
+    if (n_blocks > 0) {
+        const int sv = (n_blocks - 1) % STAGES;
+        hk_mbar_wait(lds, v_full(sv), ((n_blocks - 1) / STAGES) & 1);
+        hk_wgmma_fence();
+        attn_issue_pv(lds, V_OFF + sv * KV_TILE_BYTES, p, o);
+        hk_wgmma_commit();
+        hk_wgmma_wait<0>();
+        attn_acc_fence(o);
+    }
 }
 
-// ---- a tile's output ----------------------------------------------------------------------
-// The quad's sums, normalise, store rows row0 and row0 + 8 of tile w (lane
-// holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i) and their log-sum-exp.
-HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile &w, int row0, const o_acc_t &o,
-                          const float (&m_run)[2], const float (&l_run)[2])
-{
+// ---- kernel ------------------------------------------------------------------
+]hkm_kernel_begin()[
+    (void)head_dim;
+    (void)causal;
+    (void)batch;
+    const int Sq = seqlen_q, Sk = seqlen_k;
+    const int q0 = (hk_grid_dim_x() - 1 - hk_block_id_x()) * BLOCK_M;
+    const int hq = hk_block_id_y();
+    const int b = hk_block_id_z();
+    const int hkv = hq / (heads_q / heads_k);
+    const int warp = hk_wave_id();
+    const int wg = warp / 4;                             // warpgroup
     const int lane = hk_lane_id();
+
+    const hk_bf16 *Qh = hk_a.Q + (long)b * hk_a.q_stride_b + (long)hq * hk_a.q_stride_h;
+    const hk_bf16 *Kh = hk_a.K + (long)b * hk_a.k_stride_b + (long)hkv * hk_a.k_stride_h;
+    const hk_bf16 *Vh = hk_a.V + (long)b * hk_a.v_stride_b + (long)hkv * hk_a.v_stride_h;
+    hk_bf16 *Oh = hk_a.O + (long)b * hk_a.o_stride_b + (long)hq * hk_a.o_stride_h;
+
+    // 16-byte copies need 8-element strides and 16-byte aligned bases
+    const bool vec = (hk_a.q_stride_b % 8 == 0) && (hk_a.q_stride_s % 8 == 0) && (hk_a.q_stride_h % 8 == 0) &&
+                     ((unsigned long)hk_a.Q % 16 == 0) && (hk_a.k_stride_b % 8 == 0) &&
+                     (hk_a.k_stride_s % 8 == 0) && (hk_a.k_stride_h % 8 == 0) &&
+                     ((unsigned long)hk_a.K % 16 == 0) && (hk_a.v_stride_b % 8 == 0) &&
+                     (hk_a.v_stride_s % 8 == 0) && (hk_a.v_stride_h % 8 == 0) &&
+                     ((unsigned long)hk_a.V % 16 == 0);
+
+    // the copy engine takes K and V when their bases are 16-byte aligned and
+    // every stride is a positive multiple of 8 elements under 2^39 (the
+    // runtime built tmap_k and tmap_v under the same conditions)
+    const bool use_tma = vec && hk_a.k_stride_b > 0 && hk_a.k_stride_s > 0 && hk_a.k_stride_h > 0 &&
+                         hk_a.v_stride_b > 0 && hk_a.v_stride_s > 0 && hk_a.v_stride_h > 0 &&
+                         hk_a.k_stride_b < (1L << 39) && hk_a.k_stride_s < (1L << 39) &&
+                         hk_a.k_stride_h < (1L << 39) && hk_a.v_stride_b < (1L << 39) &&
+                         hk_a.v_stride_s < (1L << 39) && hk_a.v_stride_h < (1L << 39);
+
+    HK_LDS_DECLARE_DYNAMIC();
+
+    // keys the block, this warpgroup and this lane's rows may see
+    const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
+    const int kend = CAUSAL ? (q0 + BLOCK_M + diag < Sk ? q0 + BLOCK_M + diag : Sk) : Sk;
+    const int n_blocks = kend > 0 ? (kend + BLOCK_N - 1) / BLOCK_N : 0;
+    const int wq0 = q0 + wg * WG_M;                      // warpgroup-uniform
+    const int wg_full = CAUSAL ? (wq0 + diag < Sk - 1 ? wq0 + diag : Sk - 1) : Sk - 1;
+    const int row0 = wq0 + (warp % 4) * 16 + (lane >> 2);  // this lane's rows: row0, row0 + 8
+    int klim[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int qi = row0 + 8 * h;
+        klim[h] = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
+    }
+
+    const float c = hk_a.scale * LOG2E;                  // scores in base 2
+
+    o_acc_t o;
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i)
+        o[i] = 0.0f;
     const float neg_inf = -__builtin_huge_valf();
-    hk_bf16 *Oh = a.O + (long)w.b * a.o_stride_b + (long)w.hq * a.o_stride_h;
-    const bool vec_o = (a.o_stride_b % 2 == 0) && (a.o_stride_s % 2 == 0) && (a.o_stride_h % 2 == 0) &&
-                       ((unsigned long)a.O % 4 == 0);
+    float m_run[2] = {neg_inf, neg_inf}, l_run[2] = {0.0f, 0.0f};
+
+#define ATTN_LOOP(VEC, POS)                                                                                 \
+    attn_kv_loop<VEC, POS>(hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, Sq, Sk,   \
+                           n_blocks, wg, wg_full, klim, c, m_run, l_run, o)
+#define ATTN_LOOP_TMA(POS)                                                                                  \
+    attn_kv_loop_tma<POS>(hk_lds, Qh, hk_a.q_stride_s, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, q0, Sq, n_blocks, wg, \
+                          wg_full, klim, c, m_run, l_run, o)
+    if (use_tma) {
+        if (FOLD_SCALE && c > 0.0f)
+            ATTN_LOOP_TMA(FOLD_SCALE);
+        else
+            ATTN_LOOP_TMA(false);
+    } else if (FOLD_SCALE && c > 0.0f) {
+        if (vec)
+            ATTN_LOOP(true, FOLD_SCALE);
+        else
+            ATTN_LOOP(false, FOLD_SCALE);
+    } else {
+        if (vec)
+            ATTN_LOOP(true, false);
+        else
+            ATTN_LOOP(false, false);
+    }
+#undef ATTN_LOOP
+#undef ATTN_LOOP_TMA
+
+    // epilogue: the quad's sums, normalise, store rows row0 and row0 + 8
+    // (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i)
+    const bool vec_o = (hk_a.o_stride_b % 2 == 0) && (hk_a.o_stride_s % 2 == 0) && (hk_a.o_stride_h % 2 == 0) &&
+                       ((unsigned long)hk_a.O % 4 == 0);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float l = l_run[h];
         l += hk_shfl_xor_f32(l, 1);
         l += hk_shfl_xor_f32(l, 2);
-        const int qi = w.q0 + row0 + 8 * h;
-        if (qi >= g.Sq)
+        const int qi = row0 + 8 * h;
+        if (qi >= Sq)
             continue;
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        hk_bf16 *Oq = Oh + (long)qi * a.o_stride_s + (lane & 3) * 2;
+        hk_bf16 *Oq = Oh + (long)qi * hk_a.o_stride_s + (lane & 3) * 2;
 #pragma unroll
         for (int i = 0; i < O_TILES; ++i) {
             const float lo = o[4 * i + 2 * h] * inv, hi = o[4 * i + 2 * h + 1] * inv;
@@ -649,207 +577,9 @@ HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile 
                 hk_global_store_bf16(Oq + i * 8 + 1, hk_f32_to_bf16(hi));
             }
         }
-        if (a.LSE && (lane & 3) == 0)
-            hk_global_store_f32(a.LSE + ((long)w.b * g.Hq + w.hq) * g.Sq + qi,
+        if (hk_a.LSE && (lane & 3) == 0)
+            hk_global_store_f32(hk_a.LSE + ((long)b * heads_q + hq) * Sq + qi,
                                 l > 0.0f ? (m_run[h] + hk_log2f(l)) * LN2 : neg_inf);
-    }
-}
-
-HK_DEVICE void attn_o_init(o_acc_t &o, float (&m_run)[2], float (&l_run)[2])
-{
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i)
-        o[i] = 0.0f;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        m_run[h] = -__builtin_huge_valf();
-        l_run[h] = 0.0f;
-    }
-}
-
-// The output of the tiles without keys (causal, seqlen_q > seqlen_k: rows
-// before the first visible key), spread over the blocks: O = 0, LSE = -inf.
-HK_DEVICE void attn_store_empty(const hk_args &a, const attn_grid &g, int row0)
-{
-    for (int e = hk_block_id_x(); e < (g.nq - g.nqb) * g.hb; e += hk_grid_dim_x()) {
-        o_acc_t o;
-        float m_run[2], l_run[2];
-        attn_o_init(o, m_run, l_run);
-        attn_store(a, g, attn_empty_tile_at(g, e), row0, o, m_run, l_run);
-    }
-}
-
-// ---- a block's tiles ----------------------------------------------------------------------
-// row0: this lane's first row within a tile (the other is row0 + 8).
-HK_DEVICE int attn_row0(void)
-{
-    const int warp = hk_wave_id();
-    return (warp / 4) * WG_M + (warp % 4) * 16 + (hk_lane_id() >> 2);
-}
-
-// Bulk tensor copies: thread 0 sets up the mbarriers and starts the walks
-// (Q of the first tile, STAGES - 1 K blocks, STAGES - 2 V blocks); the ring
-// and the Q tile then pass from tile to tile without a block barrier.
-template <bool POS>
-HK_DEVICE void attn_run_tma(hk_lds_t lds, const hk_args &a, const attn_grid &g, float c)
-{
-    const bool leader = hk_thread_id() == 0;
-    const int wg = hk_wave_id() / 4, row0 = attn_row0();
-    if (leader) {
-        hk_tmap_prefetch(&a.tmap_q);
-        hk_tmap_prefetch(&a.tmap_k);
-        hk_tmap_prefetch(&a.tmap_v);
-        for (int s = 0; s < STAGES; ++s) {
-            hk_mbar_init(lds, k_full(s), 1);
-            hk_mbar_init(lds, v_full(s), 1);
-            hk_mbar_init(lds, k_empty(s), WARPS);
-            hk_mbar_init(lds, v_empty(s), WARPS);
-        }
-        hk_mbar_init(lds, q_full(), 1);
-        hk_mbar_init(lds, q_empty(), WARPS);
-        hk_mbar_init_fence();
-        attn_info_put(lds, g, hk_block_id_x());
-        const attn_info f0 = attn_info_get(lds);
-        if (f0.t < g.busy) {
-            attn_tma_q(lds, &a.tmap_q, f0);
-            attn_issue_first(lds, &a.tmap_k, &a.tmap_v, f0, 0, STAGES - 1, STAGES - 2);
-        }
-    }
-    hk_barrier();                                       // mbarriers initialised
-
-    // The tiles with keys, then the others (O = 0, LSE = -inf): no branch
-    // around the products, or ptxas serialises every wgmma (its C7520).
-    // cross: every tile has the same STAGES - 1 or more blocks (not causal),
-    // so the loop of each tile prefetches the next one's first blocks; else
-    // they load once the tile's last S is done.
-    const bool cross = !CAUSAL && (g.Sk + BLOCK_N - 1) / BLOCK_N >= STAGES - 1;
-    int pos = 0, it = 0;
-    for (int t = hk_block_id_x(); t < g.busy; t += hk_grid_dim_x(), ++it) {
-        const attn_tile w = attn_tile_at(g, t);
-        int wg_full, klim[2];
-        attn_tile_limits(g, w, wg, row0, wg_full, klim);
-        o_acc_t o;
-        float m_run[2], l_run[2];
-        attn_o_init(o, m_run, l_run);
-        if (leader)
-            attn_info_put(lds, g, t + hk_grid_dim_x());   // the next tile, for the producer
-        hk_mbar_wait(lds, q_full(), it & 1);
-        attn_tile_tma<POS>(lds, g, &a.tmap_q, &a.tmap_k, &a.tmap_v, it, pos, cross, w.hq / g.group, w.b,
-                           w.n_blocks, wg, wg_full, klim, c, m_run, l_run, o);
-        pos += w.n_blocks;
-        attn_store(a, g, w, row0, o, m_run, l_run);
-    }
-    attn_store_empty(a, g, row0);
-}
-
-// Asynchronous copies by all threads (cp.async or element loads): one tile at
-// a time, a block barrier between tiles (the next tile's copies overwrite
-// what the last one's products read).
-// The launch's dimensions wait in shared memory (grid_off) between tiles
-// rather than in registers: the d64 kernels hold 128 registers.
-HK_DEVICE int grid_off() { return BAR_OFF + 8 * (4 * STAGES + 2) + 32; }
-
-HK_DEVICE void attn_grid_put(hk_lds_t lds, const attn_grid &g)
-{
-    hk_u32x4 v, u;
-    v[0] = (unsigned)g.nq, v[1] = (unsigned)g.nqb, v[2] = (unsigned)g.Hq, v[3] = (unsigned)g.hb;
-    u[0] = (unsigned)g.busy, u[1] = (unsigned)g.group, u[2] = (unsigned)g.Sq, u[3] = (unsigned)g.Sk;
-    hk_lds_store_b128(lds, grid_off(), v);
-    hk_lds_store_b128(lds, grid_off() + 16, u);
-}
-
-HK_DEVICE attn_grid attn_grid_get(hk_lds_t lds)
-{
-    const hk_u32x4 v = hk_lds_load_b128(lds, grid_off()), u = hk_lds_load_b128(lds, grid_off() + 16);
-    attn_grid g;
-    g.nq = (int)v[0], g.nqb = (int)v[1], g.Hq = (int)v[2], g.hb = (int)v[3];
-    g.busy = (int)u[0], g.group = (int)u[1], g.Sq = (int)u[2], g.Sk = (int)u[3];
-    return g;
-}
-
-template <bool VEC, bool POS>
-HK_DEVICE void attn_run_copy(hk_lds_t lds, const hk_args &a, const attn_grid &g0, float c)
-{
-    const int wg = hk_wave_id() / 4, row0 = attn_row0();
-    if (hk_thread_id() == 0)
-        attn_grid_put(lds, g0);
-    for (int t = hk_block_id_x();; t += hk_grid_dim_x()) {
-        hk_barrier();
-        const attn_grid g = attn_grid_get(lds);
-        if (t >= g.busy)
-            break;
-        const attn_tile w = attn_tile_at(g, t);
-        const int hkv = w.hq / g.group;
-        const hk_bf16 *Qh = a.Q + (long)w.b * a.q_stride_b + (long)w.hq * a.q_stride_h;
-        const hk_bf16 *Kh = a.K + (long)w.b * a.k_stride_b + (long)hkv * a.k_stride_h;
-        const hk_bf16 *Vh = a.V + (long)w.b * a.v_stride_b + (long)hkv * a.v_stride_h;
-        int wg_full, klim[2];
-        attn_tile_limits(g, w, wg, row0, wg_full, klim);
-        o_acc_t o;
-        float m_run[2], l_run[2];
-        attn_o_init(o, m_run, l_run);
-        attn_kv_loop<VEC, POS>(lds, Qh, Kh, Vh, a.q_stride_s, a.k_stride_s, a.v_stride_s, w.q0, g.Sq, g.Sk,
-                               w.n_blocks, wg, wg_full, klim, c, m_run, l_run, o);
-        const attn_grid gs = attn_grid_get(lds);         // reloaded: not live through the loop
-        attn_store(a, gs, attn_tile_at(gs, t), row0, o, m_run, l_run);
-    }
-    attn_store_empty(a, attn_grid_get(lds), row0);
-}
-
-// ---- kernel ------------------------------------------------------------------
-// d64: two blocks per multiprocessor (at most 128 registers; the grid,
-// op_attn.c, launches as many); d128: one.
-#undef HK_BLOCKS_PER_SM
-#define HK_BLOCKS_PER_SM ]m4_ifelse(hkm_param([head_dim]), [64], [2], [1])[
-]hkm_kernel_begin()[
-    (void)head_dim;
-    (void)causal;
-    attn_grid g;
-    g.Sq = seqlen_q;
-    g.Sk = seqlen_k;
-    g.Hq = heads_q;
-    g.group = heads_q / heads_k;
-    g.nq = (seqlen_q + BLOCK_M - 1) / BLOCK_M;
-    g.hb = heads_q * batch;
-    g.nqb = attn_busy_blocks(g.nq, g.Sq, g.Sk);
-    g.busy = g.nqb * g.hb;
-
-    // 16-byte copies need 8-element strides and 16-byte aligned bases
-    const bool vec = (hk_a.q_stride_b % 8 == 0) && (hk_a.q_stride_s % 8 == 0) && (hk_a.q_stride_h % 8 == 0) &&
-                     ((unsigned long)hk_a.Q % 16 == 0) && (hk_a.k_stride_b % 8 == 0) &&
-                     (hk_a.k_stride_s % 8 == 0) && (hk_a.k_stride_h % 8 == 0) &&
-                     ((unsigned long)hk_a.K % 16 == 0) && (hk_a.v_stride_b % 8 == 0) &&
-                     (hk_a.v_stride_s % 8 == 0) && (hk_a.v_stride_h % 8 == 0) &&
-                     ((unsigned long)hk_a.V % 16 == 0);
-
-    // the copy engine takes Q, K and V when their bases are 16-byte aligned
-    // and every stride is a positive multiple of 8 elements under 2^39 (the
-    // runtime built tmap_q, tmap_k and tmap_v under the same conditions)
-    const long lim = 1L << 39;
-    const bool use_tma = vec && hk_a.q_stride_b > 0 && hk_a.q_stride_s > 0 && hk_a.q_stride_h > 0 &&
-                         hk_a.k_stride_b > 0 && hk_a.k_stride_s > 0 && hk_a.k_stride_h > 0 &&
-                         hk_a.v_stride_b > 0 && hk_a.v_stride_s > 0 && hk_a.v_stride_h > 0 &&
-                         hk_a.q_stride_b < lim && hk_a.q_stride_s < lim && hk_a.q_stride_h < lim &&
-                         hk_a.k_stride_b < lim && hk_a.k_stride_s < lim && hk_a.k_stride_h < lim &&
-                         hk_a.v_stride_b < lim && hk_a.v_stride_s < lim && hk_a.v_stride_h < lim;
-
-    HK_LDS_DECLARE_DYNAMIC();
-    const float c = hk_a.scale * LOG2E;                  // scores in base 2
-    if (use_tma) {
-        if (FOLD_SCALE && c > 0.0f)
-            attn_run_tma<FOLD_SCALE>(hk_lds, hk_a, g, c);
-        else
-            attn_run_tma<false>(hk_lds, hk_a, g, c);
-    } else if (FOLD_SCALE && c > 0.0f) {
-        if (vec)
-            attn_run_copy<true, FOLD_SCALE>(hk_lds, hk_a, g, c);
-        else
-            attn_run_copy<false, FOLD_SCALE>(hk_lds, hk_a, g, c);
-    } else {
-        if (vec)
-            attn_run_copy<true, false>(hk_lds, hk_a, g, c);
-        else
-            attn_run_copy<false, false>(hk_lds, hk_a, g, c);
     }
 }
 ]hkm_output_end()

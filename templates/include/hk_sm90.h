@@ -12,8 +12,7 @@
  * the vector types are 8/16-byte aligned structs with operator[].
  *
  * Primitives (one line each):
- *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM) (the skeleton writes `void name(...)`)
- *   HK_BLOCKS_PER_SM          blocks per multiprocessor HK_KERNEL compiles for (default 1; a skeleton may redefine it)
+ *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads) (the skeleton writes `void name(...)`)
  *   HK_DEVICE                 qualifiers of a device helper (static, forced inline)
  *   HK_WAVE_SIZE              lanes per wave (warp): 32
  *   hk_thread_id()            thread id in the (1-D) block
@@ -83,12 +82,7 @@
 
 /* ---- qualifiers ----------------------------------------------------------- */
 #define HK_DEVICE static __device__ __forceinline__
-/* HK_BLOCKS_PER_SM: the blocks per multiprocessor registers are planned for
-   (ptxas caps them at 65536 / (threads x blocks)). */
-#ifndef HK_BLOCKS_PER_SM
-#define HK_BLOCKS_PER_SM 1
-#endif
-#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM)
+#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads)
 #define HK_WAVE_SIZE 32
 
 /* ---- types --------------------------------------------------------------- */
