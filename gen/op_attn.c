@@ -76,9 +76,12 @@ static int attn_args(const op_inst *k, op_arg *a) {
   return n;
 }
 
+/* AMD: 4 waves of 32 queries each. sm_90a: two warpgroups of 64 queries
+   each, and for head_dim 128 a producer warpgroup that feeds them (d64 keeps
+   two blocks per multiprocessor without one). */
 static int attn_block(const op_inst *k) {
-  (void)k;
-  return 256; /* 4 waves of 32 queries each */
+  const tgt_info *t = tgt_find(k->target);
+  return t && !strcmp(t->arch, "sm90") && op_int(k, "head_dim") == 128 ? 384 : 256;
 }
 
 static void attn_grid(const op_inst *k, char out[3][96]) {

@@ -15,8 +15,14 @@ m4_divert(-1)                                                   -*- C -*-
 # run-time ones of the dimensions.
 #
 # Grid: x = cdiv(seqlen_q, 128) (walked last tile first, so that the longest
-# causal tiles start first), y = heads_q, z = batch.  Block: 256 threads = two
-# warpgroups; warpgroup w owns queries q0 + 64 w .. q0 + 64 w + 63.
+# causal tiles start first), y = heads_q, z = batch.  Block: two consumer
+# warpgroups (threads 0 .. 255); warpgroup w owns queries q0 + 64 w .. q0 +
+# 64 w + 63.  d128 adds a producer warpgroup (threads 256 .. 383, 384 in all)
+# whose one thread issues the K/V copies; it hands its registers to the
+# consumers (setmaxnreg: 40 and 232 per thread, hk_regs_shrink/grow) and
+# measured 1-7% faster at 8K-128K keys than thread 0 of a consumer issuing
+# them (docs/PERF.md).  d64 keeps 256 threads, so that two blocks share a
+# multiprocessor.
 #
 # Per warpgroup and K/V block of BLOCK_N keys (d64: 64, d128: 128), wgmma
 # bf16 -> fp32:
@@ -43,14 +49,16 @@ m4_divert(-1)                                                   -*- C -*-
 # of row r of a slab sits at c ^ r % 8 (the wgmma 128-byte swizzle; tiles
 # start on 1024-byte boundaries).  K and V: bulk tensor copies (TMA; kernel
 # arguments tmap_k and tmap_v, 4-D maps {head_dim, seqlen_k, heads_k, batch}
-# that libhkrt builds) issued by thread 0 and paced by mbarriers, `full' and
-# `empty' per stage and tensor, no block barrier (attn_kv_loop_tma), when
+# that libhkrt builds) issued by the producer (d128) or consumer thread 0
+# (d64) and paced by mbarriers, `full' and `empty' per stage and tensor, no
+# block barrier (attn_kv_loop_tma), when
 # both bases are 16-byte aligned and every K and V stride is a positive
 # multiple of 8 elements (the runtime's conditions for building the maps);
-# otherwise asynchronous copies (cp.async, zero fill past seqlen) by all
-# threads, one copy group and one barrier per K/V block (attn_kv_loop).
-# Either way K and V are loaded STAGES - 1 blocks ahead of their use; Q is
-# copied by all threads once.
+# otherwise asynchronous copies (cp.async, zero fill past seqlen) by the
+# consumers, one copy group and one consumer barrier per K/V block
+# (attn_kv_loop).  K and V are loaded STAGES - 1 blocks ahead of their use
+# (the producer: as far as the rings allow); Q is copied by the consumers
+# once.
 # Keys past seqlen_k are zero rows and are masked to -inf; queries past
 # seqlen_q are zero rows and are not stored.  Strides that are not multiples
 # of 8 (or unaligned bases) take element loads into the same tiles.
@@ -61,16 +69,19 @@ hkm_check_one_of([dtype], [bf16])
 hkm_check_one_of([head_dim], [64], [128])
 hkm_if_true([causal], [], [])
 hkm_param([batch])hkm_param([seqlen_q])hkm_param([seqlen_k])hkm_param([heads_q])hkm_param([heads_k])
-m4_ifelse(hkm_block_size, [256], [],
-      [hkm_fatal([attn_fwd needs hkm_block_size 256, got ]hkm_block_size)])
+m4_ifelse(hkm_block_size, m4_ifelse(hkm_param([head_dim]), [128], [384], [256]), [],
+      [hkm_fatal([attn_fwd needs hkm_block_size 384 (d128) or 256 (d64), got ]hkm_block_size)])
 
 hkm_output_begin()m4_dnl
 hkm_file_head()[
 // ---- configuration -----------------------------------------------------
-static constexpr int ATTN_THREADS = ]hkm_block_size[;
+static constexpr int ATTN_THREADS = ]hkm_block_size[;   // two consumer warpgroups (and a producer: d128)
+static constexpr int CONS_THREADS = 256;                   // the consumers: threads 0 .. 255
+static constexpr bool PRODUCER = ATTN_THREADS > CONS_THREADS;  // a producer warpgroup: threads 256 .. 383
+static constexpr int CONS_REGS = 232, PROD_REGS = 40;      // registers per thread after the hand-over
 static constexpr int D = ]hkm_param([head_dim])[;          // head_dim
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
-static constexpr int WGS = ATTN_THREADS / 128;             // warpgroups
+static constexpr int WGS = CONS_THREADS / 128;             // consumer warpgroups
 static constexpr int WG_M = 64;                            // queries per warpgroup
 static constexpr int BLOCK_M = WG_M * WGS;                 // queries per block
 // keys per K/V tile: d64 takes 64 (about 125 registers and 81 KiB of shared
@@ -90,7 +101,7 @@ static constexpr int Q_OFF = 0;
 static constexpr int K_OFF = Q_BYTES;                      // K ring: STAGES tiles
 static constexpr int V_OFF = Q_BYTES + STAGES * KV_TILE_BYTES;  // V ring: STAGES tiles
 static constexpr int BAR_OFF = V_OFF + STAGES * KV_TILE_BYTES;  // mbarriers: full and empty of K and V per stage
-static constexpr int WARPS = ATTN_THREADS / 32;
+static constexpr int WARPS = CONS_THREADS / 32;            // consumer warps
 static constexpr int K_STEPS = D / 16;                     // k16 steps of Q K^T
 static constexpr int PV_STEPS = BLOCK_N / 16;              // k16 steps of P V
 static constexpr int S_TILES = BLOCK_N / 8;                // n8 tiles of S
@@ -146,13 +157,18 @@ HK_DEVICE void attn_copy_chunk(hk_lds_t lds, int off, const hk_bf16 *src, const 
 // of rows tid / CHUNKS + j * ROWS_PER_J: its source advances by ROWS_PER_J rows
 // and its destination by as many 128-byte rows (a multiple of 8: the same
 // swizzle), so only the first address is computed.
-static constexpr int ROWS_PER_J = ATTN_THREADS / CHUNKS;
-static_assert(ATTN_THREADS % CHUNKS == 0 && ROWS_PER_J % 8 == 0, "copy rows keep the swizzle");
+static constexpr int ROWS_PER_J = CONS_THREADS / CHUNKS;
+static_assert(CONS_THREADS % CHUNKS == 0 && ROWS_PER_J % 8 == 0, "copy rows keep the swizzle");
+static_assert(ATTN_THREADS == CONS_THREADS + (PRODUCER ? 128 : 0), "a producer warpgroup after the consumers");
+static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= 65536, "the register file");
+
+// A barrier of the consumer warpgroups only (the producer runs on).
+HK_DEVICE void attn_sync(void) { hk_barrier_part(1, CONS_THREADS); }
 template <bool VEC, int R>
 HK_DEVICE void attn_copy_tile(hk_lds_t lds, int off, const hk_bf16 *head, long ss, int row0, int n)
 {
-    constexpr int PER_THREAD = R * CHUNKS / ATTN_THREADS;
-    static_assert(R * CHUNKS % ATTN_THREADS == 0, "tiles split into 16-byte chunks evenly");
+    constexpr int PER_THREAD = R * CHUNKS / CONS_THREADS;
+    static_assert(R * CHUNKS % CONS_THREADS == 0, "tiles split into 16-byte chunks evenly");
     const int tid = hk_thread_id();
     const int r = tid / CHUNKS, c = tid % CHUNKS;
     const hk_bf16 *src = head + (long)(row0 + r) * ss + c * 8;
@@ -341,7 +357,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
         const int kb = j * BLOCK_N;
         hk_async_wait<STAGES - 2>();
         hk_fence_proxy_async();
-        hk_barrier();
+        attn_sync();
 
         s_acc_t s;
         hk_wgmma_fence();
@@ -370,7 +386,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
         // V(n_blocks - 1): the group after the last one waited for
         hk_async_wait<STAGES - 2>();
         hk_fence_proxy_async();
-        hk_barrier();
+        attn_sync();
         hk_wgmma_fence();
         attn_issue_pv(lds, V_OFF + ((n_blocks - 1) % STAGES) * KV_TILE_BYTES, p, o);
         hk_wgmma_commit();
@@ -381,29 +397,36 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
 }
 
 // ---- the K/V loop with bulk tensor copies ----------------------------------------
-// The same products and schedule as attn_kv_loop, no block barrier: thread 0
-// issues K(j + STAGES - 1) and V(j + STAGES - 2) in iteration j (after the
-// wgmma issues) into the stages of K(j - 1) (released when S(j - 1) completed
-// in every warp) and V(j - 2) (released when P V(j - 2) completed); the
-// consumers wait k_full before S(j) and v_full before P V(j - 1).  Q is
-// copied by all threads (cp.async) once.
+// d128: the producer warpgroup's one thread issues K(t) and V(t) for t = 0,
+// 1, ... (attn_produce), each into its ring's stage t % STAGES once the
+// consumers released the block before it there (K(t - STAGES): S(t - STAGES)
+// completed in every consumer warp; V(t - STAGES): P V(t - STAGES)
+// completed).  d64 (no producer, so that two blocks share a multiprocessor):
+// consumer thread 0 issues K(j + STAGES - 1) and V(j + STAGES - 2) in
+// iteration j after the wgmma issues (the first ones before the loop).  The
+// consumers wait k_full before S(j) and v_full before P V(j - 1), the same
+// products and schedule as attn_kv_loop, without a barrier.  Q is copied by
+// the consumers (cp.async) once.
+HK_DEVICE void attn_produce(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *tv, int hkv, int b, int n_blocks)
+{
+    hk_tmap_prefetch(tk);
+    hk_tmap_prefetch(tv);
+    for (int t = 0; t < n_blocks; ++t) {
+        attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, hkv, b);
+        attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, hkv, b);
+    }
+}
+
 template <bool POS>
 HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, const hk_tmap *tk, const hk_tmap *tv,
                                 int hkv, int b, int q0, int Sq, int n_blocks, int wg, int wg_full,
                                 const int (&klim)[2], float c, float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
 {
-    const bool leader = hk_thread_id() == 0;
     const int lane = hk_lane_id();
+    const bool leader = !PRODUCER && hk_thread_id() == 0;
     if (leader) {
         hk_tmap_prefetch(tk);
         hk_tmap_prefetch(tv);
-        for (int s = 0; s < STAGES; ++s) {
-            hk_mbar_init(lds, k_full(s), 1);
-            hk_mbar_init(lds, v_full(s), 1);
-            hk_mbar_init(lds, k_empty(s), WARPS);
-            hk_mbar_init(lds, v_empty(s), WARPS);
-        }
-        hk_mbar_init_fence();
         for (int t = 0; t < STAGES - 1 && t < n_blocks; ++t)
             attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, hkv, b);
         for (int t = 0; t < STAGES - 2 && t < n_blocks; ++t)
@@ -413,7 +436,7 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, cons
     hk_async_commit();
     hk_async_wait<0>();
     hk_fence_proxy_async();
-    hk_barrier();                                       // Q landed, mbarriers initialised
+    attn_sync();                                        // Q landed
 
     hk_u32x4 p[PV_STEPS];
     float alpha[2];
@@ -505,6 +528,7 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, cons
 
     HK_LDS_DECLARE_DYNAMIC();
 
+
     // keys the block, this warpgroup and this lane's rows may see
     const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
     const int kend = CAUSAL ? (q0 + BLOCK_M + diag < Sk ? q0 + BLOCK_M + diag : Sk) : Sk;
@@ -517,6 +541,29 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, cons
     for (int h = 0; h < 2; ++h) {
         const int qi = row0 + 8 * h;
         klim[h] = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
+    }
+
+    // mbarriers (bulk copies), then (d128) the warpgroups part: the producer
+    // hands registers over to the consumers and, with bulk copies, feeds the
+    // rings
+    if (use_tma && hk_thread_id() == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(hk_lds, k_full(s), 1);
+            hk_mbar_init(hk_lds, v_full(s), 1);
+            hk_mbar_init(hk_lds, k_empty(s), WARPS);
+            hk_mbar_init(hk_lds, v_empty(s), WARPS);
+        }
+        hk_mbar_init_fence();
+    }
+    hk_barrier();
+    if constexpr (PRODUCER) {
+        if (warp >= WARPS) {
+            hk_regs_shrink<PROD_REGS>();
+            if (use_tma && hk_thread_id() == CONS_THREADS)
+                attn_produce(hk_lds, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, n_blocks);
+            return;
+        }
+        hk_regs_grow<CONS_REGS>();
     }
 
     const float c = hk_a.scale * LOG2E;                  // scores in base 2

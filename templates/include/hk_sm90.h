@@ -21,6 +21,11 @@
  *   hk_lane_id()              lane in the warp, 0..31
  *   hk_wave_id()              warp in the block (uniform: shfl from lane 0)
  *   hk_barrier()              block barrier (__syncthreads)
+ *   hk_barrier_part(id, n)    barrier `id' (1..15) of the first n threads to arrive (n a multiple of 32):
+ *                             a barrier among some warps while others run on (bar.sync id, n)
+ *   hk_regs_grow<N>(), hk_regs_shrink<N>()  this warpgroup's registers per thread become N (24..256,
+ *                             a multiple of 8; setmaxnreg, every thread of the warpgroup): warp-specialised
+ *                             blocks hand registers from a copying warpgroup to the computing ones
  *   hk_waitcnt_all()          no-op (loads are waited for at first use; see hk_async_wait)
  *   hk_sched_barrier()        no-op
  *   HK_SETPRIO(p)             no-op
@@ -125,6 +130,17 @@ HK_DEVICE int hk_wave_id(void)
 
 /* ---- synchronisation and scheduling --------------------------------------- */
 HK_DEVICE void hk_barrier(void) { __syncthreads(); }
+HK_DEVICE void hk_barrier_part(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+template <int N> HK_DEVICE void hk_regs_grow(void)
+{
+    static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes 24..256 in steps of 8");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N> HK_DEVICE void hk_regs_shrink(void)
+{
+    static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes 24..256 in steps of 8");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 HK_DEVICE void hk_waitcnt_all(void) {}
 HK_DEVICE void hk_sched_barrier(void) {}
 #define HK_SETPRIO(p) ((void)0)
