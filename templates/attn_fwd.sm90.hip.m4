@@ -160,7 +160,14 @@ HK_DEVICE void attn_copy_chunk(hk_lds_t lds, int off, const hk_bf16 *src, const 
 static constexpr int ROWS_PER_J = CONS_THREADS / CHUNKS;
 static_assert(CONS_THREADS % CHUNKS == 0 && ROWS_PER_J % 8 == 0, "copy rows keep the swizzle");
 static_assert(ATTN_THREADS == CONS_THREADS + (PRODUCER ? 128 : 0), "a producer warpgroup after the consumers");
-static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= 65536, "the register file");
+// setmaxnreg only moves registers within what the block got at launch:
+// ATTN_THREADS x ptxas's count, which __launch_bounds__ caps at 65536 /
+// ATTN_THREADS rounded down to 8 (168 at 384 threads) and which a kernel
+// with setmaxnreg takes whole.  Asking for more hangs the consumers (seen on
+// the H200 with a d64 variant: docs/PERF.md).
+static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
+static_assert(!PRODUCER || CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= ATTN_THREADS * LAUNCH_REGS,
+              "the registers handed over fit the block's launch allocation");
 
 // A barrier of the consumer warpgroups only (the producer runs on).
 HK_DEVICE void attn_sync(void) { hk_barrier_part(1, CONS_THREADS); }
