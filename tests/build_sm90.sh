@@ -86,4 +86,35 @@ assert len(rows) == len(man), (len(rows), len(man))
 for r in rows:
     assert r[1] == "sm_90a" and int(r[2]) == man[r[0]]["vgpr"] and int(r[5]) == man[r[0]]["lds"], r
 PY
-echo "ok: $n sm_90a kernels, no spills; tile and tensor-map checks; inspect agrees"
+# d128 attention: two consumer warpgroups and a producer (384 threads); d64: 256
+python3 - "$m" <<'PY' || fail "attention block sizes (see $m)"
+import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]:
+    if k["op"] == "attn_fwd":
+        want = 384 if k["params"]["head_dim"] == "128" else 256
+        assert k["block"] == [want, 1, 1], (k["name"], k["block"])
+PY
+# ptxas's note that it serialised the wgmma instructions (C7520) fails the
+# build: nvcc wrapped to add the note to its report (a new compiler identity,
+# so nothing comes from the cache)
+real_nvcc=${HKGEN_NVCC:-/usr/local/cuda/bin/nvcc}
+[ -x "$real_nvcc" ] || real_nvcc=$(command -v nvcc)
+cat >"$T/nvcc" <<WRAP
+#!/bin/sh
+if [ "\$1" = --version ]; then "$real_nvcc" --version | sed 's/^Build /Build c7520-note-/'; exit; fi
+"$real_nvcc" "\$@" || exit
+echo "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized (test)" >&2
+WRAP
+chmod +x "$T/nvcc"
+cat >"$T/one.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_fwd
+    head_dim: 128
+    target: sm_90a
+SPEC
+HKGEN_NVCC="$T/nvcc" run_hk "$T/c7520.out" build -q "$T/one.yaml" -o "$T/c7520"
+[ "$rc" != 0 ] || fail "a C7520 note did not fail the build"
+grep -q "ptxas serialises its wgmma instructions (C7520" "$T/c7520.out" || fail "no C7520 message: $(cat "$T/c7520.out")"
+[ ! -e "$T/c7520/manifest.json" ] || fail "a failed build left a manifest"
+echo "ok: $n sm_90a kernels, no spills; tile and tensor-map checks; inspect agrees; C7520 fails a build"
