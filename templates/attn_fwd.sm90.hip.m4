@@ -535,7 +535,6 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, cons
 
     HK_LDS_DECLARE_DYNAMIC();
 
-
     // keys the block, this warpgroup and this lane's rows may see
     const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
     const int kend = CAUSAL ? (q0 + BLOCK_M + diag < Sk ? q0 + BLOCK_M + diag : Sk) : Sk;
