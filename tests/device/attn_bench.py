@@ -25,10 +25,12 @@ Run on the GPU machine, from the repository root (nothing is built there):
 More catalogue folders after the first (variants of the same kernels, A/B
 tests in one run) get the numerics and an hkgen timing per shape too.
 The log goes to $OUT/attn.log (else build/attn.log). Exit status non-zero on
-any numerics failure.
+any numerics failure, and 1 with a traceback when a numerics launch has not
+finished after $ATTN_HANG_S seconds (default 120: a hung kernel).
 """
 import ctypes
 import datetime
+import faulthandler
 import math
 import os
 import subprocess
@@ -52,6 +54,11 @@ LOG = open(os.path.join(out_dir, "attn.log"), "w")
 GUARD = 64
 T_START = time.time()
 DEADLINE = T_START + float(os.environ.get("ATTN_BUDGET_S", "1e9"))
+# A numerics launch that has not finished after ATTN_HANG_S seconds (a hung
+# kernel) ends the run with every thread's traceback, so that it does not use
+# up the device time: faulthandler's watchdog is a C thread, which fires even
+# while the main thread waits in the CUDA driver.
+HANG_S = float(os.environ.get("ATTN_HANG_S", "120"))
 
 
 def log(*a):
@@ -164,8 +171,10 @@ def run_case(k, e, shape, order, pads, offset=0, scale=None, cat=cat):
     for d, x in zip(DIMS, shape):
         if d in e["runtime_params"]:
             vals[d] = x
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
     launcher(k, vals, cat)()
     torch.cuda.synchronize()
+    faulthandler.cancel_dump_traceback_later()
     oref, lref = reference(q, kk, v, causal, scale)
     got = o.double()
     bad = bool((~torch.isfinite(got)).any().item())
@@ -230,9 +239,9 @@ def numerics_of(cat):
         cases.append((s0, "bshd", (3, 5, 1, 3), 0, None))      # odd strides: element loads/stores
         cases.append((s0, "bhsd", (0, 0, 0, 0), 1, None))      # misaligned bases
         cases.append((s0, "bshd", (0, 8, 0, 0), 0, -0.07))     # negative scale
-        # the most tiles of 128 queries: sm_90a blocks walk several of them
+        # element loads at the shape with the most tiles of 128 queries
         sb = max(shapes_for(e), key=lambda s: s[0] * s[3] * ((s[1] + 127) // 128))
-        cases.append((sb, "bhsd", (3, 5, 1, 3), 0, None))      # ... with element loads
+        cases.append((sb, "bhsd", (3, 5, 1, 3), 0, None))
         for (s, order, pads, off, sc) in cases:
             try:
                 eo, el, bad, lm, outside = run_case(k, e, s, order, pads, off, sc, cat)
