@@ -85,8 +85,11 @@ static long long hkrt_expr_name(hkrt_expr *e) {
   if (len == 4 && !memcmp(n, "cdiv", 4) && hkrt_expr_eat(e, '(')) return hkrt_expr_cdiv(e);
   if (len == 3 && !memcmp(n, "min", 3) && hkrt_expr_eat(e, '(')) return hkrt_expr_min(e);
   long long v;
-  if (e->lookup(e->ctx, n, len, &v) < 0)
+  if (e->lookup(e->ctx, n, len, &v) < 0) {
+    if (len == 12 && !memcmp(n, "device_units", 12))
+      return hkrt_expr_fail(e, "device_units (the device's multiprocessor count) is unknown to this backend");
     return hkrt_expr_fail(e, "'%.*s' is not an integer parameter or argument of the kernel", (int)len, n);
+  }
   return v;
 }
 
