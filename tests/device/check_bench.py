@@ -22,6 +22,7 @@ is printed last. Exit status: non-zero on any numerics or sanitizer failure.
 """
 import ctypes
 import datetime
+import faulthandler
 import math
 import os
 import random
@@ -108,9 +109,18 @@ def guarded(n, lead, tail, fill):
     return buf, buf[lead:lead + n]
 
 
+# A launch that has not finished after CHECK_HANG_S seconds (a hung kernel)
+# ends the run with every thread's traceback instead of using up the device
+# time: faulthandler's watchdog is a C thread, which fires even while the main
+# thread waits in the CUDA driver.
+HANG_S = float(os.environ.get("CHECK_HANG_S", "120"))
+
+
 def sync(what):
     try:
+        faulthandler.dump_traceback_later(HANG_S, exit=True)
         torch.cuda.synchronize()
+        faulthandler.cancel_dump_traceback_later()
         return True
     except Exception as e:  # a fault poisons the context; report and stop
         fail(what, "CUDA error after launch: %s" % e)
