@@ -172,9 +172,11 @@ def run_case(k, e, shape, order, pads, offset=0, scale=None, cat=cat):
         if d in e["runtime_params"]:
             vals[d] = x
     faulthandler.dump_traceback_later(HANG_S, exit=True)
-    launcher(k, vals, cat)()
-    torch.cuda.synchronize()
-    faulthandler.cancel_dump_traceback_later()
+    try:
+        launcher(k, vals, cat)()
+        torch.cuda.synchronize()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     oref, lref = reference(q, kk, v, causal, scale)
     got = o.double()
     bad = bool((~torch.isfinite(got)).any().item())

@@ -123,6 +123,7 @@ def sync(what):
         faulthandler.cancel_dump_traceback_later()
         return True
     except Exception as e:  # a fault poisons the context; report and stop
+        faulthandler.cancel_dump_traceback_later()
         fail(what, "CUDA error after launch: %s" % e)
         raise
 
