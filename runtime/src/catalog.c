@@ -356,7 +356,7 @@ static int hkrt_grid_name_known(const void *ctx, const char *name, size_t len, l
   const hkrt_kv *b = hkrt_kernel_baked(k, n);
   const hkrt_karg *a = hkrt_kernel_karg(k, n);
   *v = 1;
-  if (!strcmp(n, "device_units")) return 0; /* known at launch */
+  if (!strcmp(n, HKRT_DEVICE_UNITS)) return 0; /* known at launch */
   return (b && hkrt_parse_ll(b->value, v) == 0) || (a && a->cls == HKRT_KA_INT) ? 0 : -1;
 }
 

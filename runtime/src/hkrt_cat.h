@@ -98,7 +98,10 @@ HKRT_LOCAL int hkrt_fit(const hkrt_kernel *k, const hkrt_problem *pb, const char
                         int *named, char *why, size_t whylen);
 HKRT_LOCAL hkrt_status hkrt_problem_check(const hkrt_problem *pb, const char *fn);
 /* A grid formula: integers, names, '*', cdiv(a,b), min(a,b), parentheses. lookup gives
-   a name's value (0 on success). Writes a reason on failure. */
+   a name's value (0 on success; -1: no such name; -2: a name with no value on
+   this device). Writes a reason on failure. HKRT_DEVICE_UNITS names the
+   device's multiprocessor count, for grids sized to the machine. */
+#define HKRT_DEVICE_UNITS "device_units"
 typedef int (*hkrt_lookup)(const void *ctx, const char *name, size_t len, long long *v);
 HKRT_LOCAL int hkrt_expr_eval(const char *expr, hkrt_lookup lookup, const void *ctx, long long *out,
                               char *err, size_t errlen);

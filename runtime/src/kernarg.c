@@ -85,11 +85,10 @@ static long long hkrt_expr_name(hkrt_expr *e) {
   if (len == 4 && !memcmp(n, "cdiv", 4) && hkrt_expr_eat(e, '(')) return hkrt_expr_cdiv(e);
   if (len == 3 && !memcmp(n, "min", 3) && hkrt_expr_eat(e, '(')) return hkrt_expr_min(e);
   long long v;
-  if (e->lookup(e->ctx, n, len, &v) < 0) {
-    if (len == 12 && !memcmp(n, "device_units", 12))
-      return hkrt_expr_fail(e, "device_units (the device's multiprocessor count) is unknown to this backend");
+  int found = e->lookup(e->ctx, n, len, &v);
+  if (found == -2) return hkrt_expr_fail(e, "'%.*s' has no value on this device", (int)len, n);
+  if (found < 0)
     return hkrt_expr_fail(e, "'%.*s' is not an integer parameter or argument of the kernel", (int)len, n);
-  }
   return v;
 }
 
@@ -267,15 +266,15 @@ static hkrt_status hkrt_pack_missing(const hkrt_pack *p) {
 /* ---- the op's rules and the grid --------------------------------------------------------- */
 
 /* An integer parameter or argument by name: packed value, else baked value;
-   `device_units': the device's multiprocessors (grids of persistent
-   kernels). */
+   HKRT_DEVICE_UNITS: the device's multiprocessors (-2 when its backend cannot
+   tell). */
 static int hkrt_pack_lookup(const void *ctx, const char *name, size_t len, long long *v) {
   const hkrt_pack *p = ctx;
   char n[64];
   if (len >= sizeof n) return -1;
   memcpy(n, name, len);
   n[len] = 0;
-  if (!strcmp(n, "device_units")) return hkrt_device_units(p->k->cat->dev, v) == HKRT_OK ? 0 : -1;
+  if (!strcmp(n, HKRT_DEVICE_UNITS)) return hkrt_device_units(p->k->cat->dev, v) == HKRT_OK ? 0 : -2;
   const hkrt_karg *a = hkrt_kernel_karg(p->k, n);
   if (a && a->cls == HKRT_KA_INT) {
     *v = p->ival[hkrt_karg_index(p, a)];
