@@ -36,9 +36,8 @@ static int attn_check(const op_inst *k, char *msg, size_t n) {
              op_int(k, "heads_k"));
     return -1;
   }
-  const tgt_info *t = tgt_find(k->target);
   long d = op_int(k, "head_dim");
-  if (t && !strcmp(t->arch, "sm90") && d != 64 && d != 128) {
+  if (tgt_is_sm90(k->target) && d != 64 && d != 128) {
     /* the sm_90a tiles are 64-column slabs of Q, K and V */
     snprintf(msg, n, "head_dim %ld is not available for %s; allowed there: 64, 128", d, k->target);
     return -1;
@@ -59,8 +58,7 @@ static int attn_args(const op_inst *k, op_arg *a) {
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
   for (int i = 0; i < 5; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
-  const tgt_info *t = tgt_find(k->target);
-  if (t && !strcmp(t->arch, "sm90")) {
+  if (tgt_is_sm90(k->target)) {
     /* sm_90a: K and V as [batch][heads_k][seqlen_k][head_dim] tensors by
        strides, copied in boxes of 64 columns x BLOCK_N keys of one head
        (128-byte rows, the 128-byte swizzle of the skeleton's slabs) */
@@ -80,8 +78,7 @@ static int attn_args(const op_inst *k, op_arg *a) {
    each, and for head_dim 128 a producer warpgroup that feeds them (d64 keeps
    two blocks per multiprocessor without one). */
 static int attn_block(const op_inst *k) {
-  const tgt_info *t = tgt_find(k->target);
-  return t && !strcmp(t->arch, "sm90") && op_int(k, "head_dim") == 128 ? 384 : 256;
+  return tgt_is_sm90(k->target) && op_int(k, "head_dim") == 128 ? 384 : 256;
 }
 
 static void attn_grid(const op_inst *k, char out[3][96]) {
@@ -254,8 +251,7 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
    targets: static shared memory only. */
 #define ATTN_BAR_BYTES 256
 static int attn_dynamic_lds(const op_inst *k) {
-  const tgt_info *t = tgt_find(k->target);
-  if (!t || strcmp(t->arch, "sm90")) return 0;
+  if (!tgt_is_sm90(k->target)) return 0;
   long d = op_int(k, "head_dim"), block_n = d == 64 ? 64 : 128, stages = d == 64 ? 5 : 3;
   return (int)(128 * d * 2 + stages * 2 * block_n * d * 2 + ATTN_BAR_BYTES + 1024);
 }

@@ -32,10 +32,7 @@ static const op_param gemm_params[] = {
 #define GEMM_SM90_TILE_K 64 /* k per shared-memory stage: templates/gemm.sm90.hip.m4 TILE_K */
 
 /* sm_90a runs on wgmma, fed by bulk tensor copies (TMA). */
-static int gemm_is_wgmma(const op_inst *k) {
-  const tgt_info *t = tgt_find(k->target);
-  return t && !strcmp(t->arch, "sm90");
-}
+static int gemm_is_wgmma(const op_inst *k) { return tgt_is_sm90(k->target); }
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
   if (op_int(k, "tile_n") == 256 && !gemm_is_wgmma(k)) {

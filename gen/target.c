@@ -31,3 +31,8 @@ const tgt_info *tgt_from_elf_mach(unsigned mach) {
 const char *tgt_default_list(void) { return "gfx942,gfx950"; }
 
 int tgt_is_amd(const tgt_info *t) { return t->elf_mach != 0; }
+
+int tgt_is_sm90(const char *target) {
+  const tgt_info *t = tgt_find(target);
+  return t && !strcmp(t->arch, "sm90");
+}

@@ -18,6 +18,8 @@ const tgt_info *tgt_find(const char *name);
 const tgt_info *tgt_from_elf_mach(unsigned mach);
 /* AMD (code objects with comgr metadata) or NVIDIA (cubins from nvcc). */
 int tgt_is_amd(const tgt_info *t);
+/* Whether target (a name) is Hopper's sm_90a (wgmma, bulk tensor copies). */
+int tgt_is_sm90(const char *target);
 /* Targets used when a spec names none. */
 const char *tgt_default_list(void);
 
