@@ -21,7 +21,8 @@ Run on the GPU machine, from the repository root (nothing is built there):
     bf16, d64 and d128, heads 16:16, 32:8, 12:12, 12:4, causal and not,
     seq 8K, 2K, 32K, then 128K, batch x seq = 16K tokens, [B][H][S][D]
     contiguous; TFLOP/s = 4 B H Sq Sk D / time (halved for causal).
-    --quick: seq 8K only; --short: 8K and 2K; --long: 32K and 128K; --d128 / --d64: that head_dim only.
+    --quick: seq 8K only; --short: 8K and 2K; --long: 32K and 128K; --d128 / --d64: that head_dim only;
+    --causal / --noncausal: those shapes only.
 More catalogue folders after the first (variants of the same kernels, A/B
 tests in one run) get the numerics and an hkgen timing per shape too.
 The log goes to $OUT/attn.log (else build/attn.log). Exit status non-zero on
@@ -319,6 +320,10 @@ def bench():
         configs = [c for c in configs if c[1] == 128]
     if "--d64" in flags:
         configs = [c for c in configs if c[1] == 64]
+    if "--causal" in flags:
+        configs = [c for c in configs if c[4]]
+    if "--noncausal" in flags:
+        configs = [c for c in configs if not c[4]]
     for (S, D, Hq, Hk, causal) in configs:
         if time.time() > DEADLINE:
             log("  (stopped: the run's time budget, ATTN_BUDGET_S, is spent; the remaining shapes were not measured)")
