@@ -23,7 +23,8 @@ Run on the GPU machine, from the repository root (nothing is built there):
     contiguous; TFLOP/s = 4 B H Sq Sk D / time (halved for causal).
     --quick: seq 8K only; --short: 8K and 2K; --long: 32K and 128K; --d128 / --d64: that head_dim only;
     --causal / --noncausal: those shapes only.
-More catalogue folders after the first (variants of the same kernels, A/B
+$ATTN_ROUNDS (default 1): time every catalogue that many times, in turn, and
+report the median. More catalogue folders after the first (variants of the same kernels, A/B
 tests in one run) get the numerics and an hkgen timing per shape too.
 The log goes to $OUT/attn.log (else build/attn.log). Exit status non-zero on
 any numerics failure, and 1 with a traceback when a numerics launch has not
@@ -60,6 +61,7 @@ DEADLINE = T_START + float(os.environ.get("ATTN_BUDGET_S", "1e9"))
 # up the device time: faulthandler's watchdog is a C thread, which fires even
 # while the main thread waits in the CUDA driver.
 HANG_S = float(os.environ.get("ATTN_HANG_S", "120"))
+ROUNDS = int(os.environ.get("ATTN_ROUNDS", "1"))
 
 
 def log(*a):
@@ -350,13 +352,21 @@ def bench():
                 res[be.name] = None
                 log("  %s S=%d %d:%d causal=%s: %s" % (be.name, S, Hq, Hk, causal, str(ex).splitlines()[0][:100]))
         cu, fa = res.get("CUDNN_ATTENTION"), res.get("FLASH_ATTENTION")
+        # ATTN_ROUNDS rounds over the catalogues in turn, the median per
+        # catalogue: drifts of the clock hit every variant alike
+        times, errs = [[] for _ in cats], []
+        for rnd in range(ROUNDS):
+            for ci, c in enumerate(cats):
+                k = c.kernel(name, TARGET)
+                vals = bench_vals(k, q, kk, v, o, lse)
+                o.fill_(float("nan"))
+                times[ci].append(med(launcher(k, vals, c)))
+                torch.cuda.synchronize()
+                if rnd == 0:
+                    errs.append(((o.float() - ref.float()).norm() / ref.float().norm()).item()
+                                if ref is not None else float("nan"))
         for ci, c in enumerate(cats):
-            k = c.kernel(name, TARGET)
-            vals = bench_vals(k, q, kk, v, o, lse)
-            o.fill_(float("nan"))
-            t_hk = med(launcher(k, vals, c))
-            torch.cuda.synchronize()
-            err = ((o.float() - ref.float()).norm() / ref.float().norm()).item() if ref is not None else float("nan")
+            t_hk, err = sorted(times[ci])[len(times[ci]) // 2], errs[ci]
             tf = fl / t_hk / 1e9
             fmt = lambda x: "%7.1f" % x if x else "    n/a"
             rat = lambda x: "%6.3f" % (tf / x) if x else "   n/a"
