@@ -109,6 +109,7 @@ static constexpr int O_TILES = D / 8;                      // n8 tiles of O
 static constexpr bool FOLD_SCALE = true;                   // scale > 0: FFMA softmax (attn_softmax POS)
 static constexpr float LOG2E = 1.44269504088896340736f;
 static constexpr float LN2 = 0.693147180559945309417f;
+static constexpr float LAZY_LOG2 = 8.0f;                   // rescale O only when the row max grows by > 2^8
 
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per block");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128, "S is one m64n64 or m64n128 accumulator");
@@ -303,9 +304,13 @@ HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], f
         mx[h] = hk_maxf(mx[h], hk_shfl_xor_f32(mx[h], 2));
         if (POS)
             mx[h] *= c;                                       // -inf stays -inf
-        const float m_new = hk_maxf(m_run[h], mx[h]);
+        // lazy rescaling: the running max moves only when a score exceeds it
+        // by more than 2^LAZY_LOG2; P then stays below 2^LAZY_LOG2 (fine in
+        // bf16 and fp32), O and l keep their common scale, and most blocks
+        // skip the rescale of O (attn_rescale)
+        const float m_new = mx[h] > m_run[h] + LAZY_LOG2 ? mx[h] : m_run[h];  // -inf + 8 = -inf
         const float m_use = m_new == neg_inf ? 0.0f : m_new;  // no key seen yet: keep exp2 finite
-        alpha[h] = hk_exp2f(m_run[h] - m_use);
+        alpha[h] = hk_exp2f(m_run[h] - m_use);             // exactly 1 when the max stays
         neg_m[h] = -m_use;
         m_run[h] = m_new;
     }
@@ -326,8 +331,12 @@ HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], f
         l_run[h] = l_run[h] * alpha[h] + sum[h];
 }
 
+// O *= alpha per row, skipped by the whole warp when none of its rows moved
+// its max (lazy rescaling, attn_softmax)
 HK_DEVICE void attn_rescale(o_acc_t &o, const float (&alpha)[2])
 {
+    if (!hk_warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f))
+        return;
 #pragma unroll
     for (int i = 0; i < O_TILES; ++i) {
         o[4 * i] *= alpha[0];

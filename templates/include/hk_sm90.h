@@ -50,6 +50,7 @@
  *   hk_log2f(x)               fast log2(x) (lg2.approx.ftz; log2(0) = -inf)
  *   hk_maxf(a, b)             larger of two floats (a NaN operand gives the other one)
  *   hk_shfl_xor_f32(x, m)     warp collective: x of lane (lane ^ m) (all 32 lanes must call it)
+ *   hk_warp_any(p)            warp collective: p of any lane (all 32 lanes must call it)
  *  Hopper-only (asynchronous copies, tensor cores):
  *   hk_async_load_b128(l, off, src, n_bytes)   cp.async 16 bytes global -> shared; bytes >= n_bytes (0..16) are 0;
  *                                              src 16-byte aligned; nothing is read when n_bytes == 0
@@ -490,6 +491,7 @@ HK_DEVICE float hk_log2f(float x)
 HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
 
 HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
+HK_DEVICE bool hk_warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
 
 /* ---- attention primitives (sm_90a) ---------------------------------------------------
  * wgmma with A from registers (FlashAttention's O += P V: P is the S accumulator
