@@ -14,9 +14,12 @@ m4_divert(-1)                                                   -*- C -*-
 # strides {q,k,v,o}_stride_{b,s,h} (head_dim contiguous), scale, then the
 # run-time ones of the dimensions.
 #
-# Grid: x = cdiv(seqlen_q, 128) (walked last tile first, so that the longest
-# causal tiles start first), y = heads_q, z = batch.  Block: two consumer
-# warpgroups (threads 0 .. 255); warpgroup w owns queries q0 + 64 w .. q0 +
+# Grid: x = cdiv(seqlen_q, 128), y = heads_q, z = batch: one block per tile
+# of 128 queries of one head.  Without a causal mask block (x, y, z) takes
+# query tile last - x of head y, batch z; with one, blocks take the tiles
+# of a group of heads whose K and V fit in L2 longest first
+# (attn_block_order: at 2K and 8K keys 1-4% faster for d128, 2-11% for d64:
+# docs/PERF.md).  Block: two consumer warpgroups (threads 0 .. 255); warpgroup w owns queries q0 + 64 w .. q0 +
 # 64 w + 63.  d128 adds a producer warpgroup (threads 256 .. 383, 384 in all)
 # whose one thread issues the K/V copies; it hands its registers to the
 # consumers (setmaxnreg: 40 and 232 per thread, hk_regs_shrink/grow) and
@@ -33,7 +36,9 @@ m4_divert(-1)                                                   -*- C -*-
 #                  each n8 tile i: the row max and sum are in-lane reductions
 #                  plus two shuffles.
 #   online softmax in base 2 (log2(e) folded into the scale: one FFMA and
-#                  an exp2 per score when scale > 0), fp32.
+#                  an exp2 per score when scale > 0), fp32; the running max
+#                  moves only when a score passes it by more than 2^8, so
+#                  most blocks skip the rescale of O (lazy rescaling).
 #   O += P V       m64nDk16 with A = P from registers (the S accumulator rounded
 #                  to bf16 pairs is the A fragment as is) and B = V from shared
 #                  memory, MN-major ([key][d], d innermost: the transpose bit).
