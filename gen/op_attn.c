@@ -90,7 +90,8 @@ static void attn_grid(const op_inst *k, char out[3][96]) {
 /* Small shapes for `hkgen test`: the head counts that break other stacks
    (12, 7, 6 per rank; 40:8 = ratio 5; MQA), odd lengths, Sq != Sk, and one
    long enough (400 keys) for the pipelined main loop of 128-key blocks
-   (blocks past the causal diagonal and the last, partial one run apart). */
+   (blocks past the causal diagonal and the last, partial one run apart), and
+   256 keys, whole blocks only, where the main loop takes the last block too. */
 /* A case fits when heads_q is a multiple of heads_k (a baked head count may
    break that for some cases). */
 static int attn_case_fits(const op_inst *k, const long *s) {
@@ -102,7 +103,7 @@ static int attn_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max)
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
   static const long cases[][5] = {{1, 37, 37, 12, 12}, {1, 1, 1, 1, 1},   {2, 65, 129, 6, 2},
                                   {1, 130, 97, 7, 1},  {1, 33, 70, 40, 8}, {1, 129, 129, 12, 4},
-                                  {1, 130, 400, 2, 1}};
+                                  {1, 130, 400, 2, 1}, {2, 100, 256, 6, 2}};
   return et_shapes_from_cases(k, dims, 5, &cases[0][0], (int)(sizeof cases / sizeof cases[0]),
                               attn_case_fits, out, max);
 }

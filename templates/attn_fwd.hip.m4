@@ -36,7 +36,8 @@ m4_divert(-1)                                                   -*- C -*-
 # Pipelining: one LDS stage of BLOCK_N keys (128 on gfx950 up to head_dim 128,
 # else 64 or 32: the most whose stage leaves room for two workgroups per CU),
 # two barriers per block.  Main loop (blocks every query of the workgroup sees
-# wholly, with a whole next block): scores and softmax of block t from LDS;
+# wholly, with a whole next block or, where MAIN_LAST, none): scores and
+# softmax of block t from LDS;
 # barrier; K of t+1 loaded to registers during the first half of P V, then
 # written to LDS; V of t+1 loaded during the second half; barrier; V written.
 # LDS operands of one MFMA k step are read as a group with one LDS wait
@@ -77,6 +78,16 @@ m4_define([hkm_attn_waves],
            hkm_p_head_dim, [128], [2],
            hkm_target, [gfx942], [2], [1])])
 
+# hkm_attn_main_last
+# ------------------
+# Whether the unmasked main loop also takes the last block when it is whole
+# (MAIN_LAST): on gfx942 and gfx950 up to head_dim 128 (gfx950 d128 GQA: 245
+# -> 214 VGPRs); not for 192/256 (gfx950 spilled) nor on gfx90a (d128 went
+# from 3 waves to 2).
+m4_define([hkm_attn_main_last],
+[m4_ifelse(hkm_target, [gfx90a], [false],
+           hkm_p_head_dim, [192], [false], hkm_p_head_dim, [256], [false], [true])])
+
 hkm_output_begin()m4_dnl
 hkm_file_head()[
 // ---- configuration -----------------------------------------------------
@@ -109,6 +120,11 @@ static constexpr int PV_STEPS = 32 / HK_MFMA_K;             // P V MFMAs per sub
 static constexpr int K_VECS = BLOCK_N * D / 8 / ATTN_THREADS;   // 8-bf16 vectors of K per thread
 static constexpr int V_UNITS = BLOCK_N / 2 * D / 8;             // (key pair, 8 d) units of V
 static constexpr int V_REGS = (V_UNITS + ATTN_THREADS - 1) / ATTN_THREADS;
+// The main loop also takes the last block when it is whole (its prefetch
+// re-reads a whole block, unused): the masked tail then vanishes from
+// whole-block shapes, and with it the register peak of baked ones
+// (where: the main-last rule in the m4 part above).
+static constexpr bool MAIN_LAST = ]hkm_attn_main_last[;
 static constexpr float LOG2E = 1.44269504088896340736f;
 static constexpr float LN2 = 0.693147180559945309417f;
 
@@ -362,10 +378,11 @@ HK_DEVICE void attn_pv(hk_lds_t lds, const hk_mfma_ab_t (&p)[SUB_N][PV_STEPS], h
 
 // ---- K/V blocks t0 .. t1 - 1 of one wave --------------------------------------------
 // One LDS stage, two barriers per block (see the top comment).  MAIN: every
-// query of the workgroup sees every key of the block, and block t + 1 exists
-// and lies wholly below seqlen_k (no masks, no clamps, no skipping: the hot
-// loop).  Otherwise per wave: skip the block if none of its queries sees a key
-// of it (wave_last, wave-uniform), else mask it.
+// query of the workgroup sees every key of the block, and block t + 1 lies
+// wholly below seqlen_k or (MAIN_LAST) does not exist, when its prefetch
+// re-reads the last whole block, unused (no masks, no clamps, no skipping:
+// the hot loop).  Otherwise per wave: skip the block if none of its queries
+// sees a key of it (wave_last, wave-uniform), else mask it.
 struct attn_ctx {
     const hk_bf16 *Kh, *Vh;
     long k_ss, v_ss;
@@ -387,15 +404,16 @@ HK_DEVICE void attn_kv_range(hk_lds_t lds, const attn_ctx &x, int t0, int t1,
             attn_softmax<!MAIN>(lds, qop, x.c, kb, x.klim, m_run, l_run, o, p);
         hk_barrier();                                    // K of block t read by every wave
         if constexpr (MAIN) {
+            const int kn = !MAIN_LAST || kb + BLOCK_N < x.Sk - BLOCK_N ? kb + BLOCK_N : x.Sk - BLOCK_N;
             // block t + 1 to registers while P V runs: K during the first
             // half of the subtiles, then to LDS; V during the second half
             // (fewer registers live at once than loading both up front)
             hk_bf16x8 rk[K_VECS];
             hk_bf16x8 rv[V_REGS][2];
-            attn_load_k<VEC, false>(rk, x.Kh, x.k_ss, x.Sk, kb + BLOCK_N);
+            attn_load_k<VEC, false>(rk, x.Kh, x.k_ss, x.Sk, kn);
             attn_pv<true>(lds, p, o, 0, SUB_N / 2);
             attn_store_k(lds, rk);
-            attn_load_v<VEC, false>(rv, x.Vh, x.v_ss, x.Sk, kb + BLOCK_N);
+            attn_load_v<VEC, false>(rv, x.Vh, x.v_ss, x.Sk, kn);
             attn_pv<true>(lds, p, o, SUB_N / 2, SUB_N);
             hk_barrier();                                // V of block t read, K of t + 1 written
             attn_store_v(lds, rv);
@@ -494,12 +512,17 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
     const int wq0 = q0 + wave * 32;                      // wave-uniform
     x.wave_last = CAUSAL ? (wq0 + 31 + diag < Sk - 1 ? wq0 + 31 + diag : Sk - 1) : Sk - 1;
     x.klim = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
-    // blocks every query of the workgroup sees wholly, whose successor exists
-    // and lies below seqlen_k: the unmasked main loop
+    // blocks every query of the workgroup sees wholly: the unmasked main loop,
+    // less one when the block after them exists but is partial (the main
+    // loop prefetches whole blocks only)
     const int wg_full = CAUSAL ? (q0 + diag < Sk - 1 ? q0 + diag : Sk - 1) : Sk - 1;
     int n_main = wg_full >= 0 ? (wg_full + 1) / BLOCK_N : 0;
-    n_main = n_main < x.n_blocks - 1 ? n_main : x.n_blocks - 1;
-    n_main = n_main < Sk / BLOCK_N - 1 ? n_main : Sk / BLOCK_N - 1;
+    if (!MAIN_LAST) {
+        n_main = n_main < x.n_blocks - 1 ? n_main : x.n_blocks - 1;
+        n_main = n_main < Sk / BLOCK_N - 1 ? n_main : Sk / BLOCK_N - 1;
+    } else if (n_main < x.n_blocks && (n_main + 1) * BLOCK_N > Sk) {
+        n_main -= 1;
+    }
     n_main = n_main > 0 ? n_main : 0;
 
     // softmax scale in base 2, made positive: c = |scale| * log2(e) (at least
