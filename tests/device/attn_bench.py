@@ -22,7 +22,8 @@ Run on the GPU machine, from the repository root (nothing is built there):
     seq 8K, 2K, 32K, then 128K, batch x seq = 16K tokens, [B][H][S][D]
     contiguous; TFLOP/s = 4 B H Sq Sk D / time (halved for causal).
     --quick: seq 8K only; --short: 8K and 2K; --long: 32K and 128K; --d128 / --d64: that head_dim only;
-    --causal / --noncausal: those shapes only.
+    --causal / --noncausal: those shapes only; --small: numerics at the shapes of
+    up to 300K query-key pairs per head only (racecheck runs).
 $ATTN_ROUNDS (default 1): time every catalogue that many times, in turn, and
 report the median. More catalogue folders after the first (variants of the same kernels, A/B
 tests in one run) get the numerics and an hkgen timing per shape too.
@@ -216,6 +217,8 @@ def shapes_for(e):
             if d in p:
                 s[i] = int(p[d])
         if s[3] % s[4]:
+            continue
+        if "--small" in flags and s[1] * s[2] > 300000:   # sanitizer runs: the small shapes only
             continue
         if tuple(s) not in out:
             out.append(tuple(s))
