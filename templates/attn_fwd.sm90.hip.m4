@@ -19,8 +19,8 @@ m4_divert(-1)                                                   -*- C -*-
 # query tile last - x of head y, batch z; with one, blocks take the tiles
 # of a group of heads whose K and V fit in L2 longest first
 # (attn_block_order: at 2K and 8K keys 1-4% faster for d128, 2-11% for d64:
-# docs/PERF.md).  Block: two consumer warpgroups (threads 0 .. 255); warpgroup w owns queries q0 + 64 w .. q0 +
-# 64 w + 63.  d128 adds a producer warpgroup (threads 256 .. 383, 384 in all)
+# docs/PERF.md).  Block: two consumer warpgroups (threads 0 .. 255);
+# warpgroup w owns queries q0 + 64 w .. q0 + 64 w + 63.  d128 adds a producer warpgroup (threads 256 .. 383, 384 in all)
 # whose one thread issues the K/V copies; it hands its registers to the
 # consumers (setmaxnreg: 40 and 232 per thread, hk_regs_shrink/grow) and
 # measured 1-7% faster at 8K-128K keys than thread 0 of a consumer issuing
