@@ -513,8 +513,9 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
     x.wave_last = CAUSAL ? (wq0 + 31 + diag < Sk - 1 ? wq0 + 31 + diag : Sk - 1) : Sk - 1;
     x.klim = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
     // blocks every query of the workgroup sees wholly: the unmasked main loop,
-    // less one when the block after them exists but is partial (the main
-    // loop prefetches whole blocks only)
+    // which prefetches whole blocks only: without MAIN_LAST it leaves the last
+    // block and any partial one to the tail loop; with it, it stops one short
+    // only when the block after it exists but is partial
     const int wg_full = CAUSAL ? (q0 + diag < Sk - 1 ? q0 + diag : Sk - 1) : Sk - 1;
     int n_main = wg_full >= 0 ? (wg_full + 1) / BLOCK_N : 0;
     if (!MAIN_LAST) {

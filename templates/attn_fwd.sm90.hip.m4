@@ -20,11 +20,12 @@ m4_divert(-1)                                                   -*- C -*-
 # of a group of heads whose K and V fit in L2 longest first
 # (attn_block_order: at 2K and 8K keys 1-4% faster for d128, 2-11% for d64:
 # docs/PERF.md).  Block: two consumer warpgroups (threads 0 .. 255);
-# warpgroup w owns queries q0 + 64 w .. q0 + 64 w + 63.  d128 adds a producer warpgroup (threads 256 .. 383, 384 in all)
-# whose one thread issues the K/V copies; it hands its registers to the
-# consumers (setmaxnreg: 40 and 232 per thread, hk_regs_shrink/grow) and
-# measured 1-7% faster at 8K-128K keys than thread 0 of a consumer issuing
-# them (docs/PERF.md).  d64 keeps 256 threads, so that two blocks share a
+# warpgroup w owns queries q0 + 64 w .. q0 + 64 w + 63.  d128 adds a
+# producer warpgroup (threads 256 .. 383, 384 in all) whose one thread
+# issues the K/V copies; it hands its registers to the consumers
+# (setmaxnreg: 40 and 232 per thread, hk_regs_shrink/grow) and measured 1-7%
+# faster at 8K-128K keys than thread 0 of a consumer issuing them
+# (docs/PERF.md).  d64 keeps 256 threads, so that two blocks share a
 # multiprocessor.
 #
 # Per warpgroup and K/V block of BLOCK_N keys (d64: 64, d128: 128), wgmma
@@ -315,7 +316,7 @@ HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], f
         // skip the rescale of O (attn_rescale)
         const float m_new = mx[h] > m_run[h] + LAZY_LOG2 ? mx[h] : m_run[h];  // -inf + 8 = -inf
         const float m_use = m_new == neg_inf ? 0.0f : m_new;  // no key seen yet: keep exp2 finite
-        alpha[h] = hk_exp2f(m_run[h] - m_use);             // exactly 1 when the max stays
+        alpha[h] = hk_exp2f(m_run[h] - m_use);             // 1 when the max stays (the skip's test)
         neg_m[h] = -m_use;
         m_run[h] = m_new;
     }
@@ -337,7 +338,8 @@ HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], f
 }
 
 // O *= alpha per row, skipped by the whole warp when none of its rows moved
-// its max (lazy rescaling, attn_softmax)
+// its max (lazy rescaling, attn_softmax).  Correctness never rests on the
+// skip: O and l are scaled by the same alpha whether it is 1 or not.
 HK_DEVICE void attn_rescale(o_acc_t &o, const float (&alpha)[2])
 {
     if (!hk_warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f))

@@ -7,7 +7,7 @@ EMU_DIR=$(cd "$(dirname "$0")" && pwd)
 HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
 . "$EMU_DIR/../lib.sh"
 target=${1:?usage: attn.sh gfx90a|gfx942|gfx950}
-EXPECTED_RUNS=102 # 12 kernels x 8 shapes + 6 kernels (head_dim 96/192/256) x 1
+EXPECTED_RUNS=104 # 12 kernels x 8 shapes + 8 kernels (head_dim 96/192/256, 96 whole blocks) x 1
 run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/attn.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/attn.yaml"
