@@ -455,9 +455,7 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, cons
         for (int t = 0; t < STAGES - 2 && t < n_blocks; ++t)
             attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, hkv, b);
     }
-    attn_copy_tile<true, BLOCK_M>(lds, Q_OFF, Qh, q_ss, q0, Sq);
-    hk_async_commit();
-    hk_async_wait<0>();
+    hk_async_wait<0>();                                 // Q (issued at the kernel's start)
     hk_fence_proxy_async();
     attn_sync();                                        // Q landed
 
@@ -546,6 +544,57 @@ HK_DEVICE void attn_block_order(int tiles, int heads_q, int batch, int ratio, in
     b = pair / heads_q;
 }
 
+// ---- the output tile ---------------------------------------------------------
+// O leaves through shared memory: each warpgroup writes its 64 normalised
+// rows as bf16 into its own rows of the Q tile (free once its last S is
+// done; the same swizzled slabs, so the 4-byte writes of a warp hit 32
+// banks), then copies them out in 16-byte chunks, a row per CHUNKS
+// consecutive threads.  The direct stores (a warp writes 8 rows x 16 bytes
+// per instruction, 2 or 4 bytes per thread) took 5-8% of the warps' time
+// at 2K keys (Nsight Compute, docs/PERF.md).
+HK_DEVICE int attn_stage_off(int r, int chunk16)
+{
+    return Q_OFF + (chunk16 >> 3) * Q_SLAB + r * 128 + (((chunk16 & 7) ^ (r & 7)) << 4);
+}
+
+// This lane's rows r0 and r0 + 8 of the tile, scaled by inv[h], into the
+// staging tile (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i).
+// Both rows share r0 % 8, so eight swizzled chunk addresses serve every
+// store, the rest being immediate offsets.
+HK_DEVICE void attn_stage_o(hk_lds_t lds, int r0, const o_acc_t &o, const float (&inv)[2])
+{
+    int at[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        at[j] = attn_stage_off(r0, j) + 4 * (hk_lane_id() & 3);
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < O_TILES; ++i)
+            hk_lds_store_b32(lds, at[i & 7] + (i >> 3) * Q_SLAB + 8 * h * 128,
+                             hk_f32x2_to_bf16x2(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]));
+}
+
+// Warpgroup wg's staged rows to O (rows q0 + 64 wg .. that are below Sq;
+// O's strides multiples of 8 elements, base 16-byte aligned).  Thread tau
+// of the warpgroup copies chunk tau % CHUNKS of rows tau / CHUNKS + k RPP
+// (RPP = 128 / CHUNKS rows per pass, a multiple of 8: the swizzle is the
+// same in every pass, so a pass only moves both addresses on).
+HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, int Sq, int wg)
+{
+    constexpr int RPP = 128 / CHUNKS;
+    static_assert(RPP % 8 == 0, "a pass keeps the swizzle");
+    const int tau = hk_thread_id() & 127;
+    const int r = wg * WG_M + tau / CHUNKS, c = tau % CHUNKS;
+    const int off = attn_stage_off(r, c);
+    hk_bf16 *dst = Oh + (long)(q0 + r) * o_ss + 8 * c;
+    const int rows = Sq - q0 - r;                        // rows of this thread's column below Sq
+#pragma unroll
+    for (int k = 0; k < WG_M / RPP; ++k)
+        if (k * RPP < rows)
+            hk_global_store_b128(dst + (long)k * RPP * o_ss, hk_lds_load_b128(lds, off + k * RPP * 128));
+}
+
 // ---- kernel ------------------------------------------------------------------
 ]hkm_kernel_begin()[
     (void)head_dim;
@@ -601,6 +650,12 @@ HK_DEVICE void attn_block_order(int tiles, int heads_q, int batch, int ratio, in
     // mbarriers (bulk copies), then (d128) the warpgroups part: the producer
     // hands registers over to the consumers and, with bulk copies, feeds the
     // rings
+    // with bulk copies the consumers start Q's copy first, so that it lands
+    // while the block sets up (attn_kv_loop_tma waits for it)
+    if (use_tma && warp < WARPS) {
+        attn_copy_tile<true, BLOCK_M>(hk_lds, Q_OFF, Qh, hk_a.q_stride_s, q0, Sq);
+        hk_async_commit();
+    }
     if (use_tma && hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hk_mbar_init(hk_lds, k_full(s), 1);
@@ -656,22 +711,39 @@ HK_DEVICE void attn_block_order(int tiles, int heads_q, int batch, int ratio, in
 #undef ATTN_LOOP_TMA
 
     // epilogue: the quad's sums, normalise, store rows row0 and row0 + 8
-    // (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i)
+    // (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i): through
+    // shared memory (attn_stage_o) when O takes 16-byte stores, else directly
+    const bool o16 = (hk_a.o_stride_b % 8 == 0) && (hk_a.o_stride_s % 8 == 0) && (hk_a.o_stride_h % 8 == 0) &&
+                     ((unsigned long)hk_a.O % 16 == 0);
     const bool vec_o = (hk_a.o_stride_b % 2 == 0) && (hk_a.o_stride_s % 2 == 0) && (hk_a.o_stride_h % 2 == 0) &&
                        ((unsigned long)hk_a.O % 4 == 0);
+    float inv[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float l = l_run[h];
         l += hk_shfl_xor_f32(l, 1);
         l += hk_shfl_xor_f32(l, 2);
+        inv[h] = l > 0.0f ? 1.0f / l : 0.0f;
+        const int qi = row0 + 8 * h;
+        if (hk_a.LSE && (lane & 3) == 0 && qi < Sq)
+            hk_global_store_f32(hk_a.LSE + ((long)b * heads_q + hq) * Sq + qi,
+                                l > 0.0f ? (m_run[h] + hk_log2f(l)) * LN2 : neg_inf);
+    }
+    if (o16) {
+        attn_stage_o(hk_lds, row0 - q0, o, inv);
+        hk_barrier_part(2 + wg, 128);                    // the warpgroup's rows are staged
+        attn_store_staged(hk_lds, Oh, hk_a.o_stride_s, q0, Sq, wg);
+        return;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
         const int qi = row0 + 8 * h;
         if (qi >= Sq)
             continue;
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         hk_bf16 *Oq = Oh + (long)qi * hk_a.o_stride_s + (lane & 3) * 2;
 #pragma unroll
         for (int i = 0; i < O_TILES; ++i) {
-            const float lo = o[4 * i + 2 * h] * inv, hi = o[4 * i + 2 * h + 1] * inv;
+            const float lo = o[4 * i + 2 * h] * inv[h], hi = o[4 * i + 2 * h + 1] * inv[h];
             if (vec_o) {
                 hk_global_store_b32(Oq + i * 8, hk_f32x2_to_bf16x2(lo, hi));
             } else {
@@ -679,9 +751,6 @@ HK_DEVICE void attn_block_order(int tiles, int heads_q, int batch, int ratio, in
                 hk_global_store_bf16(Oq + i * 8 + 1, hk_f32_to_bf16(hi));
             }
         }
-        if (hk_a.LSE && (lane & 3) == 0)
-            hk_global_store_f32(hk_a.LSE + ((long)b * heads_q + hq) * Sq + qi,
-                                l > 0.0f ? (m_run[h] + hk_log2f(l)) * LN2 : neg_inf);
     }
 }
 ]hkm_output_end()

@@ -39,4 +39,5 @@ for path in sys.argv[1:]:
         if any('HGMMA' in t for _, t in body):
             hist = collections.Counter(opcode(t) for _, t in body)
             print("  %#x-%#x %d instructions:" % (ins[s][0], ins[e][0], e - s + 1),
-                  " ".join("%s %d" % kv for kv in hist.most_common(14)))
+                  " ".join("%s %d" % kv for kv in hist.most_common(14)),
+                  "| BSSY %d BSYNC %d" % (hist["BSSY"], hist["BSYNC"]))
