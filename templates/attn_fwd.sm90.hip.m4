@@ -49,7 +49,7 @@ m4_divert(-1)                                                   -*- C -*-
 #
 # Shared memory (dynamic, hkm_dynamic_lds bytes: op_attn.c attn_dynamic_lds):
 # the Q tile (BLOCK_M x D), a ring of STAGES K tiles and one of STAGES V
-# tiles (BLOCK_N x D each); d64: 5 stages, 97 KiB and about 121 registers, so
+# tiles (BLOCK_N x D each); d64: 5 stages, 97 KiB and at most 128 registers, so
 # two blocks share a multiprocessor; d128: 3 stages, 225 KiB, one block.  A
 # tile is stored as D/64 slabs of 64 columns (128-byte rows); 16-byte chunk c
 # of row r of a slab sits at c ^ r % 8 (the wgmma 128-byte swizzle; tiles
@@ -64,7 +64,12 @@ m4_divert(-1)                                                   -*- C -*-
 # consumers, one copy group and one consumer barrier per K/V block
 # (attn_kv_loop).  K and V are loaded STAGES - 1 blocks ahead of their use
 # (the producer: as far as the rings allow); Q is copied by the consumers
-# once.
+# once (with bulk copies before the block's set-up, so that it lands
+# meanwhile).  O leaves through shared memory: each warpgroup stages its
+# normalised rows in its own rows of the Q tile, then stores 16-byte chunks,
+# a row per D / 8 threads (attn_stage_o, attn_store_staged; direct 4-byte
+# stores where O's strides or base do not allow 16 bytes).  At 2K keys that
+# was 3-6% faster for d128 (docs/PERF.md).
 # Keys past seqlen_k are zero rows and are masked to -inf; queries past
 # seqlen_q are zero rows and are not stored.  Strides that are not multiples
 # of 8 (or unaligned bases) take element loads into the same tiles.

@@ -4,14 +4,19 @@ instruction stall samples (`ncu -i R --page source --print-source sass
 --csv`): the share of samples inside the innermost loops that hold HGMMA
 (the K/V loops) against the rest (set-up, first and last blocks of a tile,
 epilogue), and the instructions outside those loops with the most samples.
-    python3 tests/device/pc_regions.py SOURCE.csv [TOP]"""
+The samples outside the loops are split into those before the busiest loop
+(the block's set-up, Q, the first block) and after it (the last P V, the
+epilogue, and the producer warp's code, which the compiler places last: its
+wait loop is usually the top instruction listed).
+    python3 tests/device/pc_regions.py SOURCE.csv[.gz] [TOP]"""
 import csv
+import gzip
 import re
 import sys
 
 
 def rows(path):
-    with open(path, newline="") as f:
+    with (gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")) as f:
         lines = f.readlines()
     head = next(i for i, l in enumerate(lines) if l.startswith('"Address"'))
     rd = csv.DictReader(lines[head:])
@@ -55,6 +60,11 @@ def main():
     out = [(n, a, t) for k, (a, t, n) in enumerate(ins) if k not in inside]
     n_out = sum(n for n, _, _ in out)
     print("  outside the loops: %d samples (%.1f%%)" % (n_out, 100.0 * n_out / total))
+    if hot:
+        first, last = max(hot, key=lambda r: sum(ins[k][2] for k in range(r[0], r[1] + 1)))
+        n_pre = sum(ins[k][2] for k in range(first) if k not in inside)
+        n_post = sum(ins[k][2] for k in range(last + 1, len(ins)) if k not in inside)
+        print("    before the busiest loop: %.1f%%; after it: %.1f%%" % (100.0 * n_pre / total, 100.0 * n_post / total))
     for n, a, t in sorted(out, reverse=True)[:top]:
         print("    %#07x %7d %5.2f%%  %s" % (a, n, 100.0 * n / total, t[:90]))
 
