@@ -95,8 +95,9 @@ static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
 static constexpr int WGS = CONS_THREADS / 128;             // consumer warpgroups
 static constexpr int WG_M = 64;                            // queries per warpgroup
 static constexpr int BLOCK_M = WG_M * WGS;                 // queries per block
-// keys per K/V tile: d64 takes 64 (about 125 registers and 81 KiB of shared
-// memory: two blocks per multiprocessor), d128 128 (one block)
+// keys per K/V tile: d64 takes 64 (at most 128 registers, which
+// tests/build_sm90.sh checks, and 97 KiB of shared memory: two blocks per
+// multiprocessor), d128 128 (one block)
 static constexpr int BLOCK_N = D == 64 ? 64 : 128;
 static constexpr bool FAST_COPY = true;                    // whole tiles: unrolled copies without bounds checks
 static constexpr int CHUNKS = D / 8;                       // 16-byte chunks per row
@@ -446,8 +447,8 @@ HK_DEVICE void attn_produce(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *tv, 
 }
 
 template <bool POS>
-HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_bf16 *Qh, long q_ss, const hk_tmap *tk, const hk_tmap *tv,
-                                int hkv, int b, int q0, int Sq, int n_blocks, int wg, int wg_full,
+HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *tv, int hkv, int b, int n_blocks,
+                                int wg, int wg_full,
                                 const int (&klim)[2], float c, float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
 {
     const int lane = hk_lane_id();
@@ -652,11 +653,11 @@ HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, i
         klim[h] = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
     }
 
-    // mbarriers (bulk copies), then (d128) the warpgroups part: the producer
+    // With bulk copies the consumers start Q's copy first, so that it lands
+    // while the block sets up (attn_kv_loop_tma waits for it).  Then the
+    // mbarriers (bulk copies) and (d128) the warpgroups part: the producer
     // hands registers over to the consumers and, with bulk copies, feeds the
-    // rings
-    // with bulk copies the consumers start Q's copy first, so that it lands
-    // while the block sets up (attn_kv_loop_tma waits for it)
+    // rings.
     if (use_tma && warp < WARPS) {
         attn_copy_tile<true, BLOCK_M>(hk_lds, Q_OFF, Qh, hk_a.q_stride_s, q0, Sq);
         hk_async_commit();
@@ -694,8 +695,8 @@ HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, i
     attn_kv_loop<VEC, POS>(hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, Sq, Sk,   \
                            n_blocks, wg, wg_full, klim, c, m_run, l_run, o)
 #define ATTN_LOOP_TMA(POS)                                                                                  \
-    attn_kv_loop_tma<POS>(hk_lds, Qh, hk_a.q_stride_s, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, q0, Sq, n_blocks, wg, \
-                          wg_full, klim, c, m_run, l_run, o)
+    attn_kv_loop_tma<POS>(hk_lds, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, n_blocks, wg, wg_full, klim, c, m_run,    \
+                          l_run, o)
     if (use_tma) {
         if (FOLD_SCALE && c > 0.0f)
             ATTN_LOOP_TMA(FOLD_SCALE);
@@ -717,8 +718,12 @@ HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, i
 
     // epilogue: the quad's sums, normalise, store rows row0 and row0 + 8
     // (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i): through
-    // shared memory (attn_stage_o) when O takes 16-byte stores, else directly
-    const bool o16 = (hk_a.o_stride_b % 8 == 0) && (hk_a.o_stride_s % 8 == 0) && (hk_a.o_stride_h % 8 == 0) &&
+    // shared memory (attn_stage_o) when O takes 16-byte stores and K/V came
+    // by bulk copies, else directly.  (The cp.async path has no consumer
+    // barrier after Q's copy in a tile without K/V blocks, and a thread
+    // copies Q rows of both warpgroups: staging there could overwrite rows
+    // still landing.)
+    const bool o16 = use_tma && (hk_a.o_stride_b % 8 == 0) && (hk_a.o_stride_s % 8 == 0) && (hk_a.o_stride_h % 8 == 0) &&
                      ((unsigned long)hk_a.O % 16 == 0);
     const bool vec_o = (hk_a.o_stride_b % 2 == 0) && (hk_a.o_stride_s % 2 == 0) && (hk_a.o_stride_h % 2 == 0) &&
                        ((unsigned long)hk_a.O % 4 == 0);

@@ -94,6 +94,38 @@ for k in json.load(open(sys.argv[1]))["kernels"]:
         want = 384 if k["params"]["head_dim"] == "128" else 256
         assert k["block"] == [want, 1, 1], (k["name"], k["block"])
 PY
+# d64 attention keeps two blocks per multiprocessor (16 warps): its 256
+# threads must stay at 128 registers or fewer, which nothing else enforces
+# (one more halves its occupancy); d128 is one block of 12 warps
+cat >"$T/d64.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_fwd
+    name: a
+    head_dim: [64, 128]
+    causal: [true, false]
+    target: sm_90a
+  - op: attn_fwd
+    name: baked
+    head_dim: 64
+    causal: true
+    batch: 2
+    seqlen_q: 77
+    seqlen_k: 200
+    heads_q: 12
+    heads_k: 4
+    target: sm_90a
+SPEC
+run_hk "$T/d64.out" build -q "$T/d64.yaml" -o "$T/d64"
+expect_rc 0 "hkgen build (attention occupancy spec)"
+python3 - "$T/d64/manifest.json" <<'PY' || fail "attention occupancy (see $T/d64/manifest.json)"
+import json, sys
+ks = json.load(open(sys.argv[1]))["kernels"]
+assert len(ks) == 5, len(ks)
+for k in ks:
+    want = 12 if k["params"]["head_dim"] == "128" else 16
+    assert k["resources"]["warps_per_sm"] == want, (k["name"], k["resources"])
+PY
 # ptxas's note that it serialised the wgmma instructions (C7520) fails the
 # build: nvcc wrapped to add the note to its report (a new compiler identity,
 # so nothing comes from the cache)
@@ -117,4 +149,4 @@ HKGEN_NVCC="$T/nvcc" run_hk "$T/c7520.out" build -q "$T/one.yaml" -o "$T/c7520"
 [ "$rc" != 0 ] || fail "a C7520 note did not fail the build"
 grep -q "ptxas serialises its wgmma instructions (C7520" "$T/c7520.out" || fail "no C7520 message: $(cat "$T/c7520.out")"
 [ ! -e "$T/c7520/manifest.json" ] || fail "a failed build left a manifest"
-echo "ok: $n sm_90a kernels, no spills; tile and tensor-map checks; inspect agrees; C7520 fails a build"
+echo "ok: $n sm_90a kernels, no spills; tile and tensor-map checks; inspect agrees; attention occupancy; C7520 fails a build"
