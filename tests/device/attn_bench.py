@@ -11,7 +11,9 @@ Run on the GPU machine, from the repository root (nothing is built there):
     and an fp64 log-sum-exp, on a grid of shapes: odd lengths, Sq != Sk
     (causal rows with no visible key: O = 0, LSE = -inf), heads 12:12, 12:4,
     40:8, 7:1 (MQA), BSHD and BHSD layouts with padded rows, one odd-stride
-    case (element-load path) and a misaligned base. O and LSE are poisoned with
+    case (element-load path), a misaligned base, O rows padded by 2 (4-byte
+    stores) and, where a shape has them, causal tiles that see no key with
+    misaligned inputs (the cp.async path). O and LSE are poisoned with
     NaN first; rel L2 < 1e-2 for O and for LSE (finite entries; -inf must
     match), no NaN/Inf in O, O's row padding and guards untouched.
 (b) benchmarks, triton.testing.do_bench medians (warm-up 25 ms, rep 100 ms,
@@ -251,6 +253,13 @@ def numerics_of(cat):
         cases.append((s0, "bshd", (3, 5, 1, 3), 0, None))      # odd strides: element loads/stores
         cases.append((s0, "bhsd", (0, 0, 0, 0), 1, None))      # misaligned bases
         cases.append((s0, "bshd", (0, 8, 0, 0), 0, -0.07))     # negative scale
+        cases.append((s0, "bshd", (0, 0, 0, 2), 0, None))      # O rows of D + 2: its 4-byte stores
+        # misaligned Q/K/V (cp.async path) with tiles that see no key
+        # (causal, seqlen_q - seqlen_k >= 128), O aligned: the epilogue of a
+        # tile without K/V blocks
+        se = next((s for s in shapes_for(e) if s[1] - s[2] >= 128), None)
+        if se:
+            cases.append((se, "bhsd", (0, 0, 0, 0), 1, None))
         # element loads at the shape with the most tiles of 128 queries
         sb = max(shapes_for(e), key=lambda s: s[0] * s[3] * ((s[1] + 127) // 128))
         cases.append((sb, "bhsd", (3, 5, 1, 3), 0, None))
