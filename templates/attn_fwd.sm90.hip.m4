@@ -553,16 +553,11 @@ HK_DEVICE void attn_block_order(int tiles, int heads_q, int batch, int ratio, in
 // ---- the output tile ---------------------------------------------------------
 // O leaves through shared memory: each warpgroup writes its 64 normalised
 // rows as bf16 into its own rows of the Q tile (free once its last S is
-// done; the same swizzled slabs, so the 4-byte writes of a warp hit 32
+// done; the same swizzled slabs, swz, so the 4-byte writes of a warp hit 32
 // banks), then copies them out in 16-byte chunks, a row per CHUNKS
 // consecutive threads.  The direct stores (a warp writes 8 rows x 16 bytes
 // per instruction, 2 or 4 bytes per thread) took 5-8% of the warps' time
 // at 2K keys (Nsight Compute, docs/PERF.md).
-HK_DEVICE int attn_stage_off(int r, int chunk16)
-{
-    return Q_OFF + (chunk16 >> 3) * Q_SLAB + r * 128 + (((chunk16 & 7) ^ (r & 7)) << 4);
-}
-
 // This lane's rows r0 and r0 + 8 of the tile, scaled by inv[h], into the
 // staging tile (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i).
 // Both rows share r0 % 8, so eight swizzled chunk addresses serve every
@@ -572,7 +567,7 @@ HK_DEVICE void attn_stage_o(hk_lds_t lds, int r0, const o_acc_t &o, const float 
     int at[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j)
-        at[j] = attn_stage_off(r0, j) + 4 * (hk_lane_id() & 3);
+        at[j] = Q_OFF + swz<BLOCK_M>(r0, j) + 4 * (hk_lane_id() & 3);
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -592,7 +587,7 @@ HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, i
     static_assert(RPP % 8 == 0, "a pass keeps the swizzle");
     const int tau = hk_thread_id() & 127;
     const int r = wg * WG_M + tau / CHUNKS, c = tau % CHUNKS;
-    const int off = attn_stage_off(r, c);
+    const int off = Q_OFF + swz<BLOCK_M>(r, c);
     hk_bf16 *dst = Oh + (long)(q0 + r) * o_ss + 8 * c;
     const int rows = Sq - q0 - r;                        // rows of this thread's column below Sq
 #pragma unroll
