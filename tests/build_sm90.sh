@@ -86,23 +86,16 @@ assert len(rows) == len(man), (len(rows), len(man))
 for r in rows:
     assert r[1] == "sm_90a" and int(r[2]) == man[r[0]]["vgpr"] and int(r[5]) == man[r[0]]["lds"], r
 PY
-# d128 attention: two consumer warpgroups and a producer (384 threads); d64: 256
-python3 - "$m" <<'PY' || fail "attention block sizes (see $m)"
-import json, sys
-for k in json.load(open(sys.argv[1]))["kernels"]:
-    if k["op"] == "attn_fwd":
-        want = 384 if k["params"]["head_dim"] == "128" else 256
-        assert k["block"] == [want, 1, 1], (k["name"], k["block"])
-PY
-# d64 attention keeps two blocks per multiprocessor (16 warps): its 256
-# threads must stay at 128 registers or fewer, which nothing else enforces
-# (one more halves its occupancy); d128 is one block of 12 warps
+# Attention blocks: d128 two consumer warpgroups and a producer (384
+# threads), one block of 12 warps per multiprocessor; d64 256 threads and
+# two blocks (16 warps), so at most 128 registers, which nothing else
+# enforces (one more halves its occupancy).  d128 kernels: models.yaml's.
 cat >"$T/d64.yaml" <<'SPEC'
 hkgen: 1
 kernels:
   - op: attn_fwd
     name: a
-    head_dim: [64, 128]
+    head_dim: 64
     causal: [true, false]
     target: sm_90a
   - op: attn_fwd
@@ -118,13 +111,15 @@ kernels:
 SPEC
 run_hk "$T/d64.out" build -q "$T/d64.yaml" -o "$T/d64"
 expect_rc 0 "hkgen build (attention occupancy spec)"
-python3 - "$T/d64/manifest.json" <<'PY' || fail "attention occupancy (see $T/d64/manifest.json)"
+python3 - "$T/d64/manifest.json" "$T/models/manifest.json" <<'PY' || fail "attention blocks and occupancy (see $T/d64, $T/models)"
 import json, sys
-ks = json.load(open(sys.argv[1]))["kernels"]
-assert len(ks) == 5, len(ks)
+ks = [k for f in sys.argv[1:] for k in json.load(open(f))["kernels"] if k["op"] == "attn_fwd"]
+assert sum(k["params"]["head_dim"] == "64" for k in ks) == 3, len(ks)
+assert sum(k["params"]["head_dim"] == "128" for k in ks) == 5, len(ks)
 for k in ks:
-    want = 12 if k["params"]["head_dim"] == "128" else 16
-    assert k["resources"]["warps_per_sm"] == want, (k["name"], k["resources"])
+    d128 = k["params"]["head_dim"] == "128"
+    assert k["block"] == [384 if d128 else 256, 1, 1], (k["name"], k["block"])
+    assert k["resources"]["warps_per_sm"] == (12 if d128 else 16), (k["name"], k["resources"])
 PY
 # ptxas's note that it serialised the wgmma instructions (C7520) fails the
 # build: nvcc wrapped to add the note to its report (a new compiler identity,

@@ -11,8 +11,9 @@ wait loop is usually the top instruction listed).
     python3 tests/device/pc_regions.py SOURCE.csv[.gz] [TOP]"""
 import csv
 import gzip
-import re
 import sys
+
+from sass_loops import loops   # the same loop finder as the SASS listings'
 
 
 def rows(path):
@@ -41,15 +42,8 @@ def main():
             continue
         ins.append((a, r[src_k].strip(), n))
     ins.sort()
-    index = {a: i for i, (a, _, _) in enumerate(ins)}
-    loops = []
-    for i, (a, t, _) in enumerate(ins):
-        m = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", t)
-        if m and int(m.group(1), 16) <= a and int(m.group(1), 16) in index:
-            loops.append((index[int(m.group(1), 16)], i))
-    loops = [(s, e) for s, e in loops
-             if not any(s <= s2 and e2 <= e and (s2, e2) != (s, e) for s2, e2 in loops)]
-    hot = [(s, e) for s, e in loops if any("HGMMA" in ins[k][1] for k in range(s, e + 1))]
+    hot = [(s, e) for s, e in loops([(a, t) for a, t, _ in ins])
+           if any("HGMMA" in ins[k][1] for k in range(s, e + 1))]
     inside = set(k for s, e in hot for k in range(s, e + 1))
     total = sum(n for _, _, n in ins) or 1
     print("%s: %d instructions, %d samples; HGMMA loops %s" % (path, len(ins), total,
@@ -69,4 +63,5 @@ def main():
         print("    %#07x %7d %5.2f%%  %s" % (a, n, 100.0 * n / total, t[:90]))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -18,6 +18,8 @@ def load(path):
 
 
 def loops(ins):
+    """Innermost loops of ins ((address, text) in address order): (first,
+    last) index pairs, a loop being a backward branch and its target."""
     index = {a: i for i, (a, _) in enumerate(ins)}
     found = []
     for i, (a, text) in enumerate(ins):
@@ -31,13 +33,19 @@ def opcode(text):
     return re.sub(r'^@!?U?P\w+\s+', '', text).split()[0].split('.')[0]
 
 
-for path in sys.argv[1:]:
-    ins = load(path)
-    print(path)
-    for s, e in loops(ins):
-        body = ins[s:e + 1]
-        if any('HGMMA' in t for _, t in body):
-            hist = collections.Counter(opcode(t) for _, t in body)
-            print("  %#x-%#x %d instructions:" % (ins[s][0], ins[e][0], e - s + 1),
-                  " ".join("%s %d" % kv for kv in hist.most_common(14)),
-                  "| BSSY %d BSYNC %d" % (hist["BSSY"], hist["BSYNC"]))
+
+def main():
+    for path in sys.argv[1:]:
+        ins = load(path)
+        print(path)
+        for s, e in loops(ins):
+            body = ins[s:e + 1]
+            if any('HGMMA' in t for _, t in body):
+                hist = collections.Counter(opcode(t) for _, t in body)
+                print("  %#x-%#x %d instructions:" % (ins[s][0], ins[e][0], e - s + 1),
+                      " ".join("%s %d" % kv for kv in hist.most_common(14)),
+                      "| BSSY %d BSYNC %d" % (hist["BSSY"], hist["BSYNC"]))
+
+
+if __name__ == "__main__":
+    main()
