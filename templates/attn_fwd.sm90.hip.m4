@@ -255,30 +255,47 @@ HK_DEVICE void attn_tma_fill(hk_lds_t lds, int ring_off, int full0, int empty0, 
 }
 
 // ---- the two products of one warpgroup (issued, not waited for) ------------------
-// S = Q K^T: A = the warpgroup's 64 rows of Q, B = the K tile at k_off; a k16
-// step inside a 128-byte row adds 32 bytes to the start address, a slab adds
-// the slab's bytes.
-HK_DEVICE void attn_issue_s(hk_lds_t lds, int wg, int k_off, s_acc_t &s)
+// wgmma descriptors, built once before a K/V loop: this warpgroup's rows of
+// the Q tile and stage 0 of the K and V rings.  A stage or a k-step is then a
+// constant add (hk_wgmma_desc_add), so that no HGMMA waits on a descriptor's
+// mask-shift-or chain (the persistent kernels' loops did: docs/PERF.md).
+struct attn_descs {
+    unsigned long long q, k, v;
+};
+HK_DEVICE attn_descs attn_descs_make(hk_lds_t lds, int wg)
+{
+    return {hk_wgmma_desc(lds, Q_OFF + wg * WG_M * 128, 16, 1024, 1), hk_wgmma_desc(lds, K_OFF, 16, 1024, 1),
+            hk_wgmma_desc(lds, V_OFF, KV_SLAB, 1024, 1)};
+}
+HK_DEVICE unsigned long long attn_desc_k(const attn_descs &d, int st)
+{
+    return hk_wgmma_desc_add(d.k, st * KV_TILE_BYTES);
+}
+HK_DEVICE unsigned long long attn_desc_v(const attn_descs &d, int st)
+{
+    return hk_wgmma_desc_add(d.v, st * KV_TILE_BYTES);
+}
+
+// S = Q K^T: A = the warpgroup's 64 rows of Q (qd), B = a K tile (kd); a
+// k16 step inside a 128-byte row adds 32 bytes to the start address, a slab
+// adds the slab's bytes.
+HK_DEVICE void attn_issue_s(unsigned long long qd, unsigned long long kd, s_acc_t &s)
 {
 #pragma unroll
     for (int kk = 0; kk < K_STEPS; ++kk) {
         const int step = (kk & 3) * 32;
-        const unsigned long long da =
-            hk_wgmma_desc(lds, Q_OFF + (kk >> 2) * Q_SLAB + wg * WG_M * 128 + step, 16, 1024, 1);
-        const unsigned long long db = hk_wgmma_desc(lds, k_off + (kk >> 2) * KV_SLAB + step, 16, 1024, 1);
-        attn_wgmma_ss(s, da, db, kk > 0);
+        attn_wgmma_ss(s, hk_wgmma_desc_add(qd, (kk >> 2) * Q_SLAB + step),
+                      hk_wgmma_desc_add(kd, (kk >> 2) * KV_SLAB + step), kk > 0);
     }
 }
 
-// O += P V: A = P (registers), B = the V tile at v_off, MN-major: a k16 step
-// is 16 key rows (2048 bytes), the 64-column slabs are KV_SLAB apart (lbo).
-HK_DEVICE void attn_issue_pv(hk_lds_t lds, int v_off, const hk_u32x4 (&p)[PV_STEPS], o_acc_t &o)
+// O += P V: A = P (registers), B = a V tile (vd), MN-major: a k16 step is 16
+// key rows (2048 bytes), the 64-column slabs are KV_SLAB apart (lbo).
+HK_DEVICE void attn_issue_pv(unsigned long long vd, const hk_u32x4 (&p)[PV_STEPS], o_acc_t &o)
 {
 #pragma unroll
-    for (int ks = 0; ks < PV_STEPS; ++ks) {
-        const unsigned long long db = hk_wgmma_desc(lds, v_off + ks * 16 * 128, KV_SLAB, 1024, 1);
-        attn_wgmma_rs(o, p[ks], db, 1);
-    }
+    for (int ks = 0; ks < PV_STEPS; ++ks)
+        attn_wgmma_rs(o, p[ks], hk_wgmma_desc_add(vd, ks * 16 * 128), 1);
 }
 
 // ---- online softmax of one S block ---------------------------------------------------
@@ -382,6 +399,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
 
     hk_u32x4 p[PV_STEPS];
     float alpha[2];
+    const attn_descs dsc = attn_descs_make(lds, wg);
     for (int j = 0; j < n_blocks; ++j) {
         const int kb = j * BLOCK_N;
         hk_async_wait<STAGES - 2>();
@@ -390,10 +408,10 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
 
         s_acc_t s;
         hk_wgmma_fence();
-        attn_issue_s(lds, wg, K_OFF + (j % STAGES) * KV_TILE_BYTES, s);
+        attn_issue_s(dsc.q, attn_desc_k(dsc, j % STAGES), s);
         hk_wgmma_commit();
         if (j > 0)
-            attn_issue_pv(lds, V_OFF + ((j - 1) % STAGES) * KV_TILE_BYTES, p, o);
+            attn_issue_pv(attn_desc_v(dsc, (j - 1) % STAGES), p, o);
         hk_wgmma_commit();
         attn_load_kv<VEC>(lds, Kh, Vh, k_ss, v_ss, j + STAGES - 1, j + STAGES - 2, n_blocks, Sk);
 
@@ -417,7 +435,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
         hk_fence_proxy_async();
         attn_sync();
         hk_wgmma_fence();
-        attn_issue_pv(lds, V_OFF + ((n_blocks - 1) % STAGES) * KV_TILE_BYTES, p, o);
+        attn_issue_pv(attn_desc_v(dsc, (n_blocks - 1) % STAGES), p, o);
         hk_wgmma_commit();
         hk_wgmma_wait<0>();
         attn_acc_fence(o);
@@ -467,6 +485,7 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *
 
     hk_u32x4 p[PV_STEPS];
     float alpha[2];
+    const attn_descs dsc = attn_descs_make(lds, wg);
     for (int j = 0; j < n_blocks; ++j) {
         const int kb = j * BLOCK_N;
         const int sk = j % STAGES, sv = (j + STAGES - 1) % STAGES;  // stages of K(j), V(j - 1)
@@ -474,11 +493,11 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *
 
         s_acc_t s;
         hk_wgmma_fence();
-        attn_issue_s(lds, wg, K_OFF + sk * KV_TILE_BYTES, s);
+        attn_issue_s(dsc.q, attn_desc_k(dsc, sk), s);
         hk_wgmma_commit();
         if (j > 0) {
             hk_mbar_wait(lds, v_full(sv), ((j - 1) / STAGES) & 1);
-            attn_issue_pv(lds, V_OFF + sv * KV_TILE_BYTES, p, o);
+            attn_issue_pv(attn_desc_v(dsc, sv), p, o);
         }
         hk_wgmma_commit();
         if (leader) {
@@ -510,7 +529,7 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *
         const int sv = (n_blocks - 1) % STAGES;
         hk_mbar_wait(lds, v_full(sv), ((n_blocks - 1) / STAGES) & 1);
         hk_wgmma_fence();
-        attn_issue_pv(lds, V_OFF + sv * KV_TILE_BYTES, p, o);
+        attn_issue_pv(attn_desc_v(dsc, sv), p, o);
         hk_wgmma_commit();
         hk_wgmma_wait<0>();
         attn_acc_fence(o);

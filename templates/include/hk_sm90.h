@@ -62,7 +62,7 @@
  *   hk_mma_16x8x16(a, b, acc)         acc(16x8 fp32) += A(16x16 bf16) * B(16x8 bf16), one warp (mma.sync)
  *   hk_mma_acc_t, hk_mma_acc_zero()   the 4-float accumulator of one lane
  *   hk_wgmma_64xNx16 (N = 32, 64, 128, 256), hk_wgmma_64xNx16_tb (B MN-major; N = 64, 128, 256),
- *   hk_wgmma_accN_t, hk_wgmma_desc, hk_wgmma_fence/commit/wait<N>,
+ *   hk_wgmma_accN_t, hk_wgmma_desc, hk_wgmma_desc_add, hk_wgmma_fence/commit/wait<N>,
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
  *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tmap_prefetch
  *                                    mbarriers and bulk tensor copies (TMA; see below)
@@ -320,6 +320,15 @@ HK_DEVICE unsigned long long hk_wgmma_desc(hk_lds_t l, int off, int lbo, int sbo
     const unsigned long long addr = (unsigned long long)(((l.addr + (unsigned)off) & 0x3ffffu) >> 4);
     return addr | ((unsigned long long)((lbo >> 4) & 0x3fff) << 16) | ((unsigned long long)((sbo >> 4) & 0x3fff) << 32)
            | ((unsigned long long)swizzle << 62);
+}
+// desc moved on by `bytes' (a multiple of 16; the result inside shared
+// memory): the start-address field (bits 0-13, address / 16 of an 18-bit
+// shared-memory address) cannot carry, so a 32-bit add on the low word does
+// it, one instruction instead of hk_wgmma_desc's mask-shift-or chain.
+HK_DEVICE unsigned long long hk_wgmma_desc_add(unsigned long long desc, int bytes)
+{
+    const unsigned lo = (unsigned)desc + ((unsigned)bytes >> 4);
+    return (desc & 0xffffffff00000000ull) | lo;
 }
 
 HK_DEVICE void hk_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
