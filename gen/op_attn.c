@@ -45,6 +45,14 @@ static int attn_check(const op_inst *k, char *msg, size_t n) {
   return 0;
 }
 
+/* sm_90a head_dim 128: blocks stay resident and walk tiles (causal: pairs
+   of tiles), the producer warpgroup loading a tile's Q and first K/V blocks
+   while the consumers finish the one before (tmap_q; at most device_units
+   blocks). */
+static int attn_persistent(const op_inst *k) {
+  return tgt_is_sm90(k->target) && op_int(k, "head_dim") == 128;
+}
+
 static int attn_args(const op_inst *k, op_arg *a) {
   int n = 0;
   op_arg_add(a, &n, "const hk_bf16 *", "Q");
@@ -68,6 +76,13 @@ static int attn_args(const op_inst *k, op_arg *a) {
     const char *const ks[] = {"k_stride_s", "k_stride_h", "k_stride_b"};
     const char *const vs[] = {"v_stride_s", "v_stride_h", "v_stride_b"};
     op_tmap tk = op_tmap_make("K", 4, kd, ks, box, 128), tv = op_tmap_make("V", 4, kd, vs, box, 128);
+    if (attn_persistent(k)) { /* the producer also loads Q: 128 queries of one head */
+      const int qbox[] = {64, 128, 1, 1};
+      const char *const qd[] = {"head_dim", "seqlen_q", "heads_q", "batch"};
+      const char *const qs[] = {"q_stride_s", "q_stride_h", "q_stride_b"};
+      op_tmap tq = op_tmap_make("Q", 4, qd, qs, qbox, 128);
+      op_arg_tmap(a, &n, "tmap_q", &tq);
+    }
     op_arg_tmap(a, &n, "tmap_k", &tk);
     op_arg_tmap(a, &n, "tmap_v", &tv);
   }
@@ -82,6 +97,19 @@ static int attn_block(const op_inst *k) {
 }
 
 static void attn_grid(const op_inst *k, char out[3][96]) {
+  if (attn_persistent(k)) {
+    /* as many blocks as the device holds at once (one per SM), walking the
+       tiles of 128 queries of one head (attn_fwd.sm90.hip.m4) */
+    if (op_int(k, "causal"))
+      snprintf(out[0], 96, "min(cdiv(cdiv(%s,128),2)*%s*%s,device_units)", op_term(k, "seqlen_q"), op_term(k, "heads_q"),
+               op_term(k, "batch"));
+    else
+      snprintf(out[0], 96, "min(cdiv(%s,128)*%s*%s,device_units)", op_term(k, "seqlen_q"), op_term(k, "heads_q"),
+               op_term(k, "batch"));
+    snprintf(out[1], 96, "1");
+    snprintf(out[2], 96, "1");
+    return;
+  }
   snprintf(out[0], 96, "cdiv(%s,128)", op_term(k, "seqlen_q"));
   snprintf(out[1], 96, "%s", op_term(k, "heads_q"));
   snprintf(out[2], 96, "%s", op_term(k, "batch"));

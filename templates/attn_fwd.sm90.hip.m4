@@ -1,7 +1,7 @@
 m4_divert(-1)                                                   -*- C -*-
 # attn_fwd.sm90.hip.m4 - attention forward, NVIDIA Hopper (sm_90a) version of
-# attn_fwd.hip.m4 on warpgroup MMA (wgmma): the same parameters, kernel
-# arguments, grid, block and semantics.
+# attn_fwd.hip.m4 on warpgroup MMA (wgmma): the same parameters and
+# semantics; d128 adds a kernel argument (tmap_q) and has a grid of its own.
 #
 #   O[b][i][h][:] = sum_j softmax_j(scale * q_i . k_j) v_j     (keys j of KV head h / (Hq/Hk))
 #   LSE[b][h][i]  = log sum_j exp(scale * q_i . k_j)          (fp32, [batch][heads_q][seqlen_q])
@@ -14,12 +14,18 @@ m4_divert(-1)                                                   -*- C -*-
 # strides {q,k,v,o}_stride_{b,s,h} (head_dim contiguous), scale, then the
 # run-time ones of the dimensions.
 #
-# Grid: x = cdiv(seqlen_q, 128), y = heads_q, z = batch: one block per tile
-# of 128 queries of one head.  Without a causal mask block (x, y, z) takes
-# query tile last - x of head y, batch z; with one, blocks take the tiles
-# of a group of heads whose K and V fit in L2 longest first
-# (attn_block_order: at 2K and 8K keys 1-4% faster for d128, 2-11% for d64:
-# docs/PERF.md).  Block: two consumer warpgroups (threads 0 .. 255);
+# Tiles of 128 queries of one head.  d64: a block per tile, grid x =
+# cdiv(seqlen_q, 128), y = heads_q, z = batch; without a causal mask block
+# (x, y, z) takes query tile last - x of head y, batch z; with one, blocks
+# take the tiles of a group of heads whose K and V fit in L2 longest first
+# (attn_block_order: at 2K and 8K keys 2-11% faster for d64: docs/PERF.md).
+# d128: persistent, min(work, device_units) blocks along x that walk the
+# tiles (attn_walk; with a causal mask the work is pairs of tiles of one
+# head, the p-th longest and the p-th shortest); the producer loads the
+# next tile's Q (tmap_q) and first K/V blocks while the consumers finish
+# the current one, so a tile's set-up overlaps the one before (against a
+# block per tile: 2K keys 1-10% faster, 128K 1-6% slower; docs/PERF.md).
+# Block: two consumer warpgroups (threads 0 .. 255);
 # warpgroup w owns queries q0 + 64 w .. q0 + 64 w + 63.  d128 adds a
 # producer warpgroup (threads 256 .. 383, 384 in all) whose one thread
 # issues the K/V copies; it hands its registers to the consumers
@@ -65,11 +71,10 @@ m4_divert(-1)                                                   -*- C -*-
 # (attn_kv_loop).  K and V are loaded STAGES - 1 blocks ahead of their use
 # (the producer: as far as the rings allow); Q is copied by the consumers
 # once (with bulk copies before the block's set-up, so that it lands
-# meanwhile).  O leaves through shared memory: each warpgroup stages its
-# normalised rows in its own rows of the Q tile, then stores 16-byte chunks,
-# a row per D / 8 threads (attn_stage_o, attn_store_staged; direct 4-byte
-# stores where O's strides or base do not allow 16 bytes).  At 2K keys that
-# was 3-6% faster for d128 (docs/PERF.md).
+# meanwhile; d128: by the producer, a bulk copy per tile).  O: a 4 x 4
+# transpose of 32-bit words within each quad (two rounds of shuffles) gives
+# every lane 16 consecutive bytes of a row, one 16-byte store (attn_store;
+# 4- or 2-byte stores where O's strides or base do not allow 16 bytes).
 # Keys past seqlen_k are zero rows and are masked to -inf; queries past
 # seqlen_q are zero rows and are not stored.  Strides that are not multiples
 # of 8 (or unaligned bases) take element loads into the same tiles.
@@ -89,6 +94,8 @@ hkm_file_head()[
 static constexpr int ATTN_THREADS = ]hkm_block_size[;   // two consumer warpgroups (and a producer: d128)
 static constexpr int CONS_THREADS = 256;                   // the consumers: threads 0 .. 255
 static constexpr bool PRODUCER = ATTN_THREADS > CONS_THREADS;  // a producer warpgroup: threads 256 .. 383
+// d128: blocks stay resident and walk tiles (attn_main_ws); d64: a block per tile
+static constexpr bool PERSIST = PRODUCER;
 static constexpr int CONS_REGS = 232, PROD_REGS = 40;      // registers per thread after the hand-over
 static constexpr int D = ]hkm_param([head_dim])[;          // head_dim
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
@@ -127,7 +134,7 @@ static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per bloc
 static_assert(BLOCK_N == 64 || BLOCK_N == 128, "S is one m64n64 or m64n128 accumulator");
 static_assert(STAGES * STAGE_BYTES + Q_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds must hold Q, the K and V rings and the mbarriers (op_attn.c attn_dynamic_lds)");
-static_assert(4 * STAGES * 8 <= BAR_BYTES, "four mbarriers per stage");
+static_assert((4 * STAGES + 2) * 8 <= BAR_BYTES, "four mbarriers per stage, two for Q");
 static_assert(STAGES >= 3, "K: one read, one or more in flight; V: one read, one landed, one or more in flight");
 static_assert(Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 
@@ -227,6 +234,122 @@ HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
     hk_async_commit();
 }
 
+// ---- the launch's tiles --------------------------------------------------------------
+// A tile is 128 queries of one head.  Causal with seqlen_q > seqlen_k leaves
+// the first nq - nqb query blocks of every head without a key to see; the
+// other `busy' tiles (nqb per head) are numbered t = 0 .. busy - 1: query
+// block nq - 1 - t % nqb (the last first: causal ones are the longest), head
+// t / nqb % Hq, batch t / nqb / Hq.  d128 blocks take busy tiles x, x +
+// gridDim.x, ... (x = blockIdx.x): without a causal mask the grid is at most
+// as many blocks as the device holds at once (op_attn.c), so that the
+// producer loads a block's next tile while the consumers finish the current
+// one; with one, a block per tile (their costs differ: the hardware balances
+// them).  The blocks running at once work on a few heads, whose K and V stay
+// in L2, as the query blocks of a head come first.  Counts fit an int: 2^31
+// tiles would be 2^38 queries.  (d64: one block per tile, grid x = query
+// block, y = head, z = batch.)
+struct attn_grid {
+    int nq, nqb, Hq, hb, busy, group, Sq, Sk;
+};
+struct attn_tile {
+    int q0, hq, b, n_blocks;
+};
+
+// Query blocks with keys: qb * BLOCK_M + BLOCK_M + Sk - Sq > 0 (attn_tile_at's
+// kend > 0), all but the lowest (Sq - Sk) / BLOCK_M ones.
+HK_DEVICE int attn_busy_blocks(int nq, int Sq, int Sk)
+{
+    if (Sk <= 0)
+        return 0;                                     // no keys: every tile is empty
+    const int e = Sq - Sk - BLOCK_M;
+    const int empty = !CAUSAL || e < 0 ? 0 : (e / BLOCK_M + 1 < nq ? e / BLOCK_M + 1 : nq);
+    return nq - empty;
+}
+
+HK_DEVICE attn_grid attn_grid_make(int Sq, int Sk, int heads_q, int heads_k, int batch)
+{
+    attn_grid g;
+    g.Sq = Sq;
+    g.Sk = Sk;
+    g.Hq = heads_q;
+    g.group = heads_q / heads_k;
+    g.nq = (Sq + BLOCK_M - 1) / BLOCK_M;
+    g.nqb = attn_busy_blocks(g.nq, Sq, Sk);
+    g.hb = heads_q * batch;
+    g.busy = g.nqb * g.hb;
+    return g;
+}
+
+HK_DEVICE attn_tile attn_tile_at(const attn_grid &g, int t)
+{
+    attn_tile w;
+    const int r = t / g.nqb;
+    w.q0 = (g.nq - 1 - (t - r * g.nqb)) * BLOCK_M;
+    w.hq = r % g.Hq;
+    w.b = r / g.Hq;
+    // causal: key j visible iff j <= i + (Sk - Sq); blocks past the diagonal never load
+    const int diag = g.Sk - g.Sq;
+    const int kend = CAUSAL ? (w.q0 + BLOCK_M + diag < g.Sk ? w.q0 + BLOCK_M + diag : g.Sk) : g.Sk;
+    w.n_blocks = (kend + BLOCK_N - 1) / BLOCK_N;
+    return w;
+}
+
+// The k-th tile of this block (k = 0, 1, ...); false past its last.  Without
+// a causal mask busy tiles x, x + gridDim.x, ... (x = blockIdx.x); with one,
+// units x, x + gridDim.x, ... of two tiles of one head, the p-th longest and
+// the p-th shortest (tiles k = 2u, 2u + 1), whose costs add up to about the
+// same in every unit; the middle tile of an odd count comes once
+// (n_blocks = 0 the second time: skipped).
+HK_DEVICE bool attn_walk(const attn_grid &g, int k, attn_tile &w)
+{
+    if (!CAUSAL) {
+        const int t = hk_block_id_x() + k * hk_grid_dim_x();
+        if (t >= g.busy)
+            return false;
+        w = attn_tile_at(g, t);
+        return true;
+    }
+    const int per_head = (g.nqb + 1) / 2;
+    const int unit = hk_block_id_x() + (k >> 1) * hk_grid_dim_x();
+    if (unit >= per_head * g.hb)
+        return false;
+    const int r = unit / per_head, p = unit - r * per_head;
+    const int i = (k & 1) ? g.nqb - 1 - p : p;
+    w = attn_tile_at(g, r * g.nqb + i);
+    if ((k & 1) && i == p)
+        w.n_blocks = 0;
+    return true;
+}
+
+// Empty tile e (0 .. (nq - nqb) hb - 1): query block e % (nq - nqb), head and
+// batch from e / (nq - nqb).
+HK_DEVICE attn_tile attn_empty_tile_at(const attn_grid &g, int e)
+{
+    attn_tile w;
+    const int ne = g.nq - g.nqb, r = e / ne;
+    w.q0 = (e - r * ne) * BLOCK_M;
+    w.hq = r % g.Hq;
+    w.b = r / g.Hq;
+    w.n_blocks = 0;
+    return w;
+}
+
+// Where this lane's rows stop seeing keys: wg_full, the last key every row of
+// the warpgroup sees (warpgroup-uniform: blocks up to it skip the mask); klim,
+// the last key of rows row0 and row0 + 8.
+HK_DEVICE void attn_tile_limits(const attn_grid &g, const attn_tile &w, int wg, int row0, int &wg_full,
+                                int (&klim)[2])
+{
+    const int diag = g.Sk - g.Sq;
+    const int wq0 = w.q0 + wg * WG_M;
+    wg_full = CAUSAL ? (wq0 + diag < g.Sk - 1 ? wq0 + diag : g.Sk - 1) : g.Sk - 1;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int qi = w.q0 + row0 + 8 * h;
+        klim[h] = CAUSAL ? (qi + diag < g.Sk - 1 ? qi + diag : g.Sk - 1) : g.Sk - 1;
+    }
+}
+
 // ---- bulk tensor copies (TMA) of K and V, paced by mbarriers ------------------------
 // Per stage s: k_full(s) / v_full(s) (one arrival with the tile's bytes: the
 // copy engine's block landed) and k_empty(s) / v_empty(s) (one arrival per
@@ -236,21 +359,25 @@ HK_DEVICE int k_full(int s) { return BAR_OFF + 8 * s; }
 HK_DEVICE int v_full(int s) { return BAR_OFF + 8 * (STAGES + s); }
 HK_DEVICE int k_empty(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
 HK_DEVICE int v_empty(int s) { return BAR_OFF + 8 * (3 * STAGES + s); }
+HK_DEVICE int q_full() { return BAR_OFF + 8 * (4 * STAGES); }      // d128: Q landed (expect_tx)
+HK_DEVICE int q_empty() { return BAR_OFF + 8 * (4 * STAGES + 1); }  // d128: every consumer warp done with Q
 
-// Producer (one thread): block t of the ring at ring_off (keys t * BLOCK_N ..,
-// KV head hkv, batch b) once the consumers have released block t - STAGES of
-// its stage: D / 64 boxes of 64 columns x BLOCK_N keys, the 128-byte swizzle
-// of the slabs; keys past seqlen_k read zeros.
-HK_DEVICE void attn_tma_fill(hk_lds_t lds, int ring_off, int full0, int empty0, const hk_tmap *map, int t, int hkv,
-                             int b)
+// The copying thread: K/V block blk (keys blk * BLOCK_N .., KV head hkv,
+// batch b) as the pos-th block of the ring at ring_off (d64: pos = blk; d128:
+// counted over the block's tiles), once the consumers have released the
+// stage's previous block (pos - STAGES): D / 64 boxes of 64 columns x
+// BLOCK_N keys, the 128-byte swizzle of the slabs; keys past seqlen_k read
+// zeros.
+HK_DEVICE void attn_tma_fill(hk_lds_t lds, int ring_off, int full0, int empty0, const hk_tmap *map, int pos, int blk,
+                             int hkv, int b)
 {
-    const int s = t % STAGES;
-    if (t >= STAGES)
-        hk_mbar_wait(lds, empty0 + 8 * s, (t / STAGES + 1) & 1);
+    const int s = pos % STAGES;
+    if (pos >= STAGES)
+        hk_mbar_wait(lds, empty0 + 8 * s, (pos / STAGES + 1) & 1);
     hk_mbar_arrive_expect_tx(lds, full0 + 8 * s, KV_TILE_BYTES);
 #pragma unroll
     for (int sl = 0; sl < D / 64; ++sl)
-        hk_tma_load_4d(lds, ring_off + s * KV_TILE_BYTES + sl * KV_SLAB, map, sl * 64, t * BLOCK_N, hkv, b,
+        hk_tma_load_4d(lds, ring_off + s * KV_TILE_BYTES + sl * KV_SLAB, map, sl * 64, blk * BLOCK_N, hkv, b,
                        full0 + 8 * s);
 }
 
@@ -443,27 +570,15 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
     hk_async_wait<0>();
 }
 
-// ---- the K/V loop with bulk tensor copies ----------------------------------------
-// d128: the producer warpgroup's one thread issues K(t) and V(t) for t = 0,
-// 1, ... (attn_produce), each into its ring's stage t % STAGES once the
-// consumers released the block before it there (K(t - STAGES): S(t - STAGES)
-// completed in every consumer warp; V(t - STAGES): P V(t - STAGES)
-// completed).  d64 (no producer, so that two blocks share a multiprocessor):
-// consumer thread 0 issues K(j + STAGES - 1) and V(j + STAGES - 2) in
-// iteration j after the wgmma issues (the first ones before the loop).  The
-// consumers wait k_full before S(j) and v_full before P V(j - 1), the same
-// products and schedule as attn_kv_loop, without a barrier.  Q is copied by
-// the consumers (cp.async) once.
-HK_DEVICE void attn_produce(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *tv, int hkv, int b, int n_blocks)
-{
-    hk_tmap_prefetch(tk);
-    hk_tmap_prefetch(tv);
-    for (int t = 0; t < n_blocks; ++t) {
-        attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, hkv, b);
-        attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, hkv, b);
-    }
-}
-
+// ---- the K/V loop with bulk tensor copies (d64: one tile per block) -------------------
+// Consumer thread 0 issues K(j + STAGES - 1) and V(j + STAGES - 2) in
+// iteration j after the wgmma issues (the first ones before the loop), each
+// into its ring's stage once the consumers released the block before it
+// there (K(j - 1): S(j - 1) completed in every warp; V(j - 2): P V(j - 2)
+// completed).  The consumers wait k_full before S(j) and v_full before P V(j
+// - 1), the same products and schedule as attn_kv_loop, without a barrier.
+// Q is copied by the consumers (cp.async) once.  (d128: attn_tile_ws, fed
+// by the producer warpgroup across tiles.)
 template <bool POS>
 HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *tv, int hkv, int b, int n_blocks,
                                 int wg, int wg_full,
@@ -475,9 +590,9 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *
         hk_tmap_prefetch(tk);
         hk_tmap_prefetch(tv);
         for (int t = 0; t < STAGES - 1 && t < n_blocks; ++t)
-            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, hkv, b);
+            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, t, hkv, b);
         for (int t = 0; t < STAGES - 2 && t < n_blocks; ++t)
-            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, hkv, b);
+            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, t, hkv, b);
     }
     hk_async_wait<0>();                                 // Q (issued at the kernel's start)
     hk_fence_proxy_async();
@@ -502,9 +617,9 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *
         hk_wgmma_commit();
         if (leader) {
             if (j + STAGES - 1 < n_blocks)
-                attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, j + STAGES - 1, hkv, b);
+                attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, j + STAGES - 1, j + STAGES - 1, hkv, b);
             if (j + STAGES - 2 < n_blocks)
-                attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, j + STAGES - 2, hkv, b);
+                attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, j + STAGES - 2, j + STAGES - 2, hkv, b);
         }
 
         hk_wgmma_wait<1>();                               // S(j)
@@ -569,50 +684,326 @@ HK_DEVICE void attn_block_order(int tiles, int heads_q, int batch, int ratio, in
     b = pair / heads_q;
 }
 
-// ---- the output tile ---------------------------------------------------------
-// O leaves through shared memory: each warpgroup writes its 64 normalised
-// rows as bf16 into its own rows of the Q tile (free once its last S is
-// done; the same swizzled slabs, swz, so the 4-byte writes of a warp hit 32
-// banks), then copies them out in 16-byte chunks, a row per CHUNKS
-// consecutive threads.  The direct stores (a warp writes 8 rows x 16 bytes
-// per instruction, 2 or 4 bytes per thread) took 5-8% of the warps' time
-// at 2K keys (Nsight Compute, docs/PERF.md).
-// This lane's rows r0 and r0 + 8 of the tile, scaled by inv[h], into the
-// staging tile (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i).
-// Both rows share r0 % 8, so eight swizzled chunk addresses serve every
-// store, the rest being immediate offsets.
-HK_DEVICE void attn_stage_o(hk_lds_t lds, int r0, const o_acc_t &o, const float (&inv)[2])
+// ---- d128: the producer warpgroup and the consumers' tiles ------------------------------
+// Q of tile w (D / 64 boxes of 64 columns x 128 queries; queries past
+// seqlen_q read zeros) into the Q tile, on q_full.
+HK_DEVICE void attn_tma_q(hk_lds_t lds, const hk_tmap *map, const attn_tile &w)
 {
-    int at[8];
+    hk_mbar_arrive_expect_tx(lds, q_full(), Q_BYTES);
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-        at[j] = Q_OFF + swz<BLOCK_M>(r0, j) + 4 * (hk_lane_id() & 3);
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int i = 0; i < O_TILES; ++i)
-            hk_lds_store_b32(lds, at[i & 7] + (i >> 3) * Q_SLAB + 8 * h * 128,
-                             hk_f32x2_to_bf16x2(o[4 * i + 2 * h] * inv[h], o[4 * i + 2 * h + 1] * inv[h]));
+    for (int sl = 0; sl < D / 64; ++sl)
+        hk_tma_load_4d(lds, Q_OFF + sl * Q_SLAB, map, sl * 64, w.q0, w.hq, w.b, q_full());
 }
 
-// Warpgroup wg's staged rows to O (rows q0 + 64 wg .. that are below Sq;
-// O's strides multiples of 8 elements, base 16-byte aligned).  Thread tau
-// of the warpgroup copies chunk tau % CHUNKS of rows tau / CHUNKS + k RPP
-// (RPP = 128 / CHUNKS rows per pass, a multiple of 8: the swizzle is the
-// same in every pass, so a pass only moves both addresses on).
-HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, int Sq, int wg)
+// The producer (one thread): for each of the block's tiles, its K and V
+// blocks at ring positions pos, pos + 1, ... (the rings run on from tile to
+// tile), and its Q once the consumers are done with the last one (q_empty).
+// Q of the first tile goes first; that of a later tile after its first
+// STAGES - 1 K/V blocks, whose stages free up while the consumers still work
+// on the previous tile, so they load during its last iterations (the later
+// ones wait for stages that this tile's own products release, which need
+// its Q).
+HK_DEVICE void attn_produce_tiles(hk_lds_t lds, const attn_grid &g, const hk_tmap *tq, const hk_tmap *tk,
+                                  const hk_tmap *tv)
 {
-    constexpr int RPP = 128 / CHUNKS;
-    static_assert(RPP % 8 == 0, "a pass keeps the swizzle");
-    const int tau = hk_thread_id() & 127;
-    const int r = wg * WG_M + tau / CHUNKS, c = tau % CHUNKS;
-    const int off = Q_OFF + swz<BLOCK_M>(r, c);
-    hk_bf16 *dst = Oh + (long)(q0 + r) * o_ss + 8 * c;
-    const int rows = Sq - q0 - r;                        // rows of this thread's column below Sq
+    hk_tmap_prefetch(tq);
+    hk_tmap_prefetch(tk);
+    hk_tmap_prefetch(tv);
+    int pos = 0, it = 0;
+    attn_tile w;
+    for (int k = 0; attn_walk(g, k, w); ++k) {
+        if (w.n_blocks == 0)
+            continue;
+        const int hkv = w.hq / g.group;
+        const int early = it == 0 ? 0 : w.n_blocks < STAGES - 1 ? w.n_blocks : STAGES - 1;
+        for (int j = 0; j < w.n_blocks; ++j) {
+            if (j == early || (j == 0 && early == 0)) {
+                if (it > 0)
+                    hk_mbar_wait(lds, q_empty(), (it - 1) & 1);
+                attn_tma_q(lds, tq, w);
+            }
+            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, pos + j, j, hkv, w.b);
+            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, pos + j, j, hkv, w.b);
+        }
+        if (early == w.n_blocks) {                    // fewer than STAGES - 1 blocks: Q after them
+            if (it > 0)
+                hk_mbar_wait(lds, q_empty(), (it - 1) & 1);
+            attn_tma_q(lds, tq, w);
+        }
+        pos += w.n_blocks;
+        ++it;
+    }
+}
+
+// One tile of the consumers: the products and schedule of attn_kv_loop_tma
+// at ring positions pos .. pos + n_blocks - 1, no copies issued; after the
+// tile's last S every consumer warp arrives at q_empty, and after its last
+// P V at that stage's v_empty (the producer refills it for the next tile).
+// n_blocks > 0.
+template <bool POS>
+HK_DEVICE void attn_tile_ws(hk_lds_t lds, int pos, int n_blocks, int wg, int wg_full, const int (&klim)[2], float c,
+                            float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
+{
+    const int lane = hk_lane_id();
+    hk_u32x4 p[PV_STEPS];
+    float alpha[2];
+    const attn_descs dsc = attn_descs_make(lds, wg);
+    // ring stage and phase of K(j) and of V(j - 1), carried as counters: no
+    // division by STAGES in the loop
+    int sk = pos % STAGES, ph = (pos / STAGES) & 1, sv = 0, ph_v = 0;
+    for (int j = 0; j < n_blocks; ++j) {
+        const int kb = j * BLOCK_N;
+        hk_mbar_wait(lds, k_full(sk), ph);
+
+        s_acc_t s;
+        hk_wgmma_fence();
+        attn_issue_s(dsc.q, attn_desc_k(dsc, sk), s);
+        hk_wgmma_commit();
+        if (j > 0) {
+            hk_mbar_wait(lds, v_full(sv), ph_v);
+            attn_issue_pv(attn_desc_v(dsc, sv), p, o);
+        }
+        hk_wgmma_commit();
+
+        hk_wgmma_wait<1>();                               // S(j)
+        attn_acc_fence(s);
+        if (lane == 0)
+            hk_mbar_arrive(lds, k_empty(sk));
+        hk_u32x4 pn[PV_STEPS];
+        if (kb + BLOCK_N - 1 > wg_full)
+            attn_softmax<true, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+        else
+            attn_softmax<false, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+        hk_wgmma_wait<0>();                               // O += P(j - 1) V(j - 1)
+        attn_acc_fence(o);
+        if (j > 0 && lane == 0)
+            hk_mbar_arrive(lds, v_empty(sv));
+        attn_rescale(o, alpha);
 #pragma unroll
-    for (int k = 0; k < WG_M / RPP; ++k)
-        if (k * RPP < rows)
-            hk_global_store_b128(dst + (long)k * RPP * o_ss, hk_lds_load_b128(lds, off + k * RPP * 128));
+        for (int i = 0; i < PV_STEPS; ++i)
+            p[i] = pn[i];
+        sv = sk;                                          // V(j) is next iteration's V(j - 1)
+        ph_v = ph;
+        if (++sk == STAGES) {
+            sk = 0;
+            ph ^= 1;
+        }
+    }
+    if (lane == 0)                                        // the tile's last S is done: Q is free
+        hk_mbar_arrive(lds, q_empty());
+    hk_mbar_wait(lds, v_full(sv), ph_v);                  // the last V block (n_blocks > 0)
+    hk_wgmma_fence();
+    attn_issue_pv(attn_desc_v(dsc, sv), p, o);
+    hk_wgmma_commit();
+    hk_wgmma_wait<0>();
+    attn_acc_fence(o);
+    if (lane == 0)
+        hk_mbar_arrive(lds, v_empty(sv));
+}
+
+// ---- a tile's output ----------------------------------------------------------------------
+// The quad's sums, normalise, store rows row0 and row0 + 8 of tile w (lane
+// holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i) and their log-sum-exp.
+// With 16-byte aligned rows a quad's words of four n8 tiles are transposed
+// so that lane t stores all of tile 4g + t: a warp's store covers 64
+// contiguous bytes of each of its 8 rows (4-byte stores: 16 bytes).  No
+// shared memory, so it also serves a persistent block whose Q tile already
+// holds the next tile's rows.
+template <bool WIDE>
+HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile &w, int row0, const o_acc_t &o,
+                          const float (&m_run)[2], const float (&l_run)[2])
+{
+    const int lane = hk_lane_id();
+    const float neg_inf = -__builtin_huge_valf();
+    hk_bf16 *Oh = a.O + (long)w.b * a.o_stride_b + (long)w.hq * a.o_stride_h;
+    const bool vec_o = (a.o_stride_b % 2 == 0) && (a.o_stride_s % 2 == 0) && (a.o_stride_h % 2 == 0) &&
+                       ((unsigned long)a.O % 4 == 0);
+    const bool o16 = WIDE && (a.o_stride_b % 8 == 0) && (a.o_stride_s % 8 == 0) && (a.o_stride_h % 8 == 0) &&
+                     ((unsigned long)a.O % 16 == 0);
+    static_assert(O_TILES % 4 == 0, "whole 16-byte chunks per quad");
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = l_run[h];
+        l += hk_shfl_xor_f32(l, 1);
+        l += hk_shfl_xor_f32(l, 2);
+        const int qi = w.q0 + row0 + 8 * h;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        if (a.LSE && (lane & 3) == 0 && qi < g.Sq)
+            hk_global_store_f32(a.LSE + ((long)w.b * g.Hq + w.hq) * g.Sq + qi,
+                                l > 0.0f ? (m_run[h] + hk_log2f(l)) * LN2 : neg_inf);
+        if (o16) {
+            // lane t holds word t of tiles 4g + k: a 4 x 4 transpose in the
+            // quad (xor 2, then xor 1) gives lane t all of tile 4g + t
+            const int t = lane & 3;
+            hk_bf16 *Oq = Oh + (long)qi * a.o_stride_s + t * 8;
+#pragma unroll
+            for (int g4 = 0; g4 < O_TILES / 4; ++g4) {
+                hk_u32x4 wd;
+#pragma unroll
+                for (int k = 0; k < 4; ++k)
+                    wd[k] = hk_f32x2_to_bf16x2(o[4 * (4 * g4 + k) + 2 * h] * inv, o[4 * (4 * g4 + k) + 2 * h + 1] * inv);
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    const unsigned r = hk_shfl_xor_u32((t & 2) ? wd[k] : wd[k + 2], 2);
+                    if (t & 2)
+                        wd[k] = r;
+                    else
+                        wd[k + 2] = r;
+                }
+#pragma unroll
+                for (int k = 0; k < 4; k += 2) {
+                    const unsigned r = hk_shfl_xor_u32((t & 1) ? wd[k] : wd[k + 1], 1);
+                    if (t & 1)
+                        wd[k] = r;
+                    else
+                        wd[k + 1] = r;
+                }
+                if (qi < g.Sq)
+                    hk_global_store_b128(Oq + g4 * 32, wd);
+            }
+        }
+        if (qi >= g.Sq || o16)
+            continue;
+        hk_bf16 *Oq = Oh + (long)qi * a.o_stride_s + (lane & 3) * 2;
+#pragma unroll
+        for (int i = 0; i < O_TILES; ++i) {
+            const float lo = o[4 * i + 2 * h] * inv, hi = o[4 * i + 2 * h + 1] * inv;
+            if (vec_o) {
+                hk_global_store_b32(Oq + i * 8, hk_f32x2_to_bf16x2(lo, hi));
+            } else {
+                hk_global_store_bf16(Oq + i * 8, hk_f32_to_bf16(lo));
+                hk_global_store_bf16(Oq + i * 8 + 1, hk_f32_to_bf16(hi));
+            }
+        }
+    }
+}
+
+HK_DEVICE void attn_o_init(o_acc_t &o, float (&m_run)[2], float (&l_run)[2])
+{
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i)
+        o[i] = 0.0f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        m_run[h] = -__builtin_huge_valf();
+        l_run[h] = 0.0f;
+    }
+}
+
+// The output of the tiles without keys (causal, seqlen_q > seqlen_k: rows
+// before the first visible key), spread over the blocks: O = 0, LSE = -inf.
+template <bool WIDE>
+HK_DEVICE void attn_store_empty(const hk_args &a, const attn_grid &g, int row0)
+{
+    for (int e = hk_block_id_x(); e < (g.nq - g.nqb) * g.hb; e += hk_grid_dim_x()) {
+        o_acc_t o;
+        float m_run[2], l_run[2];
+        attn_o_init(o, m_run, l_run);
+        attn_store<WIDE>(a, g, attn_empty_tile_at(g, e), row0, o, m_run, l_run);
+    }
+}
+
+// ---- a block's tiles ----------------------------------------------------------------------
+// row0: this lane's first row within a tile (the other is row0 + 8).
+HK_DEVICE int attn_row0(void)
+{
+    const int warp = hk_wave_id();
+    return (warp / 4) * WG_M + (warp % 4) * 16 + (hk_lane_id() >> 2);
+}
+
+// The consumers' tiles with bulk copies: the ring and the Q tile pass from
+// tile to tile without a barrier.  The tiles with keys, then the others: no
+// branch around the products, or ptxas serialises every wgmma (its C7520).
+template <bool POS>
+HK_DEVICE void attn_run_ws_tma(hk_lds_t lds, const hk_args &a, const attn_grid &g, float c)
+{
+    const int wg = hk_wave_id() / 4, row0 = attn_row0();
+    int pos = 0, it = 0;
+    attn_tile w;
+    for (int k = 0; attn_walk(g, k, w); ++k) {
+        if (w.n_blocks == 0)
+            continue;
+        int wg_full, klim[2];
+        attn_tile_limits(g, w, wg, row0, wg_full, klim);
+        o_acc_t o;
+        float m_run[2], l_run[2];
+        attn_o_init(o, m_run, l_run);
+        hk_mbar_wait(lds, q_full(), it & 1);
+        attn_tile_ws<POS>(lds, pos, w.n_blocks, wg, wg_full, klim, c, m_run, l_run, o);
+        pos += w.n_blocks;
+        ++it;
+        attn_store<true>(a, g, w, row0, o, m_run, l_run);
+    }
+    attn_store_empty<true>(a, g, row0);
+}
+
+// The consumers' tiles with asynchronous copies (attn_kv_loop), a consumer
+// barrier between tiles (the next one's copies overwrite what the last one
+// read); the producer has left.
+template <bool VEC, bool POS>
+HK_DEVICE void attn_run_ws_copy(hk_lds_t lds, const hk_args &a, const attn_grid &g, float c)
+{
+    const int wg = hk_wave_id() / 4, row0 = attn_row0();
+    attn_tile w;
+    for (int k = 0; attn_walk(g, k, w); ++k) {
+        if (w.n_blocks == 0)
+            continue;
+        const int hkv = w.hq / g.group;
+        const hk_bf16 *Qh = a.Q + (long)w.b * a.q_stride_b + (long)w.hq * a.q_stride_h;
+        const hk_bf16 *Kh = a.K + (long)w.b * a.k_stride_b + (long)hkv * a.k_stride_h;
+        const hk_bf16 *Vh = a.V + (long)w.b * a.v_stride_b + (long)hkv * a.v_stride_h;
+        int wg_full, klim[2];
+        attn_tile_limits(g, w, wg, row0, wg_full, klim);
+        o_acc_t o;
+        float m_run[2], l_run[2];
+        attn_o_init(o, m_run, l_run);
+        attn_sync();
+        attn_kv_loop<VEC, POS>(lds, Qh, Kh, Vh, a.q_stride_s, a.k_stride_s, a.v_stride_s, w.q0, g.Sq, g.Sk,
+                               w.n_blocks, wg, wg_full, klim, c, m_run, l_run, o);
+        attn_store<false>(a, g, w, row0, o, m_run, l_run);
+    }
+    attn_store_empty<false>(a, g, row0);
+}
+
+// d128: mbarriers, then the warpgroups part: the producer hands registers
+// over to the consumers and, with bulk copies, feeds the rings.
+HK_DEVICE void attn_main_ws(hk_lds_t lds, const hk_args &a, const attn_grid &g, bool use_tma, bool vec, float c)
+{
+    if (use_tma && hk_thread_id() == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(lds, k_full(s), 1);
+            hk_mbar_init(lds, v_full(s), 1);
+            hk_mbar_init(lds, k_empty(s), WARPS);
+            hk_mbar_init(lds, v_empty(s), WARPS);
+        }
+        hk_mbar_init(lds, q_full(), 1);
+        hk_mbar_init(lds, q_empty(), WARPS);
+        hk_mbar_init_fence();
+    }
+    hk_barrier();
+    if (hk_wave_id() >= WARPS) {
+        hk_regs_shrink<PROD_REGS>();
+        if (use_tma && hk_thread_id() == CONS_THREADS)
+            attn_produce_tiles(lds, g, ]m4_ifelse(hkm_param([head_dim]), [128], [&a.tmap_q], [nullptr])[, &a.tmap_k, &a.tmap_v);
+        return;
+    }
+    hk_regs_grow<CONS_REGS>();
+    if (use_tma) {
+        if (FOLD_SCALE && c > 0.0f)
+            attn_run_ws_tma<FOLD_SCALE>(lds, a, g, c);
+        else
+            attn_run_ws_tma<false>(lds, a, g, c);
+    } else if (FOLD_SCALE && c > 0.0f) {
+        if (vec)
+            attn_run_ws_copy<true, FOLD_SCALE>(lds, a, g, c);
+        else
+            attn_run_ws_copy<false, FOLD_SCALE>(lds, a, g, c);
+    } else {
+        if (vec)
+            attn_run_ws_copy<true, false>(lds, a, g, c);
+        else
+            attn_run_ws_copy<false, false>(lds, a, g, c);
+    }
 }
 
 // ---- kernel ------------------------------------------------------------------
@@ -645,13 +1036,22 @@ HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, i
     // the copy engine takes K and V when their bases are 16-byte aligned and
     // every stride is a positive multiple of 8 elements under 2^39 (the
     // runtime built tmap_k and tmap_v under the same conditions)
-    const bool use_tma = vec && hk_a.k_stride_b > 0 && hk_a.k_stride_s > 0 && hk_a.k_stride_h > 0 &&
+    const bool use_tma = vec &&
+                         (!PERSIST || (hk_a.q_stride_b > 0 && hk_a.q_stride_s > 0 && hk_a.q_stride_h > 0 &&
+                                       hk_a.q_stride_b < (1L << 39) && hk_a.q_stride_s < (1L << 39) &&
+                                       hk_a.q_stride_h < (1L << 39))) &&
+                         hk_a.k_stride_b > 0 && hk_a.k_stride_s > 0 && hk_a.k_stride_h > 0 &&
                          hk_a.v_stride_b > 0 && hk_a.v_stride_s > 0 && hk_a.v_stride_h > 0 &&
                          hk_a.k_stride_b < (1L << 39) && hk_a.k_stride_s < (1L << 39) &&
                          hk_a.k_stride_h < (1L << 39) && hk_a.v_stride_b < (1L << 39) &&
                          hk_a.v_stride_s < (1L << 39) && hk_a.v_stride_h < (1L << 39);
 
     HK_LDS_DECLARE_DYNAMIC();
+    if constexpr (PERSIST) {
+        const attn_grid g = attn_grid_make(Sq, Sk, heads_q, heads_k, batch);
+        attn_main_ws(hk_lds, hk_a, g, use_tma, vec, hk_a.scale * LOG2E);
+        return;
+    }
 
     // keys the block, this warpgroup and this lane's rows may see
     const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
@@ -686,15 +1086,6 @@ HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, i
         hk_mbar_init_fence();
     }
     hk_barrier();
-    if constexpr (PRODUCER) {
-        if (warp >= WARPS) {
-            hk_regs_shrink<PROD_REGS>();
-            if (use_tma && hk_thread_id() == CONS_THREADS)
-                attn_produce(hk_lds, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, n_blocks);
-            return;
-        }
-        hk_regs_grow<CONS_REGS>();
-    }
 
     const float c = hk_a.scale * LOG2E;                  // scores in base 2
 
@@ -730,51 +1121,8 @@ HK_DEVICE void attn_store_staged(hk_lds_t lds, hk_bf16 *Oh, long o_ss, int q0, i
 #undef ATTN_LOOP
 #undef ATTN_LOOP_TMA
 
-    // epilogue: the quad's sums, normalise, store rows row0 and row0 + 8
-    // (lane holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i): through
-    // shared memory (attn_stage_o) when O takes 16-byte stores and K/V came
-    // by bulk copies, else directly.  (The cp.async path has no consumer
-    // barrier after Q's copy in a tile without K/V blocks, and a thread
-    // copies Q rows of both warpgroups: staging there could overwrite rows
-    // still landing.)
-    const bool o16 = use_tma && (hk_a.o_stride_b % 8 == 0) && (hk_a.o_stride_s % 8 == 0) && (hk_a.o_stride_h % 8 == 0) &&
-                     ((unsigned long)hk_a.O % 16 == 0);
-    const bool vec_o = (hk_a.o_stride_b % 2 == 0) && (hk_a.o_stride_s % 2 == 0) && (hk_a.o_stride_h % 2 == 0) &&
-                       ((unsigned long)hk_a.O % 4 == 0);
-    float inv[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float l = l_run[h];
-        l += hk_shfl_xor_f32(l, 1);
-        l += hk_shfl_xor_f32(l, 2);
-        inv[h] = l > 0.0f ? 1.0f / l : 0.0f;
-        const int qi = row0 + 8 * h;
-        if (hk_a.LSE && (lane & 3) == 0 && qi < Sq)
-            hk_global_store_f32(hk_a.LSE + ((long)b * heads_q + hq) * Sq + qi,
-                                l > 0.0f ? (m_run[h] + hk_log2f(l)) * LN2 : neg_inf);
-    }
-    if (o16) {
-        attn_stage_o(hk_lds, row0 - q0, o, inv);
-        hk_barrier_part(2 + wg, 128);                    // the warpgroup's rows are staged
-        attn_store_staged(hk_lds, Oh, hk_a.o_stride_s, q0, Sq, wg);
-        return;
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int qi = row0 + 8 * h;
-        if (qi >= Sq)
-            continue;
-        hk_bf16 *Oq = Oh + (long)qi * hk_a.o_stride_s + (lane & 3) * 2;
-#pragma unroll
-        for (int i = 0; i < O_TILES; ++i) {
-            const float lo = o[4 * i + 2 * h] * inv[h], hi = o[4 * i + 2 * h + 1] * inv[h];
-            if (vec_o) {
-                hk_global_store_b32(Oq + i * 8, hk_f32x2_to_bf16x2(lo, hi));
-            } else {
-                hk_global_store_bf16(Oq + i * 8, hk_f32_to_bf16(lo));
-                hk_global_store_bf16(Oq + i * 8 + 1, hk_f32_to_bf16(hi));
-            }
-        }
-    }
+    // epilogue: as a persistent block's (attn_store)
+    const attn_tile w = {q0, hq, b, n_blocks};
+    attn_store<true>(hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch), w, row0 - q0, o, m_run, l_run);
 }
 ]hkm_output_end()

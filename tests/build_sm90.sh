@@ -59,20 +59,32 @@ for k in ks:
     nn = k["params"]["layout"] == "nn"
     assert (b["dims"], b["strides"], b["box"][0]) == ((["N", "K"] if nn else ["K", "N"]), ["ldb"], 64), b
 # sm_90a attention: 4-D maps of K and V ([batch][heads_k][seqlen_k][head_dim] by
-# strides), boxes of 64 columns x the kernel's key block of one head; one block
-# per 128 queries of one head
+# strides), boxes of 64 columns x the kernel's key block of one head; d128
+# (every models.yaml kernel) is persistent: a map of Q too (128 queries of one
+# head) and at most device_units blocks walking the tiles (causal: pairs)
 for k in json.load(open(sys.argv[2]))["kernels"]:
     if k["op"] != "attn_fwd":
         continue
+    d128 = k["params"]["head_dim"] == "128"
     maps = {a["name"]: a for a in k["kernarg"]["args"] if a["type"] == "hk_tmap"}
-    assert sorted(maps) == ["tmap_k", "tmap_v"] and all(a["offset"] % 64 == 0 for a in maps.values()), k["name"]
-    bn = 64 if k["params"]["head_dim"] == "64" else 128
+    want = ["tmap_k", "tmap_q", "tmap_v"] if d128 else ["tmap_k", "tmap_v"]
+    assert sorted(maps) == want and all(a["offset"] % 64 == 0 for a in maps.values()), k["name"]
+    bn = 128 if d128 else 64
     for t in "kv":
         r = maps["tmap_" + t]["tmap"]
         assert r == {"tensor": t.upper(), "dims": ["head_dim", "seqlen_k", "heads_k", "batch"],
                      "strides": [t + "_stride_s", t + "_stride_h", t + "_stride_b"],
                      "box": [64, bn, 1, 1], "swizzle": 128}, (k["name"], r)
-    assert k["grid"][0].startswith("cdiv(") and "device_units" not in k["grid"][0], k["grid"]
+    if d128:
+        r = maps["tmap_q"]["tmap"]
+        assert r == {"tensor": "Q", "dims": ["head_dim", "seqlen_q", "heads_q", "batch"],
+                     "strides": ["q_stride_s", "q_stride_h", "q_stride_b"],
+                     "box": [64, 128, 1, 1], "swizzle": 128}, (k["name"], r)
+        pairs = "cdiv(cdiv(" if k["params"]["causal"] == "true" else "cdiv("
+        assert k["grid"][0].startswith("min(" + pairs) and k["grid"][0].endswith(",device_units)"), k["grid"]
+        assert k["grid"][1:] == ["1", "1"], k["grid"]
+    else:
+        assert k["grid"][0].startswith("cdiv(") and "device_units" not in k["grid"][0], k["grid"]
 PY
 # hkgen inspect reads the cubins themselves: registers and static shared memory
 # as ptxas reported them into the manifest

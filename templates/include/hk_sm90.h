@@ -50,6 +50,7 @@
  *   hk_log2f(x)               fast log2(x) (lg2.approx.ftz; log2(0) = -inf)
  *   hk_maxf(a, b)             larger of two floats (a NaN operand gives the other one)
  *   hk_shfl_xor_f32(x, m)     warp collective: x of lane (lane ^ m) (all 32 lanes must call it)
+ *   hk_shfl_xor_u32(x, m)     the same for a 32-bit word (two packed bf16)
  *   hk_warp_any(p)            warp collective: p of any lane (all 32 lanes must call it)
  *  Hopper-only (asynchronous copies, tensor cores):
  *   hk_async_load_b128(l, off, src, n_bytes)   cp.async 16 bytes global -> shared; bytes >= n_bytes (0..16) are 0;
@@ -500,6 +501,7 @@ HK_DEVICE float hk_log2f(float x)
 HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
 
 HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
+HK_DEVICE unsigned hk_shfl_xor_u32(unsigned x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE bool hk_warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
 
 /* ---- attention primitives (sm_90a) ---------------------------------------------------
