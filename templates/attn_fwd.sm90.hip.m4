@@ -28,7 +28,7 @@ m4_divert(-1)                                                   -*- C -*-
 # Block: two consumer warpgroups (threads 0 .. 255);
 # warpgroup w owns queries q0 + 64 w .. q0 + 64 w + 63.  d128 adds a
 # producer warpgroup (threads 256 .. 383, 384 in all) whose one thread
-# issues the K/V copies; it hands its registers to the consumers
+# issues the Q and K/V copies; it hands its registers to the consumers
 # (setmaxnreg: 40 and 232 per thread, hk_regs_shrink/grow) and measured 1-7%
 # faster at 8K-128K keys than thread 0 of a consumer issuing them
 # (docs/PERF.md).  d64 keeps 256 threads, so that two blocks share a
@@ -63,18 +63,20 @@ m4_divert(-1)                                                   -*- C -*-
 # arguments tmap_k and tmap_v, 4-D maps {head_dim, seqlen_k, heads_k, batch}
 # that libhkrt builds) issued by the producer (d128) or consumer thread 0
 # (d64) and paced by mbarriers, `full' and `empty' per stage and tensor, no
-# block barrier (attn_kv_loop_tma), when
-# both bases are 16-byte aligned and every K and V stride is a positive
-# multiple of 8 elements (the runtime's conditions for building the maps);
-# otherwise asynchronous copies (cp.async, zero fill past seqlen) by the
-# consumers, one copy group and one consumer barrier per K/V block
+# block barrier (attn_kv_loop_tma, attn_tile_ws), when both bases are
+# 16-byte aligned and every K and V stride (d128: and Q stride) is a
+# positive multiple of 8 elements (the runtime's conditions for building the
+# maps); otherwise asynchronous copies (cp.async, zero fill past seqlen) by
+# the consumers, one copy group and one consumer barrier per K/V block
 # (attn_kv_loop).  K and V are loaded STAGES - 1 blocks ahead of their use
-# (the producer: as far as the rings allow); Q is copied by the consumers
-# once (with bulk copies before the block's set-up, so that it lands
-# meanwhile; d128: by the producer, a bulk copy per tile).  O: a 4 x 4
-# transpose of 32-bit words within each quad (two rounds of shuffles) gives
-# every lane 16 consecutive bytes of a row, one 16-byte store (attn_store;
-# 4- or 2-byte stores where O's strides or base do not allow 16 bytes).
+# (the producer: as far as the rings allow).  Q: d64, copied by the
+# consumers (with bulk copies before the block's set-up, so that it lands
+# meanwhile); d128, by the producer (tmap_q, q_full and q_empty), or by the
+# consumers on the cp.async path, once per tile.  O: a 4 x 4 transpose of
+# 32-bit words within each quad (two rounds of shuffles) gives every lane 16
+# consecutive bytes of a row, one 16-byte store (attn_store; 4- or 2-byte
+# stores where O's strides or base do not allow 16 bytes, and on d128's
+# cp.async path, where 16-byte stores made ptxas spill).
 # Keys past seqlen_k are zero rows and are masked to -inf; queries past
 # seqlen_q are zero rows and are not stored.  Strides that are not multiples
 # of 8 (or unaligned bases) take element loads into the same tiles.
@@ -239,13 +241,13 @@ HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
 // the first nq - nqb query blocks of every head without a key to see; the
 // other `busy' tiles (nqb per head) are numbered t = 0 .. busy - 1: query
 // block nq - 1 - t % nqb (the last first: causal ones are the longest), head
-// t / nqb % Hq, batch t / nqb / Hq.  d128 blocks take busy tiles x, x +
-// gridDim.x, ... (x = blockIdx.x): without a causal mask the grid is at most
-// as many blocks as the device holds at once (op_attn.c), so that the
-// producer loads a block's next tile while the consumers finish the current
-// one; with one, a block per tile (their costs differ: the hardware balances
-// them).  The blocks running at once work on a few heads, whose K and V stay
-// in L2, as the query blocks of a head come first.  Counts fit an int: 2^31
+// t / nqb % Hq, batch t / nqb / Hq.  The grid is at most as many blocks as
+// the device holds at once (op_attn.c), so that the producer loads a block's
+// next tile while the consumers finish the current one.  Without a causal
+// mask blocks take busy tiles x, x + gridDim.x, ... (x = blockIdx.x); with
+// one, pairs of a head's tiles whose costs add up to the same (attn_walk).
+// The blocks running at once work on a few heads, whose K and V stay in L2,
+// as the query blocks of a head come first.  Counts fit an int: 2^31
 // tiles would be 2^38 queries.  (d64: one block per tile, grid x = query
 // block, y = head, z = batch.)
 struct attn_grid {
@@ -717,7 +719,7 @@ HK_DEVICE void attn_produce_tiles(hk_lds_t lds, const attn_grid &g, const hk_tma
         const int hkv = w.hq / g.group;
         const int early = it == 0 ? 0 : w.n_blocks < STAGES - 1 ? w.n_blocks : STAGES - 1;
         for (int j = 0; j < w.n_blocks; ++j) {
-            if (j == early || (j == 0 && early == 0)) {
+            if (j == early) {
                 if (it > 0)
                     hk_mbar_wait(lds, q_empty(), (it - 1) & 1);
                 attn_tma_q(lds, tq, w);
@@ -1006,12 +1008,10 @@ HK_DEVICE void attn_main_ws(hk_lds_t lds, const hk_args &a, const attn_grid &g, 
     }
 }
 
-// ---- kernel ------------------------------------------------------------------
-]hkm_kernel_begin()[
-    (void)head_dim;
-    (void)causal;
-    (void)batch;
-    const int Sq = seqlen_q, Sk = seqlen_k;
+// ---- d64: a block per tile -----------------------------------------------------
+HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, int Sq, int Sk, int heads_q, int heads_k, int batch,
+                               bool use_tma, bool vec)
+{
     int tile, hq, b;
     attn_block_order(hk_grid_dim_x(), heads_q, batch, heads_q / heads_k, Sk, tile, hq, b);
     const int q0 = tile * BLOCK_M;
@@ -1023,35 +1023,6 @@ HK_DEVICE void attn_main_ws(hk_lds_t lds, const hk_args &a, const attn_grid &g, 
     const hk_bf16 *Qh = hk_a.Q + (long)b * hk_a.q_stride_b + (long)hq * hk_a.q_stride_h;
     const hk_bf16 *Kh = hk_a.K + (long)b * hk_a.k_stride_b + (long)hkv * hk_a.k_stride_h;
     const hk_bf16 *Vh = hk_a.V + (long)b * hk_a.v_stride_b + (long)hkv * hk_a.v_stride_h;
-    hk_bf16 *Oh = hk_a.O + (long)b * hk_a.o_stride_b + (long)hq * hk_a.o_stride_h;
-
-    // 16-byte copies need 8-element strides and 16-byte aligned bases
-    const bool vec = (hk_a.q_stride_b % 8 == 0) && (hk_a.q_stride_s % 8 == 0) && (hk_a.q_stride_h % 8 == 0) &&
-                     ((unsigned long)hk_a.Q % 16 == 0) && (hk_a.k_stride_b % 8 == 0) &&
-                     (hk_a.k_stride_s % 8 == 0) && (hk_a.k_stride_h % 8 == 0) &&
-                     ((unsigned long)hk_a.K % 16 == 0) && (hk_a.v_stride_b % 8 == 0) &&
-                     (hk_a.v_stride_s % 8 == 0) && (hk_a.v_stride_h % 8 == 0) &&
-                     ((unsigned long)hk_a.V % 16 == 0);
-
-    // the copy engine takes K and V when their bases are 16-byte aligned and
-    // every stride is a positive multiple of 8 elements under 2^39 (the
-    // runtime built tmap_k and tmap_v under the same conditions)
-    const bool use_tma = vec &&
-                         (!PERSIST || (hk_a.q_stride_b > 0 && hk_a.q_stride_s > 0 && hk_a.q_stride_h > 0 &&
-                                       hk_a.q_stride_b < (1L << 39) && hk_a.q_stride_s < (1L << 39) &&
-                                       hk_a.q_stride_h < (1L << 39))) &&
-                         hk_a.k_stride_b > 0 && hk_a.k_stride_s > 0 && hk_a.k_stride_h > 0 &&
-                         hk_a.v_stride_b > 0 && hk_a.v_stride_s > 0 && hk_a.v_stride_h > 0 &&
-                         hk_a.k_stride_b < (1L << 39) && hk_a.k_stride_s < (1L << 39) &&
-                         hk_a.k_stride_h < (1L << 39) && hk_a.v_stride_b < (1L << 39) &&
-                         hk_a.v_stride_s < (1L << 39) && hk_a.v_stride_h < (1L << 39);
-
-    HK_LDS_DECLARE_DYNAMIC();
-    if constexpr (PERSIST) {
-        const attn_grid g = attn_grid_make(Sq, Sk, heads_q, heads_k, batch);
-        attn_main_ws(hk_lds, hk_a, g, use_tma, vec, hk_a.scale * LOG2E);
-        return;
-    }
 
     // keys the block, this warpgroup and this lane's rows may see
     const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
@@ -1068,10 +1039,8 @@ HK_DEVICE void attn_main_ws(hk_lds_t lds, const hk_args &a, const attn_grid &g, 
     }
 
     // With bulk copies the consumers start Q's copy first, so that it lands
-    // while the block sets up (attn_kv_loop_tma waits for it).  Then the
-    // mbarriers (bulk copies) and (d128) the warpgroups part: the producer
-    // hands registers over to the consumers and, with bulk copies, feeds the
-    // rings.
+    // while the block sets up (attn_kv_loop_tma waits for it), then the
+    // mbarriers.
     if (use_tma && warp < WARPS) {
         attn_copy_tile<true, BLOCK_M>(hk_lds, Q_OFF, Qh, hk_a.q_stride_s, q0, Sq);
         hk_async_commit();
@@ -1124,5 +1093,39 @@ HK_DEVICE void attn_main_ws(hk_lds_t lds, const hk_args &a, const attn_grid &g, 
     // epilogue: as a persistent block's (attn_store)
     const attn_tile w = {q0, hq, b, n_blocks};
     attn_store<true>(hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch), w, row0 - q0, o, m_run, l_run);
+}
+
+// ---- kernel ------------------------------------------------------------------
+]hkm_kernel_begin()[
+    (void)head_dim;
+    (void)causal;
+    const int Sq = seqlen_q, Sk = seqlen_k;
+
+    // 16-byte copies need 8-element strides and 16-byte aligned bases
+    const bool vec = (hk_a.q_stride_b % 8 == 0) && (hk_a.q_stride_s % 8 == 0) && (hk_a.q_stride_h % 8 == 0) &&
+                     ((unsigned long)hk_a.Q % 16 == 0) && (hk_a.k_stride_b % 8 == 0) &&
+                     (hk_a.k_stride_s % 8 == 0) && (hk_a.k_stride_h % 8 == 0) &&
+                     ((unsigned long)hk_a.K % 16 == 0) && (hk_a.v_stride_b % 8 == 0) &&
+                     (hk_a.v_stride_s % 8 == 0) && (hk_a.v_stride_h % 8 == 0) &&
+                     ((unsigned long)hk_a.V % 16 == 0);
+
+    // the copy engine takes K and V (d128: and Q) when their bases are
+    // 16-byte aligned and every stride is a positive multiple of 8 elements
+    // under 2^39 (the runtime built the tensor maps under the same conditions)
+    const bool use_tma = vec &&
+                         (!PERSIST || (hk_a.q_stride_b > 0 && hk_a.q_stride_s > 0 && hk_a.q_stride_h > 0 &&
+                                       hk_a.q_stride_b < (1L << 39) && hk_a.q_stride_s < (1L << 39) &&
+                                       hk_a.q_stride_h < (1L << 39))) &&
+                         hk_a.k_stride_b > 0 && hk_a.k_stride_s > 0 && hk_a.k_stride_h > 0 &&
+                         hk_a.v_stride_b > 0 && hk_a.v_stride_s > 0 && hk_a.v_stride_h > 0 &&
+                         hk_a.k_stride_b < (1L << 39) && hk_a.k_stride_s < (1L << 39) &&
+                         hk_a.k_stride_h < (1L << 39) && hk_a.v_stride_b < (1L << 39) &&
+                         hk_a.v_stride_s < (1L << 39) && hk_a.v_stride_h < (1L << 39);
+
+    HK_LDS_DECLARE_DYNAMIC();
+    if constexpr (PERSIST)
+        attn_main_ws(hk_lds, hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch), use_tma, vec, hk_a.scale * LOG2E);
+    else
+        attn_block_tile(hk_lds, hk_a, Sq, Sk, heads_q, heads_k, batch, use_tma, vec);
 }
 ]hkm_output_end()

@@ -1,6 +1,7 @@
 /* hkrt.c: the public API. It checks arguments and calls the device's
    backend table (emulator, CUDA or HIP). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,7 +198,27 @@ hkrt_status hkrt_device_tensor_map(hkrt_device *dev, const char *who, void *out,
   return dev->ops->tensor_map(dev->impl, out, r);
 }
 
+/* $HKRT_UNITS, when set, stands in for the multiprocessor count in grid
+   formulas: a persistent kernel then runs with a few blocks that each walk
+   many tiles (tests/device/attn_bench.py), a schedule a full device rarely
+   gives. It must be a whole number from 1 to 2^20. */
+static hkrt_status hkrt_units_override(int *set, long long *out) {
+  const char *env = getenv("HKRT_UNITS");
+  *set = env != NULL;
+  if (!env) return HKRT_OK;
+  char *end;
+  errno = 0;
+  long long n = strtoll(env, &end, 10);
+  if (errno || end == env || *end || n < 1 || n > (1 << 20))
+    return hkrt_fail(HKRT_ERR_ARG, "HKRT_UNITS='%.40s': expected a whole number from 1 to 1048576", env);
+  *out = n;
+  return HKRT_OK;
+}
+
 hkrt_status hkrt_device_units(hkrt_device *dev, long long *out) {
+  int set;
+  hkrt_status st = hkrt_units_override(&set, out);
+  if (st != HKRT_OK || set) return st;
   if (!dev->ops->units)
     return hkrt_fail(HKRT_ERR_ARG, "the %s backend cannot tell the device's multiprocessor count", dev->ops->name);
   return dev->ops->units(dev->impl, out);

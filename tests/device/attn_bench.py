@@ -26,6 +26,8 @@ Run on the GPU machine, from the repository root (nothing is built there):
     --quick: seq 8K only; --short: 8K and 2K; --long: 32K and 128K; --d128 / --d64: that head_dim only;
     --causal / --noncausal: those shapes only; --small: numerics at the shapes of
     up to 300K query-key pairs per head only (racecheck runs).
+Under HKRT_UNITS=n (libhkrt) the persistent d128 kernels run with at most n
+blocks, each walking many tiles: run the numerics with n = 1 and 3 as well.
 $ATTN_ROUNDS (default 1): time every catalogue that many times, in turn, and
 report the median (of two: their mean). More catalogue folders after the first (variants of the same kernels, A/B
 tests in one run) get the numerics and an hkgen timing per shape too.

@@ -404,6 +404,20 @@ static void test_pack(void) {
   mp[0].value = "2";
   CHECK(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block) == HKRT_OK && grid[2] == 200,
         "min(200, 304) gave %u (%s)", grid[2], hkrt_error());
+  /* $HKRT_UNITS stands in for the unit count; a bad value is an error, not ignored */
+  setenv("HKRT_UNITS", "3", 1);
+  CHECK(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block) == HKRT_OK && grid[2] == 3,
+        "min(200, HKRT_UNITS=3) gave %u (%s)", grid[2], hkrt_error());
+  const char *bad[] = {"0", "-2", "abc", "4x", "", "1048577"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char want_msg[64];
+    snprintf(want_msg, sizeof want_msg, "HKRT_UNITS='%s': expected a whole number", bad[i]);
+    setenv("HKRT_UNITS", bad[i], 1);
+    CHECK_ERR(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG, want_msg);
+  }
+  unsetenv("HKRT_UNITS");
+  CHECK(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block) == HKRT_OK && grid[2] == 200,
+        "after unsetenv: %u", grid[2]);
   hkrt_catalog_close(c);
   hkrt_device_close(d);
 }
