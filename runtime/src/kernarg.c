@@ -73,6 +73,11 @@ static long long hkrt_expr_min(hkrt_expr *e) {
   if (!hkrt_expr_eat(e, ',')) return hkrt_expr_fail(e, "expected ',' in min(a,b)");
   long long b = hkrt_expr_product(e);
   if (!hkrt_expr_eat(e, ')')) return hkrt_expr_fail(e, "expected ')' after min(a,b)");
+  if (e->failed) return 0;
+  /* min caps a work count at the device's size; the blocks then index that
+     work as a 32-bit int, so it must fit one as the grid itself must */
+  if (a > 2147483647LL || b > 2147483647LL)
+    return hkrt_expr_fail(e, "min(%lld,%lld): a count over 2^31-1", a, b);
   return a < b ? a : b;
 }
 
@@ -86,7 +91,8 @@ static long long hkrt_expr_name(hkrt_expr *e) {
   if (len == 3 && !memcmp(n, "min", 3) && hkrt_expr_eat(e, '(')) return hkrt_expr_min(e);
   long long v;
   int found = e->lookup(e->ctx, n, len, &v);
-  if (found == -2) return hkrt_expr_fail(e, "'%.*s' has no value on this device", (int)len, n);
+  if (found == -2) /* the lookup's own failure says why */
+    return hkrt_expr_fail(e, "'%.*s' has no value on this device: %s", (int)len, n, hkrt_error());
   if (found < 0)
     return hkrt_expr_fail(e, "'%.*s' is not an integer parameter or argument of the kernel", (int)len, n);
   return v;

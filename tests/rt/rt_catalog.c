@@ -416,6 +416,12 @@ static void test_pack(void) {
     CHECK_ERR(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG, want_msg);
   }
   unsetenv("HKRT_UNITS");
+  /* min's operands are counts a kernel indexes as ints: past 2^31-1 is an error even when
+     the other side is small (n * 100 = 3e9 here) */
+  mp[0].value = "30000000";
+  CHECK_ERR(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
+            "min(3000000000,");
+  mp[0].value = "2";
   CHECK(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block) == HKRT_OK && grid[2] == 200,
         "after unsetenv: %u", grid[2]);
   hkrt_catalog_close(c);
