@@ -5,16 +5,19 @@ CC       ?= cc
 CFLAGS   ?= -O2 -g
 WARN     := -std=c11 -Wall -Wextra -Werror -D_DEFAULT_SOURCE
 DEFS     := -DHK_VERSION='"$(VERSION)"' -DHK_TEMPLATE_DIR='"$(CURDIR)/templates"' \
-            -DHK_RUNTIME_INCLUDE='"$(CURDIR)/runtime/include"' -Iruntime/include
+            -DHK_RUNTIME_INCLUDE='"$(CURDIR)/runtime/include"' -Iruntime/include -Icommon
 LIBS     := -lyaml -ldl -lpthread -lm
 B        := build
 SRCS     := $(wildcard gen/*.c)
 OBJS     := $(SRCS:gen/%.c=$(B)/obj/%.o)
 ASAN_OBJS:= $(SRCS:gen/%.c=$(B)/asan/%.o)
 # libhkrt: the runtime library (static for hkgen, shared for users and Python)
+# common/: what gen/ and libhkrt share (the target table, the formula
+# evaluator); built into libhkrt, which hkgen links.
+CM_SRCS  := $(wildcard common/*.c)
 RT_SRCS  := $(wildcard runtime/src/*.c)
-RT_OBJS  := $(RT_SRCS:runtime/src/%.c=$(B)/rt/%.o)
-RT_FLAGS := -fPIC -fvisibility=hidden -Iruntime/include -Iruntime/src
+RT_OBJS  := $(RT_SRCS:runtime/src/%.c=$(B)/rt/%.o) $(CM_SRCS:common/%.c=$(B)/rt/cm_%.o)
+RT_FLAGS := -fPIC -fvisibility=hidden -Iruntime/include -Iruntime/src -Icommon
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Debian packages hkgen needs to build, compile kernels and run its tests.
@@ -34,17 +37,20 @@ $(B)/libhkrt.a: $(RT_OBJS)
 $(B)/libhkrt.so: $(RT_OBJS)
 	$(CC) -shared -o $@ $(RT_OBJS) -ldl -lpthread
 
-$(B)/rt/%.o: runtime/src/%.c $(wildcard runtime/src/*.h runtime/include/*.h) | $(B)/rt
+$(B)/rt/%.o: runtime/src/%.c $(wildcard runtime/src/*.h runtime/include/*.h common/*.h) | $(B)/rt
 	$(CC) $(CFLAGS) $(WARN) $(RT_FLAGS) -c -o $@ $<
 
-$(B)/obj/%.o: gen/%.c $(wildcard gen/*.h) | $(B)/obj
+$(B)/rt/cm_%.o: common/%.c $(wildcard common/*.h) | $(B)/rt
+	$(CC) $(CFLAGS) $(WARN) $(RT_FLAGS) -c -o $@ $<
+
+$(B)/obj/%.o: gen/%.c $(wildcard gen/*.h common/*.h) | $(B)/obj
 	$(CC) $(CFLAGS) $(WARN) $(DEFS) -c -o $@ $<
 
 # The same program with AddressSanitizer and UBSan, used by the tests.
 $(B)/hkgen-asan: $(ASAN_OBJS) $(B)/libhkrt.a
 	$(CC) -g $(SAN) -o $@ $(ASAN_OBJS) $(B)/libhkrt.a $(LIBS)
 
-$(B)/asan/%.o: gen/%.c $(wildcard gen/*.h) | $(B)/asan
+$(B)/asan/%.o: gen/%.c $(wildcard gen/*.h common/*.h) | $(B)/asan
 	$(CC) -O1 -g $(SAN) $(WARN) $(DEFS) -c -o $@ $<
 
 $(B)/obj $(B)/asan $(B)/rt:

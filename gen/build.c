@@ -55,40 +55,14 @@ static double bd_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Hopper: 64K registers and 228 KiB of shared memory per SM, at most 64
-   warps and 32 blocks; registers are allocated per warp in units of 256. */
-static int bd_warps_per_sm(const cg_kernel_meta *m, int block) {
-  int warps = (block + 31) / 32;
-  int regs_warp = ((m->vgpr ? m->vgpr : 1) * 32 + 255) / 256 * 256;
-  int blocks = 65536 / (regs_warp * warps);
-  if (m->lds > 0 && 233472 / (m->lds + 1024) < blocks) blocks = 233472 / (m->lds + 1024);
-  if (blocks > 32) blocks = 32;
-  int w = blocks * warps;
-  return w > 64 ? 64 : w;
-}
-
+/* The code object's .vgpr_count already holds VGPRs and AGPRs (the VGPRs
+   rounded up to 4, then the AGPRs): adding .agpr_count again would count
+   the AGPRs twice. The rule itself is the target table's. */
 int bd_waves_per_simd(const char *target, const cg_kernel_meta *m, int block) {
   const tgt_info *t = tgt_find(target);
-  if (t && !tgt_is_amd(t)) return bd_warps_per_sm(m, block);
-  /* gfx90a/gfx942/gfx950: 512 unified VGPRs+AGPRs per lane per SIMD, in
-     granules of 8. The code object's .vgpr_count already holds both (the
-     VGPRs rounded up to 4, then the AGPRs): adding .agpr_count again counted
-     the AGPRs twice. */
-  int regs = m->vgpr > m->agpr ? m->vgpr : m->agpr;
-  regs = ((regs ? regs : 1) + 7) / 8 * 8;
-  int waves = 512 / regs;
-  if (waves > 8) waves = 8;
-  int wg_waves = (block + 63) / 64;
-  /* a workgroup's waves spread over the CU's 4 SIMDs: all of them must fit */
-  if (waves * 4 < wg_waves) return 0;
-  if (m->lds > 0 && t) {
-    unsigned lds_cu = t->lds_bytes > 65536 ? t->lds_bytes : 65536;
-    int wgs = (int)(lds_cu / (unsigned)m->lds); /* workgroups per CU (4 SIMDs) */
-    int by_lds = wgs * wg_waves / 4;
-    if (wgs > 0 && by_lds == 0) by_lds = 1; /* one small workgroup still runs */
-    if (by_lds < waves) waves = by_lds;
-  }
-  return waves;
+  if (!t) return 0;
+  int regs = tgt_is_amd(t) && m->agpr > m->vgpr ? m->agpr : m->vgpr;
+  return tgt_occupancy(t, regs, m->lds, block);
 }
 
 /* --json: one object per line on stdout, for tools. */
@@ -136,8 +110,8 @@ static int bd_write(const char *outdir, const char *rel, const char *data, size_
 static int bd_occupancy(const bd_item *it) {
   const cg_kernel_meta *m = &it->meta;
   cg_kernel_meta occ = *m; /* occupancy counts static + dynamic LDS */
-  occ.lds += op_dynamic_lds(it->k);
-  int block = it->k->op->block(it->k);
+  occ.lds += it->k->plan->dynamic_lds;
+  int block = it->k->plan->block;
   int w = bd_waves_per_simd(it->k->target, &occ, block);
   if (w > 0) return w;
   int amd = tgt_is_amd(tgt_find(it->k->target));
@@ -168,7 +142,7 @@ static int bd_check_resources(const bd_item *it) {
                "branches", it->k->name, it->k->target);
     ok = 0;
   }
-  unsigned dyn = (unsigned)op_dynamic_lds(it->k), lds = (unsigned)m->lds + dyn;
+  unsigned dyn = (unsigned)it->k->plan->dynamic_lds, lds = (unsigned)m->lds + dyn;
   if (lds > t->lds_bytes) {
     diag_error(it->k->file, it->k->line, it->k->col,
                "kernel %s for %s uses %u bytes of LDS (%d static + %u dynamic), %u over the %s limit of %u",
@@ -330,12 +304,8 @@ static void bd_tmap_json(jw_t *w, const op_tmap *t) {
   jw_end_obj(w);
 }
 
-static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int emulate) {
-  const op_inst *k = it->k;
-  jw_begin_obj(w);
-  jw_kstr(w, "name", k->name);
-  jw_kstr(w, "op", k->op->name);
-  jw_kstr(w, "target", k->target);
+/* Baked values, and the names of the run-time ones. */
+static void bd_json_params(jw_t *w, const op_inst *k) {
   jw_key(w, "params");
   w->inline_depth = w->depth + 1;
   jw_begin_obj(w);
@@ -348,6 +318,110 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int
     if (!strcmp(k->vals[i], OP_ANY)) jw_str(w, k->op->params[i].name);
   jw_end_arr(w);
   w->inline_depth = 1000;
+}
+
+/* What selection needs to know of the op (libhkrt knows no op): the
+   parameters a problem may leave out because they only tune, and the
+   schema's defaults, which a problem that leaves a parameter out means. */
+static void bd_json_selection(jw_t *w, const op_inst *k) {
+  w->inline_depth = w->depth + 1;
+  jw_key(w, "tuning");
+  jw_begin_arr(w);
+  for (int i = 0; k->op->tuning && k->op->tuning[i]; i++) jw_str(w, k->op->tuning[i]);
+  jw_end_arr(w);
+  jw_key(w, "defaults");
+  jw_begin_obj(w);
+  for (int i = 0; i < k->op->nparams; i++) {
+    const op_param *p = &k->op->params[i];
+    if (strcmp(p->def, OP_ANY) && !op_is_tuning(k->op, p->name)) jw_kstr(w, p->name, p->def);
+  }
+  jw_end_obj(w);
+  w->inline_depth = 1000;
+}
+
+static void bd_json_resources(jw_t *w, const bd_item *it) {
+  const op_inst *k = it->k;
+  jw_key(w, "resources");
+  w->inline_depth = w->depth + 1;
+  jw_begin_obj(w);
+  jw_kint(w, "vgpr", it->meta.vgpr);
+  jw_kint(w, "agpr", it->meta.agpr);
+  jw_kint(w, "sgpr", it->meta.sgpr);
+  jw_kint(w, "lds", it->meta.lds);
+  jw_kint(w, "scratch", it->meta.scratch);
+  jw_kint(w, "vgpr_spill", it->meta.vgpr_spill);
+  jw_kint(w, "sgpr_spill", it->meta.sgpr_spill);
+  cg_kernel_meta occ = it->meta; /* occupancy counts static + dynamic LDS */
+  occ.lds += k->plan->dynamic_lds;
+  jw_kint(w, tgt_is_amd(tgt_find(k->target)) ? "waves_per_simd" : "warps_per_sm",
+          bd_waves_per_simd(k->target, &occ, k->plan->block));
+  jw_end_obj(w);
+  w->inline_depth = 1000;
+}
+
+static void bd_json_kernarg(jw_t *w, const op_plan *p) {
+  jw_key(w, "kernarg");
+  jw_begin_obj(w);
+  jw_kint(w, "size", p->args_size);
+  jw_key(w, "args");
+  jw_begin_arr(w);
+  w->inline_depth = w->depth + 1;
+  for (int i = 0; i < p->nargs; i++) {
+    const op_arg *a = &p->args[i];
+    jw_begin_obj(w);
+    jw_kstr(w, "name", a->name);
+    jw_kstr(w, "type", a->ctype);
+    jw_kint(w, "offset", a->offset);
+    jw_kint(w, "size", a->size);
+    if (a->tmap.tensor[0]) bd_tmap_json(w, &a->tmap);
+    jw_end_obj(w);
+  }
+  w->inline_depth = 1000;
+  jw_end_arr(w);
+  jw_end_obj(w);
+}
+
+/* The launch: block, dynamic LDS, grid formulas, the descriptor's
+   tunables (for the record) and the launch rules libhkrt checks. */
+static void bd_json_launch(jw_t *w, const op_plan *p) {
+  jw_key(w, "block");
+  w->inline_depth = w->depth + 1;
+  jw_begin_arr(w);
+  jw_int(w, p->block);
+  jw_int(w, 1);
+  jw_int(w, 1);
+  jw_end_arr(w);
+  jw_kint(w, "dynamic_lds", p->dynamic_lds);
+  jw_key(w, "grid");
+  jw_begin_arr(w);
+  for (int i = 0; i < 3; i++) jw_str(w, p->grid[i]);
+  jw_end_arr(w);
+  jw_key(w, "tunables");
+  jw_begin_obj(w);
+  for (int i = 0; i < p->ntun; i++) jw_kint(w, p->tun[i].name, p->tun[i].value);
+  jw_end_obj(w);
+  w->inline_depth = 1000;
+  jw_key(w, "checks");
+  jw_begin_arr(w);
+  w->inline_depth = w->depth + 1;
+  for (int i = 0; i < p->nchecks; i++) {
+    jw_begin_obj(w);
+    jw_kstr(w, "rule", p->checks[i].rule);
+    jw_kstr(w, "why", p->checks[i].why);
+    jw_end_obj(w);
+  }
+  w->inline_depth = 1000;
+  jw_end_arr(w);
+}
+
+static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int emulate) {
+  const op_inst *k = it->k;
+  jw_begin_obj(w);
+  jw_kstr(w, "name", k->name);
+  jw_kstr(w, "op", k->op->name);
+  jw_kstr(w, "target", k->target);
+  bd_json_params(w, k);
+  bd_json_selection(w, k);
   jw_kstr(w, "source", it->src_rel);
   jw_kstr(w, "source_sha256", it->src_sha);
   if (!sources_only) {
@@ -355,59 +429,9 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int
     jw_kstr(w, "sha256", it->obj_sha);
     jw_kstr(w, "compiler", it->cc.identity);
   }
-  if (!sources_only && !emulate) {
-    jw_key(w, "resources");
-    w->inline_depth = w->depth + 1;
-    jw_begin_obj(w);
-    jw_kint(w, "vgpr", it->meta.vgpr);
-    jw_kint(w, "agpr", it->meta.agpr);
-    jw_kint(w, "sgpr", it->meta.sgpr);
-    jw_kint(w, "lds", it->meta.lds);
-    jw_kint(w, "scratch", it->meta.scratch);
-    jw_kint(w, "vgpr_spill", it->meta.vgpr_spill);
-    jw_kint(w, "sgpr_spill", it->meta.sgpr_spill);
-    cg_kernel_meta occ = it->meta; /* occupancy counts static + dynamic LDS */
-    occ.lds += op_dynamic_lds(k);
-    jw_kint(w, tgt_is_amd(tgt_find(k->target)) ? "waves_per_simd" : "warps_per_sm",
-            bd_waves_per_simd(k->target, &occ, k->op->block(k)));
-    jw_end_obj(w);
-    w->inline_depth = 1000;
-  }
-  op_arg args[OP_MAX_ARGS];
-  int na = k->op->args(k, args);
-  jw_key(w, "kernarg");
-  jw_begin_obj(w);
-  jw_kint(w, "size", op_args_size(args, na));
-  jw_key(w, "args");
-  jw_begin_arr(w);
-  w->inline_depth = w->depth + 1;
-  for (int i = 0; i < na; i++) {
-    jw_begin_obj(w);
-    jw_kstr(w, "name", args[i].name);
-    jw_kstr(w, "type", args[i].ctype);
-    jw_kint(w, "offset", args[i].offset);
-    jw_kint(w, "size", args[i].size);
-    if (args[i].tmap.tensor[0]) bd_tmap_json(w, &args[i].tmap);
-    jw_end_obj(w);
-  }
-  w->inline_depth = 1000;
-  jw_end_arr(w);
-  jw_end_obj(w);
-  jw_key(w, "block");
-  w->inline_depth = w->depth + 1;
-  jw_begin_arr(w);
-  jw_int(w, k->op->block(k));
-  jw_int(w, 1);
-  jw_int(w, 1);
-  jw_end_arr(w);
-  jw_kint(w, "dynamic_lds", op_dynamic_lds(k));
-  char grid[3][96];
-  k->op->grid(k, grid);
-  jw_key(w, "grid");
-  jw_begin_arr(w);
-  for (int i = 0; i < 3; i++) jw_str(w, grid[i]);
-  jw_end_arr(w);
-  w->inline_depth = 1000;
+  if (!sources_only && !emulate) bd_json_resources(w, it);
+  bd_json_kernarg(w, k->plan);
+  bd_json_launch(w, k->plan);
   jw_end_obj(w);
 }
 

@@ -161,18 +161,17 @@ int et_launch(et_ctx *c) {
       et_note(c, "internal: argument %s was never set", c->args[i].name);
       return -1;
     }
-  char g[3][96];
-  unsigned grid[3], block[3] = {(unsigned)c->k->op->block(c->k), 1, 1};
-  c->k->op->grid(c->k, g);
+  const op_plan *p = c->k->plan;
+  unsigned grid[3], block[3] = {(unsigned)p->block, 1, 1};
   for (int i = 0; i < 3; i++) {
     long v;
-    if (op_eval(c->k, c->shape, g[i], &v) < 0 || v < 1 || v > 0x7fffffffL) {
-      et_note(c, "grid formula '%s' gives no valid size", g[i]);
+    if (op_eval(c->k, c->shape, p->grid[i], &v) < 0 || v < 1 || v > 0x7fffffffL) {
+      et_note(c, "grid formula '%s' gives no valid size", p->grid[i]);
       return -1;
     }
     grid[i] = (unsigned)v;
   }
-  size_t size = (size_t)op_args_size(c->args, c->nargs);
+  size_t size = (size_t)p->args_size;
   if (hkrt_launch(c->fn, grid, block, c->argbuf, size, NULL) != HKRT_OK) {
     et_note(c, "%s", hkrt_error());
     return -1;
@@ -306,7 +305,8 @@ static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, i
   char text[256];
   et_shape_text(c->k, shape, text, sizeof text);
   c->shape = shape;
-  c->nargs = c->k->op->args(c->k, c->args);
+  c->nargs = c->k->plan->nargs;
+  memcpy(c->args, c->k->plan->args, sizeof c->args);
   memset(c->argset, 0, sizeof c->argset);
   memset(c->argbuf, 0, sizeof c->argbuf);
   c->msg[0] = 0;

@@ -1,11 +1,21 @@
 /* op.c: registry lookup and the schema helpers every op shares. */
 #include "op.h"
 
+#include <limits.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "expr.h"
+#include "util.h"
+
+typedef struct {
+  const op_inst *k;
+  const long *shape;
+} op_ev_ctx;
 
 extern const op_desc op_gemm;
 extern const op_desc op_rope;
@@ -141,6 +151,10 @@ static void op_ctype_size(const char *ctype, int *size, int *align) {
 }
 
 void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name) {
+  if (*n >= OP_MAX_ARGS) { /* a descriptor bug, never a user's */
+    fprintf(stderr, "hkgen: internal error: more than %d kernel arguments (%s)\n", OP_MAX_ARGS, name);
+    abort();
+  }
   op_arg *a = &args[*n];
   memset(a, 0, sizeof *a);
   snprintf(a->ctype, sizeof a->ctype, "%s", ctype);
@@ -191,72 +205,95 @@ int op_args_size(const op_arg *args, int n) {
 
 void op_inst_free(op_inst *k) {
   for (int i = 0; i < OP_MAX_PARAMS; i++) free(k->vals[i]);
+  free(k->plan);
+  k->plan = NULL;
 }
 
-/* A tiny recursive-descent evaluator: expr := term ('*' term)*;
-   term := number | name | cdiv '(' expr ',' expr ')'. */
-typedef struct {
-  const op_inst *k;
-  const long *shape;
-  const char *p;
-  int bad;
-} op_ev;
+/* ---- the resolved plan ------------------------------------------------------------- */
 
-static long op_ev_expr(op_ev *e);
-
-static void op_ev_space(op_ev *e) {
-  while (*e->p == ' ') e->p++;
+void op_plan_tune(op_plan *p, const char *name, long v) {
+  if (p->ntun == OP_MAX_TUNABLES) return; /* op_plan_resolve reports it */
+  op_tunable *t = &p->tun[p->ntun++];
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->value = v;
 }
 
-static long op_ev_term(op_ev *e) {
-  op_ev_space(e);
-  const char *s = e->p;
-  if (*s >= '0' && *s <= '9') return strtol(s, (char **)&e->p, 10);
-  size_t n = 0;
-  while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') || s[n] == '_' ||
-         (n && s[n] >= '0' && s[n] <= '9'))
-    n++;
-  if (!n) {
-    e->bad = 1;
-    return 0;
-  }
-  e->p = s + n;
-  if ((n == 4 && !strncmp(s, "cdiv", 4)) || (n == 3 && !strncmp(s, "min", 3))) {
-    op_ev_space(e);
-    if (*e->p++ != '(') e->bad = 1;
-    long a = op_ev_expr(e);
-    op_ev_space(e);
-    if (*e->p++ != ',') e->bad = 1;
-    long b = op_ev_expr(e);
-    op_ev_space(e);
-    if (*e->p++ != ')') e->bad = 1;
-    if (n == 3) return a < b ? a : b;
-    if (b <= 0) e->bad = 1;
-    return e->bad ? 0 : (a + b - 1) / b;
-  }
-  for (int i = 0; i < e->k->op->nparams; i++)
-    if (strlen(e->k->op->params[i].name) == n && !strncmp(e->k->op->params[i].name, s, n))
-      return e->shape[i];
-  e->bad = 1;
+long op_tune(const op_plan *p, const char *name) {
+  for (int i = 0; i < p->ntun; i++)
+    if (!strcmp(p->tun[i].name, name)) return p->tun[i].value;
   return 0;
 }
 
-static long op_ev_expr(op_ev *e) {
-  long v = op_ev_term(e);
-  for (;;) {
-    op_ev_space(e);
-    if (*e->p != '*') return v;
-    e->p++;
-    v *= op_ev_term(e);
+void op_plan_check(op_plan *p, const char *rule, const char *why) {
+  if (p->nchecks == OP_MAX_CHECKS) {
+    p->nchecks++; /* op_plan_resolve reports it */
+    return;
+  }
+  op_check *c = &p->checks[p->nchecks++];
+  snprintf(c->rule, sizeof c->rule, "%s", rule);
+  snprintf(c->why, sizeof c->why, "%s", why);
+}
+
+int op_is_tuning(const op_desc *op, const char *name) {
+  for (int i = 0; op->tuning && op->tuning[i]; i++)
+    if (!strcmp(op->tuning[i], name)) return 1;
+  return 0;
+}
+
+/* The schema's range of each run-time integer parameter, as launch rules
+   (a baked one was checked against it when the spec was read). */
+static void op_plan_ranges(const op_inst *k, op_plan *p) {
+  for (int i = 0; i < k->op->nparams; i++) {
+    const op_param *q = &k->op->params[i];
+    if (q->type != OP_INT || strcmp(k->vals[i], OP_ANY)) continue;
+    char rule[OP_FORMULA], why[96];
+    if (q->max < 2147483647L)
+      snprintf(rule, sizeof rule, "%s >= %ld && %s <= %ld", q->name, q->min, q->name, q->max);
+    else
+      snprintf(rule, sizeof rule, "%s >= %ld", q->name, q->min);
+    snprintf(why, sizeof why, "%s must be from %ld to %ld", q->name, q->min, q->max);
+    op_plan_check(p, rule, why);
   }
 }
 
+int op_plan_resolve(op_inst *k, char *msg, size_t n) {
+  if (k->plan) return 0;
+  op_plan *p = xcalloc(1, sizeof *p);
+  for (int i = 0; i < 3; i++) snprintf(p->grid[i], sizeof p->grid[i], "1");
+  op_plan_ranges(k, p); /* first: a count out of range fails before the rules that divide by it */
+  k->op->plan(k, p);
+  p->args_size = op_args_size(p->args, p->nargs);
+  const char *bad = p->ntun >= OP_MAX_TUNABLES ? "tunables"
+                    : p->nchecks > OP_MAX_CHECKS ? "launch rules" : NULL;
+  if (bad) {
+    snprintf(msg, n, "kernel %s: more %s than the plan holds (an op descriptor bug)", k->name, bad);
+    free(p);
+    return -1;
+  }
+  k->plan = p;
+  return 0;
+}
+
+/* A name of a formula: a parameter's value in shape. */
+static int op_eval_lookup(const void *ctx, const char *name, size_t len, long long *v, char *note,
+                          size_t notelen) {
+  const op_ev_ctx *c = ctx;
+  (void)note;
+  (void)notelen;
+  for (int i = 0; i < c->k->op->nparams; i++)
+    if (strlen(c->k->op->params[i].name) == len && !strncmp(c->k->op->params[i].name, name, len)) {
+      *v = c->shape[i];
+      return 0;
+    }
+  return -1;
+}
+
 int op_eval(const op_inst *k, const long *shape, const char *expr, long *out) {
-  op_ev e = {k, shape, expr, 0};
-  long v = op_ev_expr(&e);
-  op_ev_space(&e);
-  if (e.bad || *e.p) return -1;
-  *out = v;
+  op_ev_ctx c = {k, shape};
+  long long v;
+  char err[160];
+  if (ex_eval(expr, op_eval_lookup, &c, &v, err, sizeof err) < 0 || v < LONG_MIN || v > LONG_MAX) return -1;
+  *out = (long)v;
   return 0;
 }
 

@@ -49,6 +49,7 @@ typedef struct {
 
 struct op_desc;
 struct et_ctx; /* emutest.h: one emulated kernel under test */
+struct op_plan;
 
 /* One kernel to generate: an op, a target and one value per parameter. */
 typedef struct op_inst {
@@ -58,7 +59,43 @@ typedef struct op_inst {
   char name[96];                  /* kernel symbol */
   const char *file;               /* spec it came from, for messages */
   int line, col;
+  struct op_plan *plan;           /* resolved once, after validation (op_plan_resolve) */
 } op_inst;
+
+#define OP_MAX_TUNABLES 16
+#define OP_MAX_CHECKS 32
+#define OP_FORMULA 128
+
+/* A value the descriptor decided for its template (stages, block sizes,
+   whether a kernel is persistent or has a tensor map): the skeleton reads it
+   as hkm_tune([NAME]) and the manifest records it under "tunables". */
+typedef struct {
+  char name[24];
+  long value;
+} op_tunable;
+
+/* A launch rule over the kernel's integer parameters and arguments, checked
+   by libhkrt before every launch ("lda >= K"), with the reason shown when
+   it fails. */
+typedef struct {
+  char rule[OP_FORMULA];
+  char why[96];
+} op_check;
+
+/* Everything about one kernel that the build, the manifest, the m4
+   prologue, `hkgen test` and `hkgen explain` need, computed once by the op's
+   descriptor: nothing downstream recomputes any of it. */
+typedef struct op_plan {
+  op_arg args[OP_MAX_ARGS];
+  int nargs, args_size;
+  int block;                  /* threads per block (x; y = z = 1) */
+  char grid[3][OP_FORMULA];   /* per axis, a formula (common/expr.h) */
+  int dynamic_lds;            /* bytes of dynamic shared memory per launch */
+  op_tunable tun[OP_MAX_TUNABLES];
+  int ntun;
+  op_check checks[OP_MAX_CHECKS];
+  int nchecks;
+} op_plan;
 
 typedef struct op_desc {
   const char *name;
@@ -66,34 +103,40 @@ typedef struct op_desc {
   const char *skeleton; /* templates/<skeleton> */
   const op_param *params;
   int nparams;
+  /* Parameters that tune a kernel without changing its result: a problem
+     may leave them out and selection picks (NULL-terminated, or NULL). */
+  const char *const *tuning;
   /* Constraints across parameters: write a message and return -1 when the
      values cannot form a kernel. */
   int (*check)(const op_inst *k, char *msg, size_t n);
-  /* Kernel arguments in order; returns their count. */
-  int (*args)(const op_inst *k, op_arg *out);
-  int (*block)(const op_inst *k);
-  /* Grid size per axis as a formula over parameter names (text). */
-  void (*grid)(const op_inst *k, char out[3][96]);
+  /* The kernel's plan: its tunables first (op_plan_tune), then arguments in
+     order (op_arg_add on p->args), block, grid, dynamic LDS (the bytes the
+     kernel allocates at launch on top of its static LDS, or 0) and the
+     op's launch rules (op_plan_check). op_plan_resolve adds the schema's
+     ranges of run-time parameters and the argument layout's size. */
+  void (*plan)(const op_inst *k, op_plan *p);
   /* `hkgen test`: default problem sizes (one value per parameter index; baked
      parameters keep their value), and one emulated run against an fp64
      reference, giving the relative L2 error. */
   int (*emu_shapes)(const op_inst *k, long out[][OP_MAX_PARAMS], int max);
   int (*emu_run)(const op_inst *k, const long *shape, struct et_ctx *c, double *err);
-  /* Optional: the bytes of dynamic shared memory (LDS) kernel k allocates at
-     launch on its target, on top of its static LDS; NULL or 0: none. The
-     manifest records it ("dynamic_lds"), the runtime passes it at launch and
-     the skeleton reads it as hkm_dynamic_lds. */
-  int (*dynamic_lds)(const op_inst *k);
   /* Optional: the default of parameter `param' on k's target when the spec
      leaves it out (NULL: the schema's def). Tuning parameters only: the
      kernel must compute the same result whatever the value. */
   const char *(*target_default)(const op_inst *k, const char *param);
 } op_desc;
 
-/* k->op->dynamic_lds(k), or 0 when the op has none. */
-static inline int op_dynamic_lds(const op_inst *k) {
-  return k->op->dynamic_lds ? k->op->dynamic_lds(k) : 0;
-}
+/* Resolves k->plan (once; a second call keeps the first). -1 with a
+   message when the plan breaks a limit (too many arguments, a formula too
+   long). */
+int op_plan_resolve(op_inst *k, char *msg, size_t n);
+/* Records tunable name = v for the template and the manifest. */
+void op_plan_tune(op_plan *p, const char *name, long v);
+/* A tunable recorded before (0 when absent). */
+long op_tune(const op_plan *p, const char *name);
+/* Adds a launch rule (a formula that must be non-zero) and its reason. */
+void op_plan_check(op_plan *p, const char *rule, const char *why);
+int op_is_tuning(const struct op_desc *op, const char *name);
 
 const op_desc *const *op_all(size_t *n);
 const op_desc *op_find(const char *name);

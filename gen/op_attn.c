@@ -29,6 +29,9 @@ static const op_param attn_params[] = {
     ATTN_INT("heads_k", "hk", 1024, "key/value heads (heads_q must be a multiple)"),
 };
 
+/* Hopper's path: wgmma fed by bulk tensor copies (attn_fwd.sm90.hip.m4). */
+static int attn_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
+
 static int attn_check(const op_inst *k, char *msg, size_t n) {
   if (!op_is_any(k, "heads_q") && !op_is_any(k, "heads_k") &&
       op_int(k, "heads_q") % op_int(k, "heads_k")) {
@@ -37,82 +40,154 @@ static int attn_check(const op_inst *k, char *msg, size_t n) {
     return -1;
   }
   long d = op_int(k, "head_dim");
-  if (tgt_is_sm90(k->target) && d != 64 && d != 128) {
-    /* the sm_90a tiles are 64-column slabs of Q, K and V */
+  if (attn_is_wgmma(k) && d != 64 && d != 128) {
+    /* the wgmma tiles are 64-column slabs of Q, K and V */
     snprintf(msg, n, "head_dim %ld is not available for %s; allowed there: 64, 128", d, k->target);
     return -1;
   }
   return 0;
 }
 
-/* sm_90a head_dim 128: blocks stay resident and walk tiles (causal: pairs
-   of tiles), the producer warpgroup loading a tile's Q and first K/V blocks
-   while the consumers finish the one before (tmap_q; at most device_units
-   blocks). */
-static int attn_persistent(const op_inst *k) {
-  return tgt_is_sm90(k->target) && op_int(k, "head_dim") == 128;
+/* The AMD kernel's register and loop plan per target, measured with each
+   target's compiler (tests/build_attn.sh builds every kernel of
+   tests/emu/attn.yaml for each AMD target and fails on any spill):
+   - waves per SIMD the registers are planned for (HK_WAVES_PER_SIMD), per
+     head_dim 64, 96, 128, 192, 256: gfx942 d64 2 (causal kernels with
+     run-time lengths spilled SGPRs at 3); gfx950 d96 1 (run-time shapes
+     spilled VGPRs at 2); 192/256: 2 on gfx942 (32-key blocks), 1 elsewhere
+     (gfx950's 64-key blocks, gfx90a's compiler need the registers);
+   - MAIN_LAST (the unmasked main loop also takes the last block when it is
+     whole) up to head_dim main_last_d: gfx950 d128 GQA went from 245 to
+     214 VGPRs; 192/256 spilled on gfx950; gfx90a d128 fell from 3 waves to 2.
+   An AMD target without a row runs with one wave and no MAIN_LAST: right,
+   if not fast. */
+typedef struct {
+  const char *target;
+  int waves[5];
+  int main_last_d;
+} attn_amd_row;
+
+static const attn_amd_row attn_amd_rows[] = {
+    {"gfx90a", {3, 2, 2, 1, 1}, 0},
+    {"gfx942", {2, 2, 2, 2, 2}, 128},
+    {"gfx950", {3, 1, 2, 1, 1}, 128},
+};
+
+static const attn_amd_row *attn_amd_row_for(const char *target) {
+  static const attn_amd_row fallback = {"", {1, 1, 1, 1, 1}, 0};
+  for (size_t i = 0; i < sizeof attn_amd_rows / sizeof attn_amd_rows[0]; i++)
+    if (!strcmp(attn_amd_rows[i].target, target)) return &attn_amd_rows[i];
+  return &fallback;
 }
 
-static int attn_args(const op_inst *k, op_arg *a) {
-  int n = 0;
-  op_arg_add(a, &n, "const hk_bf16 *", "Q");
-  op_arg_add(a, &n, "const hk_bf16 *", "K");
-  op_arg_add(a, &n, "const hk_bf16 *", "V");
-  op_arg_add(a, &n, "hk_bf16 *", "O");
-  op_arg_add(a, &n, "float *", "LSE"); /* [batch][heads_q][seqlen_q], may be null */
+/* AMD LDS of one stage of bn keys: K as [key][d] and V^T as [d][key], rows
+   padded by 16 bytes (attn_fwd.hip.m4 attn_lds_bytes). */
+static long attn_amd_stage_bytes(long d, long bn) { return bn * (d * 2 + 16) + d * (bn * 2 + 16); }
+
+/* AMD: 4 waves of 32 queries each; keys per block: the most (128, 64, 32)
+   whose stage leaves room for two workgroups per CU, 64 at most for
+   head_dim 64 (its S tile would crowd the registers planned for three
+   waves). */
+static void attn_plan_amd(const op_inst *k, op_plan *p) {
+  const tgt_info *t = tgt_find(k->target);
+  long d = op_int(k, "head_dim"), budget = t->lds_unit / 2;
+  static const int dims[] = {64, 96, 128, 192, 256};
+  const attn_amd_row *row = attn_amd_row_for(k->target);
+  int waves = 1;
+  for (int i = 0; i < 5; i++)
+    if (dims[i] == d) waves = row->waves[i];
+  op_plan_tune(p, "block_n", attn_amd_stage_bytes(d, 128) <= budget && d > 64 ? 128
+                             : attn_amd_stage_bytes(d, 64) <= budget        ? 64
+                                                                            : 32);
+  op_plan_tune(p, "waves", waves);
+  op_plan_tune(p, "main_last", d <= row->main_last_d);
+  p->block = 256;
+}
+
+/* Hopper: two consumer warpgroups of 64 queries each. head_dim 128 adds a
+   producer warpgroup and blocks that stay resident and walk tiles (causal:
+   pairs of tiles), the producer loading a tile's Q (tmap_q) and first K/V
+   blocks while the consumers finish the one before (at most device_units
+   blocks); d64 keeps two blocks per multiprocessor without one. Shared
+   memory: the Q tile (128 rows) and rings of K and V tiles, d64 5 stages of
+   64 keys (97 KiB: two blocks per multiprocessor; 3-7% faster than 4 on the
+   H200), d128 3 stages of 128 keys (225 KiB), plus bar_bytes of mbarriers
+   (full and empty, of K and V, per stage) and 1024 bytes so that the
+   skeleton can align the region to the 128-byte swizzle's period. */
+static void attn_plan_wgmma(const op_inst *k, op_plan *p) {
+  long d = op_int(k, "head_dim");
+  int d128 = d == 128;
+  op_plan_tune(p, "persistent", d128);
+  op_plan_tune(p, "producer", d128);
+  op_plan_tune(p, "tmap_q", d128);
+  op_plan_tune(p, "block_n", d128 ? 128 : 64);
+  op_plan_tune(p, "stages", d128 ? 3 : 5);
+  op_plan_tune(p, "bar_bytes", 256);
+  p->block = d128 ? 384 : 256;
+  p->dynamic_lds = (int)(128 * d * 2 + op_tune(p, "stages") * 2 * op_tune(p, "block_n") * d * 2 +
+                         op_tune(p, "bar_bytes") + 1024);
+}
+
+/* Hopper: K and V (and Q when the producer loads it) as [batch][heads]
+   [seqlen][head_dim] tensors by strides, copied in boxes of 64 columns x
+   block_n keys (or 128 queries) of one head: 128-byte rows, the 128-byte
+   swizzle of the skeleton's slabs. */
+static void attn_tmaps(op_plan *p) {
+  const int box[] = {64, (int)op_tune(p, "block_n"), 1, 1};
+  const char *const kd[] = {"head_dim", "seqlen_k", "heads_k", "batch"};
+  const char *const ks[] = {"k_stride_s", "k_stride_h", "k_stride_b"};
+  const char *const vs[] = {"v_stride_s", "v_stride_h", "v_stride_b"};
+  op_tmap tk = op_tmap_make("K", 4, kd, ks, box, 128), tv = op_tmap_make("V", 4, kd, vs, box, 128);
+  if (op_tune(p, "tmap_q")) {
+    const int qbox[] = {64, 128, 1, 1};
+    const char *const qd[] = {"head_dim", "seqlen_q", "heads_q", "batch"};
+    const char *const qs[] = {"q_stride_s", "q_stride_h", "q_stride_b"};
+    op_tmap tq = op_tmap_make("Q", 4, qd, qs, qbox, 128);
+    op_arg_tmap(p->args, &p->nargs, "tmap_q", &tq);
+  }
+  op_arg_tmap(p->args, &p->nargs, "tmap_k", &tk);
+  op_arg_tmap(p->args, &p->nargs, "tmap_v", &tv);
+}
+
+static void attn_args(const op_inst *k, op_plan *p) {
+  op_arg *a = p->args;
+  int *n = &p->nargs;
+  op_arg_add(a, n, "const hk_bf16 *", "Q");
+  op_arg_add(a, n, "const hk_bf16 *", "K");
+  op_arg_add(a, n, "const hk_bf16 *", "V");
+  op_arg_add(a, n, "hk_bf16 *", "O");
+  op_arg_add(a, n, "float *", "LSE"); /* [batch][heads_q][seqlen_q], may be null */
   static const char *const ts[] = {"q", "k", "v", "o"};
-  for (int i = 0; i < 4; i++) op_arg_strides(a, &n, ts[i]);
-  op_arg_add(a, &n, "float", "scale");
+  for (int i = 0; i < 4; i++) op_arg_strides(a, n, ts[i]);
+  op_arg_add(a, n, "float", "scale");
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
   for (int i = 0; i < 5; i++)
-    if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
-  if (tgt_is_sm90(k->target)) {
-    /* sm_90a: K and V as [batch][heads_k][seqlen_k][head_dim] tensors by
-       strides, copied in boxes of 64 columns x BLOCK_N keys of one head
-       (128-byte rows, the 128-byte swizzle of the skeleton's slabs) */
-    const int block_n = op_int(k, "head_dim") == 64 ? 64 : 128;
-    const int box[] = {64, block_n, 1, 1};
-    const char *const kd[] = {"head_dim", "seqlen_k", "heads_k", "batch"};
-    const char *const ks[] = {"k_stride_s", "k_stride_h", "k_stride_b"};
-    const char *const vs[] = {"v_stride_s", "v_stride_h", "v_stride_b"};
-    op_tmap tk = op_tmap_make("K", 4, kd, ks, box, 128), tv = op_tmap_make("V", 4, kd, vs, box, 128);
-    if (attn_persistent(k)) { /* the producer also loads Q: 128 queries of one head */
-      const int qbox[] = {64, 128, 1, 1};
-      const char *const qd[] = {"head_dim", "seqlen_q", "heads_q", "batch"};
-      const char *const qs[] = {"q_stride_s", "q_stride_h", "q_stride_b"};
-      op_tmap tq = op_tmap_make("Q", 4, qd, qs, qbox, 128);
-      op_arg_tmap(a, &n, "tmap_q", &tq);
-    }
-    op_arg_tmap(a, &n, "tmap_k", &tk);
-    op_arg_tmap(a, &n, "tmap_v", &tv);
-  }
-  return n;
+    if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
+  if (attn_is_wgmma(k)) attn_tmaps(p);
 }
 
-/* AMD: 4 waves of 32 queries each. sm_90a: two warpgroups of 64 queries
-   each, and for head_dim 128 a producer warpgroup that feeds them (d64 keeps
-   two blocks per multiprocessor without one). */
-static int attn_block(const op_inst *k) {
-  return tgt_is_sm90(k->target) && op_int(k, "head_dim") == 128 ? 384 : 256;
-}
-
-static void attn_grid(const op_inst *k, char out[3][96]) {
-  if (attn_persistent(k)) {
-    /* as many blocks as the device holds at once (one per SM), walking the
-       tiles of 128 queries of one head (attn_fwd.sm90.hip.m4) */
+/* A block per tile of 128 queries of one head, or (persistent) as many
+   blocks as the device holds at once (one per SM) walking the tiles. */
+static void attn_grid(const op_inst *k, op_plan *p) {
+  const char *sq = op_term(k, "seqlen_q"), *hq = op_term(k, "heads_q"), *b = op_term(k, "batch");
+  if (op_tune(p, "persistent")) {
     if (op_int(k, "causal"))
-      snprintf(out[0], 96, "min(cdiv(cdiv(%s,128),2)*%s*%s,device_units)", op_term(k, "seqlen_q"), op_term(k, "heads_q"),
-               op_term(k, "batch"));
+      snprintf(p->grid[0], OP_FORMULA, "min(cdiv(cdiv(%s,128),2)*%s*%s,device_units)", sq, hq, b);
     else
-      snprintf(out[0], 96, "min(cdiv(%s,128)*%s*%s,device_units)", op_term(k, "seqlen_q"), op_term(k, "heads_q"),
-               op_term(k, "batch"));
-    snprintf(out[1], 96, "1");
-    snprintf(out[2], 96, "1");
+      snprintf(p->grid[0], OP_FORMULA, "min(cdiv(%s,128)*%s*%s,device_units)", sq, hq, b);
     return;
   }
-  snprintf(out[0], 96, "cdiv(%s,128)", op_term(k, "seqlen_q"));
-  snprintf(out[1], 96, "%s", op_term(k, "heads_q"));
-  snprintf(out[2], 96, "%s", op_term(k, "batch"));
+  snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,128)", sq);
+  snprintf(p->grid[1], OP_FORMULA, "%s", hq);
+  snprintf(p->grid[2], OP_FORMULA, "%s", b);
+}
+
+static void attn_plan(const op_inst *k, op_plan *p) {
+  if (attn_is_wgmma(k)) attn_plan_wgmma(k, p);
+  else attn_plan_amd(k, p);
+  attn_args(k, p);
+  attn_grid(k, p);
+  op_plan_check(p, "heads_q % heads_k == 0", "heads_q must be a multiple of heads_k (GQA groups)");
 }
 
 /* Small shapes for `hkgen test`: the head counts that break other stacks
@@ -270,21 +345,6 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
-/* sm_90a (templates/attn_fwd.sm90.hip.m4, wgmma): the Q tile (128 rows) and
-   rings of K and V tiles in dynamic shared memory: head_dim 64, 5 stages of
-   64 keys (97 KiB: two blocks per multiprocessor; 3-7% faster than 4 on the
-   H200, docs/PERF.md); 128, 3 stages of 128 keys (225 KiB); plus 1024 bytes so that the skeleton can align the region to the
-   128-byte swizzle's period, and ATTN_BAR_BYTES for the mbarriers of the
-   bulk-copy path (full and empty, of K and V, per stage). The skeleton
-   derives its stage count from hkm_dynamic_lds (its BLOCK_N must agree). AMD
-   targets: static shared memory only. */
-#define ATTN_BAR_BYTES 256
-static int attn_dynamic_lds(const op_inst *k) {
-  if (!tgt_is_sm90(k->target)) return 0;
-  long d = op_int(k, "head_dim"), block_n = d == 64 ? 64 : 128, stages = d == 64 ? 5 : 3;
-  return (int)(128 * d * 2 + stages * 2 * block_n * d * 2 + ATTN_BAR_BYTES + 1024);
-}
-
 const op_desc op_attn_fwd = {
     .name = "attn_fwd",
     .doc = "attention forward: O = softmax(scale Q K^T + causal mask) V, and the row log-sum-exp",
@@ -292,10 +352,7 @@ const op_desc op_attn_fwd = {
     .params = attn_params,
     .nparams = (int)(sizeof attn_params / sizeof attn_params[0]),
     .check = attn_check,
-    .args = attn_args,
-    .block = attn_block,
-    .grid = attn_grid,
+    .plan = attn_plan,
     .emu_shapes = attn_emu_shapes,
     .emu_run = attn_emu_run,
-    .dynamic_lds = attn_dynamic_lds,
 };

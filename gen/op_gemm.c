@@ -29,10 +29,12 @@ static const op_param gemm_params[] = {
      "columns of C per workgroup (256: sm_90a only, and its default there)"},
 };
 
-#define GEMM_SM90_TILE_K 64 /* k per shared-memory stage: templates/gemm.sm90.hip.m4 TILE_K */
+static const char *const gemm_tuning[] = {"tile_m", "tile_n", NULL};
 
-/* sm_90a runs on wgmma, fed by bulk tensor copies (TMA). */
-static int gemm_is_wgmma(const op_inst *k) { return tgt_is_sm90(k->target); }
+#define GEMM_WGMMA_TILE_K 64 /* k per shared-memory stage: 128-byte rows of bf16 */
+
+/* Hopper's path: wgmma fed by bulk tensor copies (TMA). */
+static int gemm_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
   if (op_int(k, "tile_n") == 256 && !gemm_is_wgmma(k)) {
@@ -47,38 +49,60 @@ static int gemm_check(const op_inst *k, char *msg, size_t n) {
 static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *inner,
                       const char *outer, const char *ld, int box_inner, int box_outer);
 
-static int gemm_args(const op_inst *k, op_arg *a) {
-  int n = 0;
-  op_arg_add(a, &n, "const hk_bf16 *", "A");
-  op_arg_add(a, &n, "const hk_bf16 *", "B");
-  op_arg_add(a, &n, "hk_bf16 *", "C");
-  op_arg_add(a, &n, "int", "lda");
-  op_arg_add(a, &n, "int", "ldb");
-  op_arg_add(a, &n, "int", "ldc");
+static void gemm_args(const op_inst *k, op_plan *p) {
+  op_arg *a = p->args;
+  int *n = &p->nargs;
+  op_arg_add(a, n, "const hk_bf16 *", "A");
+  op_arg_add(a, n, "const hk_bf16 *", "B");
+  op_arg_add(a, n, "hk_bf16 *", "C");
+  op_arg_add(a, n, "int", "lda");
+  op_arg_add(a, n, "int", "ldb");
+  op_arg_add(a, n, "int", "ldc");
   static const char *const dims[] = {"M", "N", "K"};
   for (int i = 0; i < 3; i++)
-    if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
+    if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
   if (gemm_is_wgmma(k)) {
     /* A: boxes of k-tile x tile_m; B: nt k-tile x tile_n, nn 64 columns x k-tile */
-    gemm_tmap(a, &n, "tmap_a", "A", "K", "M", "lda", GEMM_SM90_TILE_K, (int)op_int(k, "tile_m"));
+    int tk = (int)op_tune(p, "tile_k");
+    gemm_tmap(a, n, "tmap_a", "A", "K", "M", "lda", tk, (int)op_int(k, "tile_m"));
     if (!strcmp(op_val(k, "layout"), "nt"))
-      gemm_tmap(a, &n, "tmap_b", "B", "K", "N", "ldb", GEMM_SM90_TILE_K, (int)op_int(k, "tile_n"));
+      gemm_tmap(a, n, "tmap_b", "B", "K", "N", "ldb", tk, (int)op_int(k, "tile_n"));
     else
-      gemm_tmap(a, &n, "tmap_b", "B", "N", "K", "ldb", 64, GEMM_SM90_TILE_K);
+      gemm_tmap(a, n, "tmap_b", "B", "N", "K", "ldb", 64, tk);
   }
-  return n;
 }
 
-static int gemm_block(const op_inst *k) {
-  /* sm_90a: a producer warpgroup and one consumer warpgroup per 64 rows of
-     the tile; AMD: 4 waves */
-  return gemm_is_wgmma(k) ? 128 + 2 * (int)op_int(k, "tile_m") : 256;
+/* Hopper (wgmma): shared-memory stages of k = tile_k (A tile_m x k and B
+   tile_n x k bf16), as many as fit in GEMM_WGMMA_STAGE_BUDGET bytes (at most
+   GEMM_WGMMA_MAX_STAGES), in dynamic shared memory; then bar_bytes of
+   mbarriers (two per stage), plus 1024 bytes so that the skeleton can align
+   the region to 1024 bytes (the 128-byte swizzle's period). A producer
+   warpgroup and one consumer warpgroup per 64 rows of the tile. AMD: 4
+   waves, static LDS only. */
+#define GEMM_WGMMA_STAGE_BUDGET (192 * 1024)
+#define GEMM_WGMMA_MAX_STAGES 8
+static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
+  long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_WGMMA_TILE_K * 2;
+  long stages = GEMM_WGMMA_STAGE_BUDGET / stage;
+  if (stages > GEMM_WGMMA_MAX_STAGES) stages = GEMM_WGMMA_MAX_STAGES;
+  op_plan_tune(p, "tile_k", GEMM_WGMMA_TILE_K);
+  op_plan_tune(p, "stages", stages);
+  op_plan_tune(p, "bar_bytes", 256);
+  p->block = 128 + 2 * (int)op_int(k, "tile_m");
+  p->dynamic_lds = (int)(stages * stage + op_tune(p, "bar_bytes") + 1024);
 }
 
-static void gemm_grid(const op_inst *k, char out[3][96]) {
-  snprintf(out[0], 96, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
-  snprintf(out[1], 96, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
-  snprintf(out[2], 96, "1");
+static void gemm_plan(const op_inst *k, op_plan *p) {
+  if (gemm_is_wgmma(k)) gemm_plan_wgmma(k, p);
+  else p->block = 256;
+  gemm_args(k, p);
+  snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
+  snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
+  int nt = !strcmp(op_val(k, "layout"), "nt");
+  op_plan_check(p, "lda >= K", "A is M x K row-major: lda >= K");
+  op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K row-major, ldb >= K"
+                                                     : "layout nn: B is K x N row-major, ldb >= N");
+  op_plan_check(p, "ldc >= N", "C is M x N row-major: ldc >= N");
 }
 
 /* Problem sizes for `hkgen test`: tails in every dimension, K below one
@@ -149,26 +173,6 @@ static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
-/* sm_90a (wgmma): shared-memory stages of k = GEMM_SM90_TILE_K
-   (A tile_m x k and B tile_n x k bf16), as many as fit in
-   GEMM_SM90_STAGE_BUDGET bytes (at most GEMM_SM90_MAX_STAGES), in dynamic
-   shared memory; then GEMM_BAR_BYTES of mbarriers (two per stage), plus
-   GEMM_LDS_SLACK bytes so that the skeleton can align the region to 1024
-   bytes (the 128-byte swizzle's period). gemm.sm90.hip.m4 derives its stage
-   count from hkm_dynamic_lds with the same formula. AMD targets use static
-   LDS only. */
-#define GEMM_SM90_STAGE_BUDGET (192 * 1024)
-#define GEMM_SM90_MAX_STAGES 8
-#define GEMM_BAR_BYTES 256
-#define GEMM_LDS_SLACK 1024
-static int gemm_dynamic_lds(const op_inst *k) {
-  if (!gemm_is_wgmma(k)) return 0;
-  long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_SM90_TILE_K * 2;
-  long stages = GEMM_SM90_STAGE_BUDGET / stage;
-  if (stages > GEMM_SM90_MAX_STAGES) stages = GEMM_SM90_MAX_STAGES;
-  return (int)(stages * stage + GEMM_BAR_BYTES + GEMM_LDS_SLACK);
-}
-
 static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *inner,
                       const char *outer, const char *ld, int box_inner, int box_outer) {
   const char *const dims[] = {inner, outer}, *const strides[] = {ld};
@@ -177,7 +181,7 @@ static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, c
   op_arg_tmap(a, n, name, &t);
 }
 
-/* sm_90a: 128 x 256 tiles measured fastest (docs/PERF.md, 19:51 run). */
+/* wgmma: 128 x 256 tiles measured fastest on the H200 (docs/PERF.md). */
 static const char *gemm_target_default(const op_inst *k, const char *param) {
   return gemm_is_wgmma(k) && !strcmp(param, "tile_n") ? "256" : NULL;
 }
@@ -189,11 +193,9 @@ const op_desc op_gemm = {
     .params = gemm_params,
     .nparams = (int)(sizeof gemm_params / sizeof gemm_params[0]),
     .check = gemm_check,
-    .args = gemm_args,
-    .block = gemm_block,
-    .grid = gemm_grid,
+    .tuning = gemm_tuning,
+    .plan = gemm_plan,
     .emu_shapes = gemm_emu_shapes,
     .emu_run = gemm_emu_run,
-    .dynamic_lds = gemm_dynamic_lds,
     .target_default = gemm_target_default,
 };

@@ -7,6 +7,7 @@
 
 #include "emutest.h"
 #include "op.h"
+#include "target.h"
 
 static const char *const rope_dtypes[] = {"bf16", NULL};
 static const char *const rope_styles[] = {"rotate_half", "interleaved", NULL};
@@ -37,7 +38,8 @@ static int rope_check(const op_inst *k, char *msg, size_t n) {
   return 0;
 }
 
-static int rope_args(const op_inst *k, op_arg *a) {
+static void rope_args(const op_inst *k, op_plan *p) {
+  op_arg *a = p->args;
   int n = 0;
   static const char *const inplace_t[] = {"q", "k"};
   static const char *const outplace_t[] = {"q_in", "k_in", "q_out", "k_out"};
@@ -55,18 +57,17 @@ static int rope_args(const op_inst *k, op_arg *a) {
   static const char *const dims[] = {"batch", "seq_len", "heads_q", "heads_k", "head_dim"};
   for (int i = 0; i < 5; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, &n, "int", dims[i]);
-  return n;
+  p->nargs = n;
 }
 
-static int rope_block(const op_inst *k) {
-  (void)k;
-  return 256;
-}
-
-static void rope_grid(const op_inst *k, char out[3][96]) {
-  snprintf(out[0], 96, "%s*%s", op_term(k, "batch"), op_term(k, "seq_len"));
-  snprintf(out[1], 96, "1");
-  snprintf(out[2], 96, "1");
+/* A block of 256 threads per token; units of work each thread loads
+   before the barrier: 2 on AMD, 1 on NVIDIA (2 made nvcc spill). */
+static void rope_plan(const op_inst *k, op_plan *p) {
+  op_plan_tune(p, "batch_units", tgt_name_has(k->target, TGT_AMD) ? 2 : 1);
+  p->block = 256;
+  rope_args(k, p);
+  snprintf(p->grid[0], OP_FORMULA, "%s*%s", op_term(k, "batch"), op_term(k, "seq_len"));
+  op_plan_check(p, "head_dim % 2 == 0", "head_dim must be even (rotation pairs)");
 }
 
 /* Problem sizes for `hkgen test`: odd head counts, Q and K head counts that
@@ -211,9 +212,7 @@ const op_desc op_rope = {
     .params = rope_params,
     .nparams = (int)(sizeof rope_params / sizeof rope_params[0]),
     .check = rope_check,
-    .args = rope_args,
-    .block = rope_block,
-    .grid = rope_grid,
+    .plan = rope_plan,
     .emu_shapes = rope_emu_shapes,
     .emu_run = rope_emu_run,
 };

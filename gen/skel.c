@@ -97,26 +97,37 @@ static void skel_banner(hk_buf *b, const op_inst *k) {
   }
 }
 
-static void skel_kernargs(hk_buf *b, const op_inst *k) {
-  op_arg args[OP_MAX_ARGS];
-  int n = k->op->args(k, args);
+static void skel_kernargs(hk_buf *b, const op_plan *p) {
   buf_puts(b, "struct hk_args {\n");
-  for (int i = 0; i < n; i++) {
-    int star = strchr(args[i].ctype, '*') != NULL;
-    buf_printf(b, "  %s%s%s; // offset %d\n", args[i].ctype, star ? "" : " ", args[i].name,
-               args[i].offset);
+  for (int i = 0; i < p->nargs; i++) {
+    const op_arg *a = &p->args[i];
+    int star = strchr(a->ctype, '*') != NULL;
+    buf_printf(b, "  %s%s%s; // offset %d\n", a->ctype, star ? "" : " ", a->name, a->offset);
   }
   buf_puts(b, "};");
 }
 
 /* Whether the kernel takes a tensor map (its argument struct must then be a
    grid constant: see hkm_kernel_begin). */
-static int skel_has_tmap(const op_inst *k) {
-  op_arg args[OP_MAX_ARGS];
-  int n = k->op->args(k, args);
-  for (int i = 0; i < n; i++)
-    if (args[i].tmap.tensor[0]) return 1;
+static int skel_has_tmap(const op_plan *p) {
+  for (int i = 0; i < p->nargs; i++)
+    if (p->args[i].tmap.tensor[0]) return 1;
   return 0;
+}
+
+/* The descriptor's tunables, read by the skeleton as hkm_tune([NAME]), and
+   the target's limits a skeleton may size itself by. */
+static void skel_define_plan(skel_prologue *p, const op_inst *k, const tgt_info *t) {
+  char name[64], num[32];
+  for (int i = 0; i < k->plan->ntun; i++) {
+    snprintf(name, sizeof name, "t_%s", k->plan->tun[i].name);
+    snprintf(num, sizeof num, "%ld", k->plan->tun[i].value);
+    skel_define_str(p, name, num);
+  }
+  snprintf(num, sizeof num, "%u", t->lds_bytes);
+  skel_define_str(p, "target_lds", num);
+  snprintf(num, sizeof num, "%u", t->lds_unit);
+  skel_define_str(p, "target_lds_unit", num);
 }
 
 static int skel_is_number(const char *s) {
@@ -149,18 +160,19 @@ void skel_prologue_for(skel_prologue *p, const op_inst *k) {
   skel_define_str(p, "target", t->name);
   skel_define_str(p, "arch", t->arch);
   skel_define_str(p, "tile_header", t->header);
-  snprintf(num, sizeof num, "%d", k->op->block(k));
+  snprintf(num, sizeof num, "%d", k->plan->block);
   skel_define_str(p, "block_size", num);
-  snprintf(num, sizeof num, "%d", op_dynamic_lds(k));
+  snprintf(num, sizeof num, "%d", k->plan->dynamic_lds);
   skel_define_str(p, "dynamic_lds", num);
+  skel_define_plan(p, k, t);
   buf_init(&b);
   skel_banner(&b, k);
   skel_define_str(p, "banner", b.s);
   buf_free(&b);
   buf_init(&b);
-  skel_kernargs(&b, k);
+  skel_kernargs(&b, k->plan);
   skel_define_str(p, "kernarg_struct", b.s);
-  skel_define_str(p, "kernarg_qual", skel_has_tmap(k) ? "HK_KERNARG_QUAL" : "const");
+  skel_define_str(p, "kernarg_qual", skel_has_tmap(k->plan) ? "HK_KERNARG_QUAL" : "const");
   buf_free(&b);
   buf_init(&b);
   skel_bindings(&b, k);

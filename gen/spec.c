@@ -271,12 +271,14 @@ static void spec_expand(spec_ctx *c, const op_desc *op, const yt_node *entry, sp
     for (int i = 0; i < op->nparams; i++) k.vals[i] = xstrdup(pv[i].v[idx[i]]);
     spec_target_defaults(&k, pv);
     char msg[512];
-    if (op->check(&k, msg, sizeof msg) < 0) {
+    int ok = op->check(&k, msg, sizeof msg) == 0;
+    if (ok) spec_make_name(&k, base, pv, user_named);
+    if (ok) ok = op_plan_resolve(&k, msg, sizeof msg) == 0;
+    if (!ok) {
       diag_error(c->file, entry->line, entry->col, "%s", msg);
       c->errors++;
       op_inst_free(&k);
     } else {
-      spec_make_name(&k, base, pv, user_named);
       spec_push(c->set, &k);
     }
     for (int i = 0; i <= op->nparams; i++) { /* odometer step */

@@ -46,6 +46,15 @@ m4_define([hkm_param],
           [hkm_fatal([parameter `$1' is not defined (hkm_p_$1)])])])
 
 
+# hkm_tune(NAME)
+# -------------
+# The value the op's descriptor decided for tunable NAME (hkm_t_NAME, an
+# integer; gen/op.h op_plan): templates never re-derive what the plan holds.
+m4_define([hkm_tune],
+[m4_ifdef([hkm_t_$1], [m4_indir([hkm_t_$1])],
+          [hkm_fatal([tunable `$1' is not in the kernel's plan (hkm_t_$1)])])])
+
+
 # hkm_if_baked(NAME, IF-BAKED, [IF-ANY])
 # -------------------------------------
 # IF-BAKED when parameter NAME is a compile-time constant, IF-ANY when it is

@@ -1,0 +1,125 @@
+/* target.c: the target table and the occupancy rule. Figures of parts are
+   the vendors' published ones (shared/anchors/amd-published.md for AMD). */
+#include "target.h"
+
+#include <string.h>
+
+static const tgt_part tgt_parts_cdna2[] = {
+    {"MI210", 104, 1, 1700, 1.6, 181.0},
+    {"MI250X", 110, 1, 1700, 1.6, 191.5}, /* one GCD: the device a process sees */
+};
+static const tgt_part tgt_parts_cdna3[] = {
+    {"MI300X", 304, 8, 2100, 5.3, 1307.0},
+    {"MI325X", 304, 8, 2100, 6.0, 1307.0},
+};
+static const tgt_part tgt_parts_cdna4[] = {
+    {"MI350X", 256, 8, 2200, 8.0, 2300.0},
+    {"MI355X", 256, 8, 2400, 8.0, 2517.0},
+};
+static const tgt_part tgt_parts_sm90[] = {
+    {"H100", 132, 1, 1980, 3.35, 989.0},
+    {"H200", 132, 1, 1980, 4.8, 989.0},
+};
+
+#define TGT_PARTS(p) p, (int)(sizeof p / sizeof p[0])
+#define TGT_CDNA_REGS 512, 8, 8, 32, 4, 0 /* VGPRs+AGPRs per lane, granule, waves/SIMD, blocks, SIMDs */
+
+static const tgt_info tgt_table[] = {
+    {"gfx90a", "cdna2", "hk_cdna.h", "MI210/MI250X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
+     0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2)},
+    {"gfx942", "cdna3", "hk_cdna.h", "MI300X/MI325X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
+     0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3)},
+    {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X", TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16, 64,
+     163840, 163840, TGT_CDNA_REGS, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
+     TGT_PARTS(tgt_parts_cdna4)},
+    /* shared memory per block with the opt-in limit; 228 KiB per SM, of
+       which each resident block reserves 1 KiB; 64K registers per SM */
+    {"sm_90a", "sm90", "hk_sm90.h", "H100/H200", TGT_WGMMA | TGT_TMA, 32, 232448, 233472, 65536, 256, 64, 32,
+     4, 1024, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90)},
+};
+
+#define TGT_N (sizeof tgt_table / sizeof tgt_table[0])
+
+const tgt_info *tgt_all(size_t *n) {
+  *n = TGT_N;
+  return tgt_table;
+}
+
+const tgt_info *tgt_find(const char *name) {
+  for (size_t i = 0; name && i < TGT_N; i++)
+    if (strcmp(tgt_table[i].name, name) == 0) return &tgt_table[i];
+  return NULL;
+}
+
+const tgt_info *tgt_from_elf_mach(unsigned mach) {
+  for (size_t i = 0; i < TGT_N; i++)
+    if (tgt_table[i].elf_mach && tgt_table[i].elf_mach == mach) return &tgt_table[i];
+  return NULL;
+}
+
+const tgt_info *tgt_from_cuda_cc(int cc) {
+  for (size_t i = 0; i < TGT_N; i++)
+    if (tgt_table[i].cuda_cc && tgt_table[i].cuda_cc == cc) return &tgt_table[i];
+  return NULL;
+}
+
+int tgt_has(const tgt_info *t, unsigned features) { return t && (t->features & features) == features; }
+
+int tgt_name_has(const char *target, unsigned features) { return tgt_has(tgt_find(target), features); }
+
+int tgt_is_amd(const tgt_info *t) { return tgt_has(t, TGT_AMD); }
+
+const tgt_part *tgt_largest_part(const tgt_info *t) {
+  const tgt_part *best = NULL;
+  for (int i = 0; i < t->nparts; i++)
+    if (!best || t->parts[i].units > best->units) best = &t->parts[i];
+  return best;
+}
+
+const tgt_part *tgt_part_find(const char *name, const tgt_info **target) {
+  for (size_t i = 0; name && i < TGT_N; i++)
+    for (int j = 0; j < tgt_table[i].nparts; j++)
+      if (!strcmp(tgt_table[i].parts[j].name, name)) {
+        if (target) *target = &tgt_table[i];
+        return &tgt_table[i].parts[j];
+      }
+  return NULL;
+}
+
+/* NVIDIA: registers are allocated per warp in granules; blocks are limited
+   by registers, shared memory (plus the per-block reservation) and the
+   block slots; warps by the SM's maximum. */
+static int tgt_occupancy_nv(const tgt_info *t, int regs, long lds, int block) {
+  int warps = (block + t->wave_size - 1) / t->wave_size;
+  int regs_warp = ((regs ? regs : 1) * t->wave_size + t->reg_granule - 1) / t->reg_granule * t->reg_granule;
+  int blocks = t->regs / (regs_warp * warps);
+  if (lds > 0 && (long)t->lds_unit / (lds + t->lds_reserved) < blocks)
+    blocks = (int)((long)t->lds_unit / (lds + t->lds_reserved));
+  if (blocks > t->max_blocks) blocks = t->max_blocks;
+  int w = blocks * warps;
+  return w > t->max_waves ? t->max_waves : w;
+}
+
+/* AMD: registers per lane per SIMD in granules bound the waves of a SIMD;
+   a workgroup's waves spread over the CU's SIMDs and all must fit; LDS is
+   per CU. */
+static int tgt_occupancy_amd(const tgt_info *t, int regs, long lds, int block) {
+  regs = ((regs ? regs : 1) + t->reg_granule - 1) / t->reg_granule * t->reg_granule;
+  int waves = t->regs / regs;
+  if (waves > t->max_waves) waves = t->max_waves;
+  int wg_waves = (block + t->wave_size - 1) / t->wave_size;
+  if (waves * t->simds < wg_waves) return 0;
+  if (lds > 0) {
+    int wgs = (int)((long)t->lds_unit / lds); /* workgroups per CU */
+    int by_lds = wgs * wg_waves / t->simds;
+    if (wgs > 0 && by_lds == 0) by_lds = 1; /* one small workgroup still runs */
+    if (by_lds < waves) waves = by_lds;
+  }
+  return waves;
+}
+
+int tgt_occupancy(const tgt_info *t, int regs, long lds, int block) {
+  return tgt_is_amd(t) ? tgt_occupancy_amd(t, regs, lds, block) : tgt_occupancy_nv(t, regs, lds, block);
+}
+
+const char *tgt_default_list(void) { return "gfx942,gfx950"; }

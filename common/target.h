@@ -1,0 +1,73 @@
+/* target.h: the one table of GPU targets, read by gen/, libhkrt and the
+   emulator: what each ISA can do (feature bits), its register, LDS and wave
+   limits (occupancy is computed from them in one place, tgt_occupancy), its
+   compiler, its emulator model and the parts (products) that run it. Code
+   asks for features, never for a target's name. */
+#ifndef HK_TARGET_H
+#define HK_TARGET_H
+
+#include <stddef.h>
+
+/* Feature bits. */
+#define TGT_AMD (1u << 0)       /* AMD code objects (ELF, comgr metadata) */
+#define TGT_MFMA (1u << 1)      /* AMD matrix cores: v_mfma */
+#define TGT_WGMMA (1u << 2)     /* warpgroup matrix multiply (Hopper) */
+#define TGT_TMA (1u << 3)       /* bulk tensor copies by tensor map */
+#define TGT_LDS_DMA (1u << 4)   /* direct global-to-LDS loads of 16 bytes */
+#define TGT_CVT_PK_BF16 (1u << 5) /* a packed fp32 -> bf16 conversion instruction */
+
+/* One product that runs the ISA, with its published figures. */
+typedef struct {
+  const char *name;   /* MI300X */
+  int units;          /* compute units (AMD) or multiprocessors (NVIDIA) */
+  int xcds;           /* dies that workgroups are dealt to round robin */
+  int clock_mhz;      /* peak engine clock */
+  double hbm_tbs;     /* memory bandwidth, TB/s */
+  double bf16_tflops; /* dense bf16 matrix peak */
+} tgt_part;
+
+typedef struct {
+  const char *name;    /* gfx942: what specs, manifests and devices say */
+  const char *arch;    /* cdna3: the family; picks <op>.<arch>.hip.m4 when one exists */
+  const char *header;  /* tile header under templates/include/ */
+  const char *product; /* for docs and `hkgen list` */
+  unsigned features;   /* TGT_* */
+  int wave_size;       /* threads per wave (warp) */
+  unsigned lds_bytes;  /* LDS a workgroup may allocate */
+  unsigned lds_unit;   /* LDS per compute unit / multiprocessor */
+  /* occupancy: AMD counts waves per SIMD (regs: VGPRs+AGPRs per lane per
+     SIMD, allocated in granules of reg_granule); NVIDIA counts warps per SM
+     (regs: 32-bit registers per SM, allocated per warp in granules). */
+  int regs, reg_granule, max_waves, max_blocks, simds;
+  unsigned lds_reserved; /* per block, on top of what the kernel asks (NVIDIA: 1 KiB) */
+  unsigned elf_mach;     /* EF_AMDGPU_MACH_* in e_flags; 0 for NVIDIA */
+  int cuda_cc;           /* compute capability x 10 (90); 0 for AMD */
+  int emu_arch;          /* HK_EMU_ARCH of the CPU emulator (2, 3, 4); 0: not emulated */
+  int emu_kpl;           /* emulator: k elements per lane of the 32x32 bf16 MFMA */
+  const char *compilers; /* tried in order: "comgr,clang" or "nvcc" */
+  const char *mma_prefix[3]; /* mnemonics of matrix instructions, for hot-loop figures */
+  const tgt_part *parts;
+  int nparts;
+} tgt_info;
+
+const tgt_info *tgt_all(size_t *n);
+const tgt_info *tgt_find(const char *name);
+const tgt_info *tgt_from_elf_mach(unsigned mach);
+const tgt_info *tgt_from_cuda_cc(int cc);
+int tgt_has(const tgt_info *t, unsigned features);
+/* Whether target (a name) has all of features; 0 for an unknown name. */
+int tgt_name_has(const char *target, unsigned features);
+int tgt_is_amd(const tgt_info *t);
+/* The part that a grid sized to the machine sees on the emulator: the one
+   with the most units. */
+const tgt_part *tgt_largest_part(const tgt_info *t);
+const tgt_part *tgt_part_find(const char *name, const tgt_info **target);
+/* Waves per SIMD (AMD) or warps per SM (NVIDIA) of a kernel with regs
+   registers per lane (VGPRs+AGPRs on AMD), lds bytes of shared memory per
+   block (static + dynamic) and block threads; 0 when one block cannot be
+   resident. */
+int tgt_occupancy(const tgt_info *t, int regs, long lds, int block);
+/* Targets used when a spec names none. */
+const char *tgt_default_list(void);
+
+#endif
