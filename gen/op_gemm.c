@@ -99,10 +99,9 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
   snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
   snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
   int nt = !strcmp(op_val(k, "layout"), "nt");
-  op_plan_check(p, "lda >= K", "A is M x K row-major: lda >= K");
-  op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K row-major, ldb >= K"
-                                                     : "layout nn: B is K x N row-major, ldb >= N");
-  op_plan_check(p, "ldc >= N", "C is M x N row-major: ldc >= N");
+  op_plan_check(p, "lda >= K", "A is M x K, row-major");
+  op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K, row-major" : "layout nn: B is K x N, row-major");
+  op_plan_check(p, "ldc >= N", "C is M x N, row-major");
 }
 
 /* Problem sizes for `hkgen test`: tails in every dimension, K below one

@@ -35,6 +35,8 @@ set_tests_properties(escape_cli PROPERTIES TIMEOUT 120 LABELS "security" ENVIRON
 # Small modules.
 add_test(unit_sha256 build/unit_sha256)
 set_tests_properties(unit_sha256 PROPERTIES TIMEOUT 120 LABELS "unit" ENVIRONMENT "${HK_ENV}")
+add_test(unit_expr build/unit_expr)
+set_tests_properties(unit_expr PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${HK_ENV}")
 add_test(unit_json build/unit_json)
 set_tests_properties(unit_json PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${HK_ENV}")
 # bd_waves_per_simd: AGPRs counted once, workgroups that do not fit give 0.

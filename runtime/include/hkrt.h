@@ -84,9 +84,11 @@ const char *hkrt_status_name(hkrt_status s);
 typedef struct hkrt_catalog hkrt_catalog;
 typedef struct hkrt_kernel hkrt_kernel; /* owned by its catalogue */
 
-/* The ISA a device runs: the emulator's target, "sm_90a" for CUDA (the one
-   NVIDIA target hkgen builds), NULL for HIP (not asked of the driver: name
-   the target in the problem when a catalogue holds several AMD targets). */
+/* The ISA a device runs, as hkgen's target table names it: the emulator's
+   target; for CUDA, asked of the driver (compute capability 9.0 is
+   "sm_90a"; one the table lacks reads "sm_<major><minor>"); NULL for HIP
+   (not asked of the driver: name the target in the problem when a catalogue
+   holds several AMD targets). */
 const char *hkrt_device_target(const hkrt_device *dev);
 
 /* Reads and validates DIR/manifest.json: every kernel needs name, op, target,
@@ -165,8 +167,10 @@ typedef struct {
    - pointers: not NULL, aligned to their element (2 bytes for bf16, 4 for
      float and int, 8 for long and double); integers in range of their C type;
      an integer where a float is expected is converted, never the reverse;
-   - the op's rules (catalog.c, hkrt_op_rules): gemm lda >= K, ldb >= K
-     (layout nt) or N (nn), ldc >= N;
+   - the kernel's launch rules from the manifest ("checks", formulas the
+     op's descriptor wrote: the ranges of run-time parameters, relations such
+     as gemm's lda >= K or attention's heads_q % heads_k == 0), the message
+     naming the rule, its reason and the values it saw;
    - every grid size from 1 to 2^31 - 1. */
 hkrt_status hkrt_kernel_args(hkrt_kernel *k, const hkrt_problem *problem, const hkrt_arg *args,
                              size_t nargs, void *args_buf, size_t buf_size, size_t *args_size,

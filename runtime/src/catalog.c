@@ -9,24 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expr.h"
 #include "hkrt_cat.h"
+#include "target.h"
 
-/* Per op: the tuning parameters a problem may leave out (the selection picks
-   them: they never change the result), defaults for parameters a problem
-   leaves out (as `hkgen list` shows them), and the leading-dimension rules
-   hkrt_kernel_args checks. An op not listed has none of these. */
-static const hkrt_op_rule hkrt_op_rules[] = {
-    {"gemm", {"tile_m", "tile_n"}, {{"dtype", "bf16"}},
-     {{"lda", "K", NULL, NULL}, {"ldb", "K", "layout", "nt"}, {"ldb", "N", "layout", "nn"},
-      {"ldc", "N", NULL, NULL}}},
-    {"rope", {NULL}, {{"dtype", "bf16"}}, {{NULL, NULL, NULL, NULL}}},
-    {"attn_fwd", {NULL}, {{"dtype", "bf16"}}, {{NULL, NULL, NULL, NULL}}},
-};
-
-const hkrt_op_rule *hkrt_op_rule_find(const char *op) {
-  for (size_t i = 0; i < sizeof hkrt_op_rules / sizeof hkrt_op_rules[0]; i++)
-    if (!strcmp(hkrt_op_rules[i].op, op)) return &hkrt_op_rules[i];
-  return NULL;
+/* A kernel for target kt serves target (NULL: any AMD target). */
+static int hkrt_target_fits(const char *kt, const char *target) {
+  return target ? !strcmp(kt, target) : tgt_is_amd(tgt_find(kt));
 }
 
 /* ---- small lookups -------------------------------------------------------------- */
@@ -136,6 +125,82 @@ static hkrt_status hkrt_read_runtime(const hkrt_mctx *m, hkrt_kernel *k) {
     if (hkrt_kernel_baked(k, v->str))
       return hkrt_mfail(m, v, "runtime_params: %s is also baked in params", v->str);
     k->rt[k->nrt++] = v->str;
+  }
+  return HKRT_OK;
+}
+
+/* An array of names (as "tuning"); absent: none. */
+static hkrt_status hkrt_read_names(const hkrt_mctx *m, const char *key, const char ***out, size_t *n) {
+  const hkrt_json *a = hkrt_json_get(m->obj, key);
+  if (!a) return HKRT_OK;
+  if (a->type != HKRT_JSON_ARRAY) return hkrt_mfail(m, a, "\"%s\" must be an array of names", key);
+  *out = calloc(a->count ? a->count : 1, sizeof **out);
+  if (!*out) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  for (const hkrt_json *v = a->child; v; v = v->next) {
+    if (v->type != HKRT_JSON_STRING || !v->str[0])
+      return hkrt_mfail(m, v, "%s: each element must be a parameter name", key);
+    (*out)[(*n)++] = v->str;
+  }
+  return HKRT_OK;
+}
+
+/* "defaults": {name: value}, strings; absent: none. */
+static hkrt_status hkrt_read_defaults(const hkrt_mctx *m, hkrt_kernel *k) {
+  const hkrt_json *o = hkrt_json_get(m->obj, "defaults");
+  if (!o) return HKRT_OK;
+  if (o->type != HKRT_JSON_OBJECT) return hkrt_mfail(m, o, "\"defaults\" must be an object");
+  k->defaults = calloc(o->count ? o->count : 1, sizeof *k->defaults);
+  if (!k->defaults) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  for (const hkrt_json *v = o->child; v; v = v->next) {
+    if (v->type != HKRT_JSON_STRING)
+      return hkrt_mfail(m, v, "defaults: \"%s\" must be a string, not %s", v->key, hkrt_json_type_name(v->type));
+    k->defaults[k->ndefaults++] = (hkrt_kv){v->key, v->str};
+  }
+  return HKRT_OK;
+}
+
+/* Names a formula (grid or launch rule) may use, all taken as 1 to check
+   that it parses and names only what the kernel has. */
+static int hkrt_formula_name_known(const void *ctx, const char *name, size_t len, long long *v, char *note,
+                                   size_t notelen) {
+  const hkrt_kernel *k = ctx;
+  char n[64];
+  (void)note;
+  (void)notelen;
+  if (len >= sizeof n) return -1;
+  memcpy(n, name, len);
+  n[len] = 0;
+  const hkrt_kv *b = hkrt_kernel_baked(k, n);
+  const hkrt_karg *a = hkrt_kernel_karg(k, n);
+  *v = 1;
+  if (!strcmp(n, HKRT_DEVICE_UNITS)) return 0; /* known at launch */
+  return (b && hkrt_parse_ll(b->value, v) == 0) || (a && a->cls == HKRT_KA_INT) ? 0 : -1;
+}
+
+static hkrt_status hkrt_formula_ok(const hkrt_mctx *m, const hkrt_json *at, const hkrt_kernel *k,
+                                   const char *what, const char *f) {
+  char err[160];
+  long long x;
+  if (ex_eval(f, hkrt_formula_name_known, k, &x, err, sizeof err) < 0)
+    return hkrt_mfail(m, at, "%s \"%s\": %s", what, f, err);
+  return HKRT_OK;
+}
+
+/* "checks": [{"rule": formula, "why": text}]; absent: none. Read after the
+   arguments, whose names the rules use. */
+static hkrt_status hkrt_read_checks(const hkrt_mctx *m, hkrt_kernel *k) {
+  hkrt_status st = HKRT_OK;
+  const hkrt_json *a = hkrt_json_get(m->obj, "checks");
+  if (!a) return HKRT_OK;
+  if (a->type != HKRT_JSON_ARRAY) return hkrt_mfail(m, a, "\"checks\" must be an array");
+  k->checks = calloc(a->count ? a->count : 1, sizeof *k->checks);
+  if (!k->checks) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  for (const hkrt_json *c = a->child; c; c = c->next) {
+    if (c->type != HKRT_JSON_OBJECT) return hkrt_mfail(m, c, "checks: each must be an object");
+    hkrt_rule *r = &k->checks[k->nchecks];
+    if (!(r->rule = hkrt_mstr(m, c, "rule", &st)) || !(r->why = hkrt_mstr(m, c, "why", &st))) return st;
+    if ((st = hkrt_formula_ok(m, c, k, "launch rule", r->rule))) return st;
+    k->nchecks++;
   }
   return HKRT_OK;
 }
@@ -346,20 +411,6 @@ static hkrt_status hkrt_read_block(const hkrt_mctx *m, hkrt_kernel *k) {
   return HKRT_OK;
 }
 
-/* Names a grid formula may use, all taken as 1 to check the formula. */
-static int hkrt_grid_name_known(const void *ctx, const char *name, size_t len, long long *v) {
-  const hkrt_kernel *k = ctx;
-  char n[64];
-  if (len >= sizeof n) return -1;
-  memcpy(n, name, len);
-  n[len] = 0;
-  const hkrt_kv *b = hkrt_kernel_baked(k, n);
-  const hkrt_karg *a = hkrt_kernel_karg(k, n);
-  *v = 1;
-  if (!strcmp(n, HKRT_DEVICE_UNITS)) return 0; /* known at launch */
-  return (b && hkrt_parse_ll(b->value, v) == 0) || (a && a->cls == HKRT_KA_INT) ? 0 : -1;
-}
-
 static hkrt_status hkrt_read_grid(const hkrt_mctx *m, hkrt_kernel *k) {
   hkrt_status st = HKRT_OK;
   const hkrt_json *g = hkrt_mget(m, m->obj, "grid", HKRT_JSON_ARRAY, &st);
@@ -367,11 +418,10 @@ static hkrt_status hkrt_read_grid(const hkrt_mctx *m, hkrt_kernel *k) {
   if (g->count != 3) return hkrt_mfail(m, g, "grid must have 3 formulas, not %zu", g->count);
   int i = 0;
   for (const hkrt_json *v = g->child; v; v = v->next, i++) {
-    char err[160];
-    long long x;
+    char what[16];
     if (v->type != HKRT_JSON_STRING) return hkrt_mfail(m, v, "grid formulas must be strings");
-    if (hkrt_expr_eval(v->str, hkrt_grid_name_known, k, &x, err, sizeof err) < 0)
-      return hkrt_mfail(m, v, "grid[%d] \"%s\": %s", i, v->str, err);
+    snprintf(what, sizeof what, "grid[%d]", i);
+    if ((st = hkrt_formula_ok(m, v, k, what, v->str))) return st;
     k->grid[i] = v->str;
   }
   return HKRT_OK;
@@ -394,7 +444,9 @@ static hkrt_status hkrt_read_kernel(hkrt_catalog *cat, const hkrt_json *o, size_
     return hkrt_mfail(&m, hkrt_json_get(o, "file"), "file \"%s\" is not a relative path inside the catalogue",
                       k->file);
   if ((st = hkrt_read_params(&m, k)) || (st = hkrt_read_runtime(&m, k)) ||
-      (st = hkrt_read_kernarg(&m, k)) || (st = hkrt_read_block(&m, k)) || (st = hkrt_read_grid(&m, k)))
+      (st = hkrt_read_kernarg(&m, k)) || (st = hkrt_read_block(&m, k)) || (st = hkrt_read_grid(&m, k)) ||
+      (st = hkrt_read_names(&m, "tuning", &k->tuning, &k->ntuning)) || (st = hkrt_read_defaults(&m, k)) ||
+      (st = hkrt_read_checks(&m, k)))
     return st;
   return HKRT_OK;
 }
@@ -506,6 +558,9 @@ HKRT_API void hkrt_catalog_close(hkrt_catalog *cat) {
     free(k->params);
     free(k->rt);
     free(k->args);
+    free(k->tuning);
+    free(k->defaults);
+    free(k->checks);
   }
   free(cat->kernels);
   hkrt_json_free(cat->doc);
@@ -525,7 +580,7 @@ HKRT_API hkrt_status hkrt_catalog_find(hkrt_catalog *cat, const char *name, cons
   if (!target) target = hkrt_device_target(cat->dev);
   for (size_t i = 0; i < cat->n; i++) {
     hkrt_kernel *k = &cat->kernels[i];
-    if (!strcmp(k->name, name) && (target ? !strcmp(k->target, target) : !strncmp(k->target, "gfx", 3))) {
+    if (!strcmp(k->name, name) && hkrt_target_fits(k->target, target)) {
       *out = k;
       return HKRT_OK;
     }
@@ -565,12 +620,10 @@ static int hkrt_values_equal(const char *a, const char *b) {
 
 /* A baked parameter the problem leaves out: a tuning one, or at its default. */
 static int hkrt_omission_ok(const hkrt_kernel *k, const hkrt_kv *baked) {
-  const hkrt_op_rule *r = hkrt_op_rule_find(k->op);
-  if (!r) return 0;
-  for (int i = 0; i < 4 && r->tuning[i]; i++)
-    if (!strcmp(r->tuning[i], baked->name)) return 1;
-  for (int i = 0; i < 2 && r->defaults[i].name; i++)
-    if (!strcmp(r->defaults[i].name, baked->name)) return hkrt_values_equal(r->defaults[i].value, baked->value);
+  for (size_t i = 0; i < k->ntuning; i++)
+    if (!strcmp(k->tuning[i], baked->name)) return 1;
+  for (size_t i = 0; i < k->ndefaults; i++)
+    if (!strcmp(k->defaults[i].name, baked->name)) return hkrt_values_equal(k->defaults[i].value, baked->value);
   return 0;
 }
 
@@ -587,10 +640,6 @@ static void hkrt_why(char *why, size_t n, int *count, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(why + used, n - used, fmt, ap);
   va_end(ap);
-}
-
-static int hkrt_target_fits(const char *kt, const char *target) {
-  return target ? !strcmp(kt, target) : !strncmp(kt, "gfx", 3);
 }
 
 int hkrt_fit(const hkrt_kernel *k, const hkrt_problem *pb, const char *target, int *named,

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "emu_fiber.h"
+#include "target.h"
 #include "hk_emu_abi.h"
 #include "hkrt_int.h"
 
@@ -94,30 +95,29 @@ static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsign
                                   const float *c, float *d);
 static unsigned hkemu_swap_halves_b32(unsigned v);
 
-/* units: compute units of the target's largest part (MI250X's GCD, MI300X,
-   MI355X), what a grid sized to the machine sees */
-static const struct {
-  const char *name;
-  int kpl;
-  unsigned lds;
-  int units;
-} emu_targets[] = {{"gfx90a", 4, 65536, 110}, {"gfx942", 4, 65536, 304}, {"gfx950", 8, 163840, 256}};
-
+/* The emulator's model of a target comes from the target table: its MFMA
+   layout (k per lane), its LDS limit, and the compute units of its largest
+   part (what a grid sized to the machine sees). */
 hkrt_status emu_open(const char *target, emu_device **out) {
-  for (size_t i = 0; i < sizeof emu_targets / sizeof emu_targets[0]; i++) {
-    if (!target || strcmp(target, emu_targets[i].name)) continue;
-    emu_device *d = calloc(1, sizeof *d);
-    if (!d) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
-    snprintf(d->target, sizeof d->target, "%s", target);
-    d->kpl = emu_targets[i].kpl;
-    d->lds_limit = emu_targets[i].lds;
-    d->units = emu_targets[i].units;
-    d->seed = 1;
-    *out = d;
-    return HKRT_OK;
+  const tgt_info *t = tgt_find(target);
+  if (!t || !t->emu_arch) {
+    char list[128] = "";
+    size_t n, used = 0;
+    const tgt_info *all = tgt_all(&n);
+    for (size_t i = 0; i < n; i++)
+      if (all[i].emu_arch && used + 1 < sizeof list)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", all[i].name);
+    return hkrt_fail(HKRT_ERR_ARG, "emulator: unknown target '%s' (%s)", target ? target : "(null)", list);
   }
-  return hkrt_fail(HKRT_ERR_ARG, "emulator: unknown target '%s' (gfx90a, gfx942, gfx950)",
-                   target ? target : "(null)");
+  emu_device *d = calloc(1, sizeof *d);
+  if (!d) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  snprintf(d->target, sizeof d->target, "%s", t->name);
+  d->kpl = t->emu_kpl;
+  d->lds_limit = t->lds_bytes;
+  d->units = tgt_largest_part(t)->units;
+  d->seed = 1;
+  *out = d;
+  return HKRT_OK;
 }
 
 void emu_close(emu_device *d) {
@@ -521,4 +521,4 @@ static hkrt_status emu_ops_units(void *dev, long long *out) {
 const hkrt_backend_ops hkrt_emu_ops = {
     "emulator", emu_ops_open, emu_ops_close, emu_ops_alloc, emu_ops_free, emu_ops_to_device,
     emu_ops_to_host, emu_ops_module_load, emu_ops_module_unload, emu_ops_function, emu_ops_launch,
-    emu_ops_sync, NULL, NULL, emu_ops_units};
+    emu_ops_sync, NULL, NULL, emu_ops_units, NULL};

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hkrt_int.h"
+#include "target.h"
 
 /* The few driver types used, as the ABI defines them. */
 typedef int gpu_res;
@@ -320,6 +321,26 @@ static hkrt_status gpu_units_cuda(void *dev, long long *out) {
   return st;
 }
 
+/* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR (cuda.h) */
+#define GPU_CU_ATTR_CC_MAJOR 75
+#define GPU_CU_ATTR_CC_MINOR 76
+
+/* The target table's name for the device's compute capability ("sm_90a"
+   for 9.0), else sm_<major><minor>, which no catalogue kernel names. */
+static hkrt_status gpu_arch_cuda(void *dev, char *out, size_t n) {
+  gpu_api *g = dev;
+  int major = 0, minor = 0, d = 0;
+  if (!g->attr) return hkrt_fail(HKRT_ERR_NO_DRIVER, "CUDA backend: the driver lacks cuDeviceGetAttribute");
+  hkrt_status st = gpu_check(g, g->device_get(&d, 0), HKRT_ERR_NO_DEVICE, "cuDeviceGet");
+  if (!st) st = gpu_check(g, g->attr(&major, GPU_CU_ATTR_CC_MAJOR, d), HKRT_ERR_NO_DEVICE, "cuDeviceGetAttribute");
+  if (!st) st = gpu_check(g, g->attr(&minor, GPU_CU_ATTR_CC_MINOR, d), HKRT_ERR_NO_DEVICE, "cuDeviceGetAttribute");
+  if (st) return st;
+  const tgt_info *t = tgt_from_cuda_cc(major * 10 + minor);
+  if (t) snprintf(out, n, "%s", t->name);
+  else snprintf(out, n, "sm_%d%d", major, minor);
+  return HKRT_OK;
+}
+
 static hkrt_status gpu_open_cuda(const char *target, void **dev) {
   (void)target;
   return gpu_open(&gpu_cuda, dev);
@@ -333,9 +354,9 @@ static hkrt_status gpu_open_hip(const char *target, void **dev) {
 const hkrt_backend_ops hkrt_cuda_ops = {
     "CUDA", gpu_open_cuda, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_cuda, gpu_function_cuda, gpu_launch, gpu_sync,
-    gpu_allow_shared_cuda, gpu_tensor_map_cuda, gpu_units_cuda};
+    gpu_allow_shared_cuda, gpu_tensor_map_cuda, gpu_units_cuda, gpu_arch_cuda};
 
 const hkrt_backend_ops hkrt_hip_ops = {
     "HIP", gpu_open_hip, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_hip, gpu_function_hip, gpu_launch, gpu_sync,
-    gpu_allow_shared_hip, NULL, NULL};
+    gpu_allow_shared_hip, NULL, NULL, NULL};

@@ -75,7 +75,11 @@ HKRT_API hkrt_status hkrt_device_open(hkrt_backend backend, const char *target, 
     return st;
   }
   if (backend == HKRT_BACKEND_EMU) snprintf(d->target, sizeof d->target, "%s", target);
-  else if (backend == HKRT_BACKEND_CUDA) snprintf(d->target, sizeof d->target, "sm_90a");
+  else if (ops->arch && (st = ops->arch(d->impl, d->target, sizeof d->target)) != HKRT_OK) {
+    ops->close(d->impl);
+    free(d);
+    return st;
+  }
   *out = d;
   return HKRT_OK;
 }

@@ -41,6 +41,12 @@ typedef struct {
   const char *name, *value;
 } hkrt_kv;
 
+/* A launch rule of the manifest ("checks"): a formula over the kernel's
+   integer parameters and arguments that must be non-zero, and why. */
+typedef struct {
+  const char *rule, *why;
+} hkrt_rule;
+
 struct hkrt_kernel {
   hkrt_catalog *cat;
   size_t index; /* in the manifest */
@@ -50,6 +56,15 @@ struct hkrt_kernel {
   size_t nparams;
   const char **rt; /* runtime_params */
   size_t nrt;
+  /* what selection knows of the op, from the manifest: parameters that only
+     tune (a problem may leave them out) and the defaults a problem that
+     leaves a parameter out means */
+  const char **tuning;
+  size_t ntuning;
+  hkrt_kv *defaults;
+  size_t ndefaults;
+  hkrt_rule *checks;
+  size_t nchecks;
   hkrt_karg *args;
   size_t nargs;
   unsigned args_size;
@@ -69,23 +84,6 @@ struct hkrt_catalog {
   size_t n;
 };
 
-/* An op's rules: tuning parameters a problem may leave out, defaults, and
-   leading-dimension checks (catalog.c, hkrt_op_rules). */
-typedef struct {
-  const char *arg;        /* the kernel argument checked */
-  const char *bound;      /* must be >= this parameter's value */
-  const char *when_param; /* only when this parameter ... */
-  const char *when_value; /* ... has this value (NULL: always) */
-} hkrt_ld_rule;
-
-typedef struct {
-  const char *op;
-  const char *tuning[4];
-  hkrt_param defaults[2];
-  hkrt_ld_rule ld[6];
-} hkrt_op_rule;
-
-HKRT_LOCAL const hkrt_op_rule *hkrt_op_rule_find(const char *op);
 HKRT_LOCAL const hkrt_kv *hkrt_kernel_baked(const hkrt_kernel *k, const char *name);
 HKRT_LOCAL int hkrt_kernel_is_runtime(const hkrt_kernel *k, const char *name);
 HKRT_LOCAL const hkrt_karg *hkrt_kernel_karg(const hkrt_kernel *k, const char *name);
@@ -97,13 +95,9 @@ HKRT_LOCAL int hkrt_parse_ll(const char *s, long long *out);
 HKRT_LOCAL int hkrt_fit(const hkrt_kernel *k, const hkrt_problem *pb, const char *target,
                         int *named, char *why, size_t whylen);
 HKRT_LOCAL hkrt_status hkrt_problem_check(const hkrt_problem *pb, const char *fn);
-/* A grid formula: integers, names, '*', cdiv(a,b), min(a,b), parentheses. lookup gives
-   a name's value (0 on success; -1: no such name; -2: a name with no value on
-   this device). Writes a reason on failure. HKRT_DEVICE_UNITS names the
-   device's multiprocessor count, for grids sized to the machine. */
+/* Grid formulas and launch rules are common/expr.h formulas; this name
+   stands for the device's multiprocessor count, for grids sized to the
+   machine. */
 #define HKRT_DEVICE_UNITS "device_units"
-typedef int (*hkrt_lookup)(const void *ctx, const char *name, size_t len, long long *v);
-HKRT_LOCAL int hkrt_expr_eval(const char *expr, hkrt_lookup lookup, const void *ctx, long long *out,
-                              char *err, size_t errlen);
 
 #endif

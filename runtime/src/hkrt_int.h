@@ -56,6 +56,9 @@ typedef struct {
   /* The device's multiprocessors (compute units), for grids that size
      themselves to the machine (NULL: unknown to this backend). */
   hkrt_status (*units)(void *dev, long long *out);
+  /* The ISA the device runs, as the target table names it (NULL: the
+     backend cannot tell; then the problem or the catalogue must say). */
+  hkrt_status (*arch)(void *dev, char *out, size_t n);
 } hkrt_backend_ops;
 
 /* dev's backend encodes r into out (128 bytes), or fails naming `who`. */

@@ -1,6 +1,6 @@
 /* kernarg.c: a catalogue kernel's launch. Named arguments are checked (each
    given once, no unknown names, pointers non-null and aligned, integers in
-   range, the op's leading-dimension rules) and packed at the manifest's
+   range, the manifest's launch rules) and packed at the manifest's
    offsets; the grid comes from the manifest's formula; the module is loaded
    at the first launch, under the kernel's lock. */
 #define _GNU_SOURCE
@@ -12,131 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expr.h"
 #include "hkrt_cat.h"
-
-/* ---- grid formulas: integers, names, '*', cdiv(a,b), min(a,b), parentheses ----------- */
-
-typedef struct {
-  const char *s;
-  hkrt_lookup lookup;
-  const void *ctx;
-  char *err;
-  size_t errlen;
-  int depth, failed;
-} hkrt_expr;
-
-static long long hkrt_expr_fail(hkrt_expr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static long long hkrt_expr_fail(hkrt_expr *e, const char *fmt, ...) {
-  if (!e->failed) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->err, e->errlen, fmt, ap);
-    va_end(ap);
-  }
-  e->failed = 1;
-  return 0;
-}
-
-static void hkrt_expr_ws(hkrt_expr *e) {
-  while (*e->s == ' ') e->s++;
-}
-
-static int hkrt_expr_eat(hkrt_expr *e, char c) {
-  hkrt_expr_ws(e);
-  if (*e->s != c) return 0;
-  e->s++;
-  return 1;
-}
-
-static long long hkrt_expr_product(hkrt_expr *e);
-
-static long long hkrt_expr_number(hkrt_expr *e) {
-  long long v = 0;
-  for (; *e->s >= '0' && *e->s <= '9'; e->s++)
-    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *e->s - '0', &v))
-      return hkrt_expr_fail(e, "a number too large");
-  return v;
-}
-
-static long long hkrt_expr_cdiv(hkrt_expr *e) {
-  long long a = hkrt_expr_product(e);
-  if (!hkrt_expr_eat(e, ',')) return hkrt_expr_fail(e, "expected ',' in cdiv(a,b)");
-  long long b = hkrt_expr_product(e);
-  if (!hkrt_expr_eat(e, ')')) return hkrt_expr_fail(e, "expected ')' after cdiv(a,b)");
-  if (e->failed) return 0;
-  if (b <= 0 || a < 0) return hkrt_expr_fail(e, "cdiv(%lld,%lld) of a negative value or by zero", a, b);
-  return a / b + (a % b != 0);
-}
-
-static long long hkrt_expr_min(hkrt_expr *e) {
-  long long a = hkrt_expr_product(e);
-  if (!hkrt_expr_eat(e, ',')) return hkrt_expr_fail(e, "expected ',' in min(a,b)");
-  long long b = hkrt_expr_product(e);
-  if (!hkrt_expr_eat(e, ')')) return hkrt_expr_fail(e, "expected ')' after min(a,b)");
-  if (e->failed) return 0;
-  /* min caps a work count at the device's size; the blocks then index that
-     work as a 32-bit int, so it must fit one as the grid itself must */
-  if (a > 2147483647LL || b > 2147483647LL)
-    return hkrt_expr_fail(e, "min(%lld,%lld): a count over 2^31-1", a, b);
-  return a < b ? a : b;
-}
-
-static long long hkrt_expr_name(hkrt_expr *e) {
-  const char *n = e->s;
-  while ((*e->s >= 'a' && *e->s <= 'z') || (*e->s >= 'A' && *e->s <= 'Z') || *e->s == '_' ||
-         (*e->s >= '0' && *e->s <= '9'))
-    e->s++;
-  size_t len = (size_t)(e->s - n);
-  if (len == 4 && !memcmp(n, "cdiv", 4) && hkrt_expr_eat(e, '(')) return hkrt_expr_cdiv(e);
-  if (len == 3 && !memcmp(n, "min", 3) && hkrt_expr_eat(e, '(')) return hkrt_expr_min(e);
-  long long v;
-  int found = e->lookup(e->ctx, n, len, &v);
-  if (found == -2) /* the lookup's own failure says why */
-    return hkrt_expr_fail(e, "'%.*s' has no value on this device: %s", (int)len, n, hkrt_error());
-  if (found < 0)
-    return hkrt_expr_fail(e, "'%.*s' is not an integer parameter or argument of the kernel", (int)len, n);
-  return v;
-}
-
-static long long hkrt_expr_atom(hkrt_expr *e) {
-  hkrt_expr_ws(e);
-  char c = *e->s;
-  if (++e->depth > 16) return hkrt_expr_fail(e, "nested too deeply");
-  long long v;
-  if (c >= '0' && c <= '9') v = hkrt_expr_number(e);
-  else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') v = hkrt_expr_name(e);
-  else if (c == '(') {
-    e->s++;
-    v = hkrt_expr_product(e);
-    if (!hkrt_expr_eat(e, ')')) v = hkrt_expr_fail(e, "expected ')'");
-  } else if (c) {
-    v = hkrt_expr_fail(e, "unexpected '%c'", c);
-  } else {
-    v = hkrt_expr_fail(e, "unexpected end of the formula");
-  }
-  e->depth--;
-  return v;
-}
-
-static long long hkrt_expr_product(hkrt_expr *e) {
-  long long v = hkrt_expr_atom(e);
-  while (!e->failed && hkrt_expr_eat(e, '*')) {
-    long long w = hkrt_expr_atom(e);
-    if (__builtin_mul_overflow(v, w, &v)) return hkrt_expr_fail(e, "the product overflows");
-  }
-  return v;
-}
-
-int hkrt_expr_eval(const char *expr, hkrt_lookup lookup, const void *ctx, long long *out, char *err,
-                   size_t errlen) {
-  hkrt_expr e = {expr, lookup, ctx, err, errlen, 0, 0};
-  long long v = hkrt_expr_product(&e);
-  hkrt_expr_ws(&e);
-  if (!e.failed && *e.s) hkrt_expr_fail(&e, "unexpected '%c'", *e.s);
-  if (e.failed) return -1;
-  *out = v;
-  return 0;
-}
 
 /* ---- packing ----------------------------------------------------------------------------- */
 
@@ -274,13 +151,18 @@ static hkrt_status hkrt_pack_missing(const hkrt_pack *p) {
 /* An integer parameter or argument by name: packed value, else baked value;
    HKRT_DEVICE_UNITS: the device's multiprocessors (-2 when its backend cannot
    tell). */
-static int hkrt_pack_lookup(const void *ctx, const char *name, size_t len, long long *v) {
+static int hkrt_pack_lookup(const void *ctx, const char *name, size_t len, long long *v, char *note,
+                            size_t notelen) {
   const hkrt_pack *p = ctx;
   char n[64];
   if (len >= sizeof n) return -1;
   memcpy(n, name, len);
   n[len] = 0;
-  if (!strcmp(n, HKRT_DEVICE_UNITS)) return hkrt_device_units(p->k->cat->dev, v) == HKRT_OK ? 0 : -2;
+  if (!strcmp(n, HKRT_DEVICE_UNITS)) {
+    if (hkrt_device_units(p->k->cat->dev, v) == HKRT_OK) return 0;
+    snprintf(note, notelen, "%s", hkrt_error());
+    return -2;
+  }
   const hkrt_karg *a = hkrt_kernel_karg(p->k, n);
   if (a && a->cls == HKRT_KA_INT) {
     *v = p->ival[hkrt_karg_index(p, a)];
@@ -290,20 +172,42 @@ static int hkrt_pack_lookup(const void *ctx, const char *name, size_t len, long 
   return b ? hkrt_parse_ll(b->value, v) : -1;
 }
 
+/* A name by value for messages: "lda = 5". */
+static int hkrt_lookup_name(const hkrt_pack *p, const char *name, long long *v) {
+  char note[8];
+  return hkrt_pack_lookup(p, name, strlen(name), v, note, sizeof note);
+}
+
+typedef struct {
+  const hkrt_pack *p;
+  char text[200];
+  size_t used;
+} hkrt_values;
+
+static void hkrt_value_of(void *ctx, const char *name, size_t len) {
+  hkrt_values *s = ctx;
+  char n[64];
+  long long v;
+  if (len >= sizeof n || s->used + 1 >= sizeof s->text) return;
+  memcpy(n, name, len);
+  n[len] = 0;
+  if (hkrt_lookup_name(s->p, n, &v) < 0) return;
+  s->used += (size_t)snprintf(s->text + s->used, sizeof s->text - s->used, "%s%s = %lld", s->used ? ", " : "", n, v);
+}
+
+/* The manifest's launch rules ("checks"), each a formula over the kernel's
+   integer parameters and arguments that must be non-zero. */
 static hkrt_status hkrt_check_rules(const hkrt_pack *p) {
-  const hkrt_op_rule *r = hkrt_op_rule_find(p->k->op);
-  for (int i = 0; r && i < 6 && r->ld[i].arg; i++) {
-    const hkrt_ld_rule *l = &r->ld[i];
-    const hkrt_kv *when = l->when_param ? hkrt_kernel_baked(p->k, l->when_param) : NULL;
-    long long v, bound;
-    if (l->when_param && (!when || strcmp(when->value, l->when_value))) continue;
-    if (hkrt_pack_lookup(p, l->arg, strlen(l->arg), &v) < 0 ||
-        hkrt_pack_lookup(p, l->bound, strlen(l->bound), &bound) < 0)
-      continue; /* a kernel without that argument */
-    if (v < bound)
-      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: %s = %lld is less than %s = %lld (%s%s%s needs %s >= %s)",
-                       p->k->name, l->arg, v, l->bound, bound, r->op, when ? " layout " : "",
-                       when ? when->value : "", l->arg, l->bound);
+  for (size_t i = 0; i < p->k->nchecks; i++) {
+    const hkrt_rule *r = &p->k->checks[i];
+    char err[160];
+    long long ok;
+    if (ex_eval(r->rule, hkrt_pack_lookup, p, &ok, err, sizeof err) < 0)
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: launch rule \"%s\": %s (%s)", p->k->name, r->rule, err, r->why);
+    if (ok) continue;
+    hkrt_values vals = {.p = p};
+    ex_names(r->rule, hkrt_value_of, &vals);
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: %s does not hold: %s (%s)", p->k->name, r->rule, vals.text, r->why);
   }
   return HKRT_OK;
 }
@@ -312,7 +216,7 @@ static hkrt_status hkrt_grid(const hkrt_pack *p, unsigned grid[3]) {
   for (int i = 0; i < 3; i++) {
     char err[160];
     long long v;
-    if (hkrt_expr_eval(p->k->grid[i], hkrt_pack_lookup, p, &v, err, sizeof err) < 0)
+    if (ex_eval(p->k->grid[i], hkrt_pack_lookup, p, &v, err, sizeof err) < 0)
       return hkrt_fail(HKRT_ERR_ARG, "kernel %s: grid[%d] \"%s\": %s", p->k->name, i, p->k->grid[i], err);
     if (v < 1 || v > 0x7fffffffLL)
       return hkrt_fail(HKRT_ERR_ARG, "kernel %s: grid[%d] = %s = %lld, not from 1 to 2^31-1", p->k->name, i,
@@ -342,7 +246,7 @@ static hkrt_status hkrt_pack_tmaps(const hkrt_pack *p) {
     for (unsigned j = 0; j < r->rank; j++) {
       const char *dn = r->dims[j], *sn = j > 0 ? r->strides[j - 1] : NULL;
       long long d, s = 1;
-      if (hkrt_pack_lookup(p, dn, strlen(dn), &d) < 0 || (sn && hkrt_pack_lookup(p, sn, strlen(sn), &s) < 0))
+      if (hkrt_lookup_name(p, dn, &d) < 0 || (sn && hkrt_lookup_name(p, sn, &s) < 0))
         return hkrt_fail(HKRT_ERR_ARG, "kernel %s: tensor map %s: %s%s%s is not an integer of the kernel",
                          p->k->name, a->name, dn, sn ? " or " : "", sn ? sn : "");
       usable &= d >= 1 && d <= (1LL << 32);

@@ -92,7 +92,7 @@ random.seed()
 vals, k = gemm("gemm_any_nt", 37, 29, 45, False)
 gemm("rt_e2e_baked", 23, 96, 80, True)
 # errors come from libhkrt, with its message
-for bad, want in ((dict(vals, lda=10), "lda = 10 is less than K = 45"), ({}, "missing"),
+for bad, want in ((dict(vals, lda=10), "lda >= K does not hold: lda = 10, K = 45"), ({}, "missing"),
                   (dict(vals, bogus=1), "unknown argument 'bogus'")):
     try:
         k(**bad)

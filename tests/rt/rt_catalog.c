@@ -76,11 +76,20 @@ static void die(const char *fmt, ...) {
   "{\"name\": \"ldb\", \"type\": \"int\", \"offset\": 28, \"size\": 4},"              \
   "{\"name\": \"lda\", \"type\": \"int\", \"offset\": 24, \"size\": 4}]}"
 
-#define GEMM_ANY(layout, tm, tn)                                                                   \
+/* What hkgen writes for every gemm kernel: the parameters selection may
+   leave out, and the launch rules. */
+#define GEMM_SELECT(ldb_bound)                                                                     \
+  " \"tuning\": [\"tile_m\", \"tile_n\"], \"defaults\": {\"dtype\": \"bf16\"},\n"                    \
+  " \"checks\": [{\"rule\": \"lda >= K\", \"why\": \"A is M x K, row-major\"},"                \
+  " {\"rule\": \"ldb >= " ldb_bound "\", \"why\": \"B's rows hold " ldb_bound " elements\"},"                 \
+  " {\"rule\": \"ldc >= N\", \"why\": \"C is M x N, row-major\"}],\n"
+
+#define GEMM_ANY(layout, ldb_bound, tm, tn)                                                                   \
   "{\"name\": \"gemm_any_" layout "_tm" tm "_tn" tn "\", \"op\": \"gemm\", \"target\": \"gfx942\",\n" \
   " \"params\": {\"dtype\": \"bf16\", \"layout\": \"" layout "\", \"tile_m\": \"" tm              \
   "\", \"tile_n\": \"" tn "\"},\n"                                                                  \
   " \"runtime_params\": [\"M\", \"N\", \"K\"],\n"                                                  \
+  GEMM_SELECT(ldb_bound)                                                      \
   " \"file\": \"gfx942/gemm_any_" layout "_tm" tm "_tn" tn ".emu.so\",\n"                          \
   " \"kernarg\": " GEMM_ARGS_RT ",\n"                                                               \
   " \"block\": [256, 1, 1],\n"                                                                      \
@@ -91,6 +100,7 @@ static void die(const char *fmt, ...) {
   " \"params\": {\"dtype\": \"bf16\", \"layout\": \"nt\", \"N\": \"" n "\", \"K\": \"" k        \
   "\", \"tile_m\": \"128\", \"tile_n\": \"128\"},\n"                                           \
   " \"runtime_params\": [\"M\"],\n"                                                            \
+  GEMM_SELECT("K")                                                                             \
   " \"file\": \"gfx942/" name ".emu.so\",\n"                                                   \
   " \"kernarg\": " GEMM_ARGS_M ",\n"                                                           \
   " \"block\": [256, 1, 1],\n"                                                                 \
@@ -110,12 +120,12 @@ static void die(const char *fmt, ...) {
 #define HEAD "{\"hkgen\": \"test\", \"format\": 1, \"kind\": \"catalogue\", \"backend\": \"emulator\",\n \"kernels\": [\n"
 
 static const char good_manifest[] =
-    HEAD GEMM_ANY("nt", "64", "64") ",\n" GEMM_ANY("nn", "64", "64") ",\n" GEMM_ANY("nt", "128", "128") ",\n"
+    HEAD GEMM_ANY("nt", "K", "64", "64") ",\n" GEMM_ANY("nn", "N", "64", "64") ",\n" GEMM_ANY("nt", "K", "128", "128") ",\n"
     GEMM_BAKED("llama3_8b_qkv", "6144", "4096") ",\n" MIXED "\n]}\n";
 
 /* No run-time nt kernel: the "nothing fits" message. */
 static const char near_manifest[] =
-    HEAD GEMM_ANY("nn", "64", "64") ",\n" GEMM_BAKED("llama3_8b_qkv", "6144", "4096") ",\n"
+    HEAD GEMM_ANY("nn", "N", "64", "64") ",\n" GEMM_BAKED("llama3_8b_qkv", "6144", "4096") ",\n"
     GEMM_BAKED("llama3_8b_o", "4096", "4096") ",\n" GEMM_BAKED("llama3_8b_down", "4096", "14336") ",\n"
     MIXED "\n]}\n";
 
@@ -198,8 +208,17 @@ static void test_manifest(void) {
   bad_edit(d, "\"offset\": 0, ", "", HKRT_ERR_IO, "missing key \"offset\"");
   bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": \"256\"", HKRT_ERR_IO, "\"block\" must be an array, not a string");
   bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": [256, 1, 1,]", HKRT_ERR_IO,
-           ":8:22: expected a value, found ']'");
+           ":10:22: expected a value, found ']'");
   bad_edit(d, "\"op\": \"gemm\", ", "\"op\": \"gemm\", \"op\": \"gemm\", ", HKRT_ERR_IO, "duplicate key \"op\"");
+  /* the op's knowledge comes from the manifest: launch rules and selection lists */
+  bad_edit(d, "\"rule\": \"lda >= K\"", "\"rule\": \"lda >= KK\"", HKRT_ERR_IO,
+           "launch rule \"lda >= KK\": 'KK' is not an integer parameter or argument of the kernel");
+  bad_edit(d, "\"rule\": \"lda >= K\"", "\"rule\": \"lda >=\"", HKRT_ERR_IO, "unexpected end of the formula");
+  bad_edit(d, "\"rule\": \"lda >= K\", ", "", HKRT_ERR_IO, "missing key \"rule\"");
+  bad_edit(d, "\"tuning\": [\"tile_m\", \"tile_n\"]", "\"tuning\": \"tile_m\"", HKRT_ERR_IO,
+           "\"tuning\" must be an array of names");
+  bad_edit(d, "\"defaults\": {\"dtype\": \"bf16\"}", "\"defaults\": {\"dtype\": 1}", HKRT_ERR_IO,
+           "defaults: \"dtype\" must be a string");
   bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": [256, 1, 1], \"dynamic_lds\": -1", HKRT_ERR_IO,
            "dynamic_lds must be an integer from 0 to 16777216");
   bad_edit(d, "\"block\": [256, 1, 1]", "\"block\": [256, 1, 1], \"dynamic_lds\": \"4096\"", HKRT_ERR_IO,
@@ -585,13 +604,13 @@ static void test_args(void) {
   CHECK_ERR(gemm_args(k, &pb, unk, 7), HKRT_ERR_ARG, "kernel gemm_any_nt_tm64_tn64: unknown argument 'foo'");
   hkrt_arg lda[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 50),
                     HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
-  CHECK_ERR(gemm_args(k, &pb, lda, 6), HKRT_ERR_ARG, "lda = 50 is less than K = 93 (gemm needs lda >= K)");
+  CHECK_ERR(gemm_args(k, &pb, lda, 6), HKRT_ERR_ARG, "lda >= K does not hold: lda = 50, K = 93 (A is M x K, row-major)");
   hkrt_arg ldb[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
                     HKRT_INT("ldb", 92), HKRT_INT("ldc", 77)};
-  CHECK_ERR(gemm_args(k, &pb, ldb, 6), HKRT_ERR_ARG, "ldb = 92 is less than K = 93 (gemm layout nt needs ldb >= K)");
+  CHECK_ERR(gemm_args(k, &pb, ldb, 6), HKRT_ERR_ARG, "ldb >= K does not hold: ldb = 92, K = 93 (B's rows");
   hkrt_arg ldc[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
                     HKRT_INT("ldb", 93), HKRT_INT("ldc", 76)};
-  CHECK_ERR(gemm_args(k, &pb, ldc, 6), HKRT_ERR_ARG, "ldc = 76 is less than N = 77 (gemm needs ldc >= N)");
+  CHECK_ERR(gemm_args(k, &pb, ldc, 6), HKRT_ERR_ARG, "ldc >= N does not hold: ldc = 76, N = 77 (C is M x N, row-major)");
   hkrt_arg twice[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
                       HKRT_INT("ldb", 93), HKRT_INT("ldc", 77), HKRT_INT("lda", 93)};
   CHECK_ERR(gemm_args(k, &pb, twice, 7), HKRT_ERR_ARG, "argument lda is given twice");
@@ -621,7 +640,7 @@ static void test_args(void) {
   if (hkrt_select(c, &pbnn, &nnk) != HKRT_OK) die("select nn");
   hkrt_arg nnb[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
                     HKRT_INT("ldb", 76), HKRT_INT("ldc", 77)};
-  CHECK_ERR(gemm_args(nnk, &pbnn, nnb, 6), HKRT_ERR_ARG, "ldb = 76 is less than N = 77 (gemm layout nn needs ldb >= N)");
+  CHECK_ERR(gemm_args(nnk, &pbnn, nnb, 6), HKRT_ERR_ARG, "ldb >= N does not hold: ldb = 76, N = 77 (B's rows");
   CHECK_ERR(gemm_args(nnk, &pb, ok, 6), HKRT_ERR_ARG,
             "kernel gemm_any_nn_tm64_tn64 does not fit the problem: bakes layout=nn, problem has layout=nt");
 
