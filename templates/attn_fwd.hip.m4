@@ -57,36 +57,10 @@ hkm_param([batch])hkm_param([seqlen_q])hkm_param([seqlen_k])hkm_param([heads_q])
 m4_ifelse(hkm_block_size, [256], [],
       [hkm_fatal([attn_fwd needs hkm_block_size 256, got ]hkm_block_size)])
 
-# hkm_attn_lds_limit
-# ------------------
-# LDS bytes a workgroup may use on the target.
-m4_define([hkm_attn_lds_limit],
-[m4_ifelse(hkm_target, [gfx950], [163840], [65536])])
-
-# hkm_attn_waves
-# --------------
-# Waves per SIMD the registers are planned for (HK_WAVES_PER_SIMD): 3 for
-# head_dim 64 (2 on gfx942, where causal kernels with run-time lengths
-# spilled SGPRs at 3), 2 up to 128 (96 on gfx950: 1, where run-time shapes
-# spilled VGPRs at 2); for 192/256, 2 on gfx942 (32-key blocks) and 1
-# elsewhere (gfx950's 64-key blocks, gfx90a's compiler need the registers).
-# tests/build_attn.sh builds every kernel of tests/emu/attn.yaml for each
-# AMD target and fails on any spill.
-m4_define([hkm_attn_waves],
-[m4_ifelse(hkm_p_head_dim, [64], [m4_ifelse(hkm_target, [gfx942], [2], [3])],
-           hkm_p_head_dim, [96], [m4_ifelse(hkm_target, [gfx950], [1], [2])],
-           hkm_p_head_dim, [128], [2],
-           hkm_target, [gfx942], [2], [1])])
-
-# hkm_attn_main_last
-# ------------------
-# Whether the unmasked main loop also takes the last block when it is whole
-# (MAIN_LAST): on gfx942 and gfx950 up to head_dim 128 (gfx950 d128 GQA: 245
-# -> 214 VGPRs); not for 192/256 (gfx950 spilled) nor on gfx90a (d128 went
-# from 3 waves to 2).
-m4_define([hkm_attn_main_last],
-[m4_ifelse(hkm_target, [gfx90a], [false],
-           hkm_p_head_dim, [192], [false], hkm_p_head_dim, [256], [false], [true])])
+# The register and loop plan comes from the descriptor (gen/op_attn.c
+# attn_plan_amd): hkm_tune([waves]) waves per SIMD the registers are planned
+# for, hkm_tune([block_n]) keys per block, hkm_tune([main_last]) whether the
+# unmasked main loop also takes the last block when it is whole.
 
 hkm_output_begin()m4_dnl
 hkm_file_head()[
@@ -96,17 +70,15 @@ static constexpr int D = ]hkm_param([head_dim])[;          // head_dim
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
 static constexpr int WAVES = ATTN_THREADS / HK_WAVE_SIZE;
 static constexpr int BLOCK_M = 32 * WAVES;                 // queries per workgroup
-static constexpr int LDS_LIMIT = ]hkm_attn_lds_limit[;       // LDS per CU
-static constexpr int LDS_BUDGET = LDS_LIMIT / 2;            // two workgroups per CU
+static constexpr int LDS_LIMIT = ]hkm_target_lds_unit[;       // LDS per CU
 // LDS: K as [key][d] (d innermost), V^T as [d][key] (keys innermost), rows
 // padded by 16 bytes; one stage (see the pipeline above)
 static constexpr int K_PITCH = D * 2 + 16;
 static constexpr int attn_lds_bytes(int bn) { return bn * K_PITCH + D * (bn * 2 + 16); }
-// keys per block: the most (128, 64, 32) whose stage leaves room for two
-// workgroups; 64 at most for head_dim 64 (its S tile would crowd the registers
-// planned for three waves per SIMD)
-static constexpr int BLOCK_N = attn_lds_bytes(128) <= LDS_BUDGET && D > 64 ? 128
-                             : attn_lds_bytes(64) <= LDS_BUDGET ? 64 : 32;
+// keys per block (the plan's): the most (128, 64, 32) whose stage leaves room
+// for two workgroups; 64 at most for head_dim 64 (its S tile would crowd the
+// registers planned for three waves per SIMD)
+static constexpr int BLOCK_N = ]hkm_tune([block_n])[;
 static constexpr int SUB_N = BLOCK_N / 32;                  // 32-key subtiles
 static constexpr int VT_PITCH = BLOCK_N * 2 + 16;
 static constexpr int LDS_K_BYTES = BLOCK_N * K_PITCH;
@@ -123,8 +95,8 @@ static constexpr int V_REGS = (V_UNITS + ATTN_THREADS - 1) / ATTN_THREADS;
 // The main loop also takes the last block when it is whole (its prefetch
 // re-reads a whole block, unused): the masked tail then vanishes from
 // whole-block shapes, and with it the register peak of baked ones
-// (where: the main-last rule in the m4 part above).
-static constexpr bool MAIN_LAST = ]hkm_attn_main_last[;
+// (where: the plan's main_last, gen/op_attn.c).
+static constexpr bool MAIN_LAST = ]m4_ifelse(hkm_tune([main_last]), [1], [true], [false])[;
 static constexpr float LOG2E = 1.44269504088896340736f;
 static constexpr float LN2 = 0.693147180559945309417f;
 
@@ -457,7 +429,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
 // registers for two waves per SIMD (two workgroups per CU, as the LDS plan
 // allows); three for head_dim 64 (its LDS stage allows four workgroups)
 #undef HK_WAVES_PER_SIMD
-#define HK_WAVES_PER_SIMD ]hkm_attn_waves[
+#define HK_WAVES_PER_SIMD ]hkm_tune([waves])[
 ]hkm_kernel_begin()[
     (void)head_dim;
     (void)causal;

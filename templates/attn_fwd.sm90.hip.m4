@@ -53,7 +53,7 @@ m4_divert(-1)                                                   -*- C -*-
 # O += P(j-1) V(j-1) together, computes the softmax of S(j) while the P V
 # product runs, then waits for it and rescales O.
 #
-# Shared memory (dynamic, hkm_dynamic_lds bytes: op_attn.c attn_dynamic_lds):
+# Shared memory (dynamic, hkm_dynamic_lds bytes: gen/op_attn.c attn_plan_wgmma):
 # the Q tile (BLOCK_M x D), a ring of STAGES K tiles and one of STAGES V
 # tiles (BLOCK_N x D each); d64: 5 stages, 97 KiB and at most 128 registers, so
 # two blocks share a multiprocessor; d128: 3 stages, 225 KiB, one block.  A
@@ -95,9 +95,10 @@ hkm_file_head()[
 // ---- configuration -----------------------------------------------------
 static constexpr int ATTN_THREADS = ]hkm_block_size[;   // two consumer warpgroups (and a producer: d128)
 static constexpr int CONS_THREADS = 256;                   // the consumers: threads 0 .. 255
-static constexpr bool PRODUCER = ATTN_THREADS > CONS_THREADS;  // a producer warpgroup: threads 256 .. 383
+static constexpr bool PRODUCER = ]m4_ifelse(hkm_tune([producer]), [1], [true], [false])[;  // a producer warpgroup: threads 256 .. 383
+static_assert(ATTN_THREADS == CONS_THREADS + (PRODUCER ? 128 : 0), "the plan's block size");
 // d128: blocks stay resident and walk tiles (attn_main_ws); d64: a block per tile
-static constexpr bool PERSIST = PRODUCER;
+static constexpr bool PERSIST = ]m4_ifelse(hkm_tune([persistent]), [1], [true], [false])[;
 static constexpr int CONS_REGS = 232, PROD_REGS = 40;      // registers per thread after the hand-over
 static constexpr int D = ]hkm_param([head_dim])[;          // head_dim
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
@@ -107,7 +108,7 @@ static constexpr int BLOCK_M = WG_M * WGS;                 // queries per block
 // keys per K/V tile: d64 takes 64 (at most 128 registers, which
 // tests/build_sm90.sh checks, and 97 KiB of shared memory: two blocks per
 // multiprocessor), d128 128 (one block)
-static constexpr int BLOCK_N = D == 64 ? 64 : 128;
+static constexpr int BLOCK_N = ]hkm_tune([block_n])[;
 static constexpr bool FAST_COPY = true;                    // whole tiles: unrolled copies without bounds checks
 static constexpr int CHUNKS = D / 8;                       // 16-byte chunks per row
 static constexpr int Q_BYTES = BLOCK_M * D * 2;
@@ -116,8 +117,8 @@ static constexpr int KV_SLAB = BLOCK_N * 128;              // ... of K or V
 static constexpr int KV_TILE_BYTES = BLOCK_N * D * 2;
 static constexpr int STAGE_BYTES = 2 * KV_TILE_BYTES;      // one K and one V buffer
 static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
-static constexpr int BAR_BYTES = 256;                      // mbarriers of the bulk-copy path (op_attn.c ATTN_BAR_BYTES)
-static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - Q_BYTES - BAR_BYTES) / STAGE_BYTES;
+static constexpr int BAR_BYTES = ]hkm_tune([bar_bytes])[;                      // mbarriers of the bulk-copy path
+static constexpr int STAGES = ]hkm_tune([stages])[;                        // K/V ring depth
 static constexpr int Q_OFF = 0;
 static constexpr int K_OFF = Q_BYTES;                      // K ring: STAGES tiles
 static constexpr int V_OFF = Q_BYTES + STAGES * KV_TILE_BYTES;  // V ring: STAGES tiles
@@ -135,7 +136,7 @@ static constexpr float LAZY_LOG2 = 8.0f;                   // rescale O only whe
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per block");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128, "S is one m64n64 or m64n128 accumulator");
 static_assert(STAGES * STAGE_BYTES + Q_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
-              "dynamic_lds must hold Q, the K and V rings and the mbarriers (op_attn.c attn_dynamic_lds)");
+              "dynamic_lds must hold Q, the K and V rings and the mbarriers (gen/op_attn.c attn_plan_wgmma)");
 static_assert((4 * STAGES + 2) * 8 <= BAR_BYTES, "four mbarriers per stage, two for Q");
 static_assert(STAGES >= 3, "K: one read, one or more in flight; V: one read, one landed, one or more in flight");
 static_assert(Q_BYTES % 1024 == 0 && KV_TILE_BYTES % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
@@ -986,7 +987,7 @@ HK_DEVICE void attn_main_ws(hk_lds_t lds, const hk_args &a, const attn_grid &g, 
     if (hk_wave_id() >= WARPS) {
         hk_regs_shrink<PROD_REGS>();
         if (use_tma && hk_thread_id() == CONS_THREADS)
-            attn_produce_tiles(lds, g, ]m4_ifelse(hkm_param([head_dim]), [128], [&a.tmap_q], [nullptr])[, &a.tmap_k, &a.tmap_v);
+            attn_produce_tiles(lds, g, ]m4_ifelse(hkm_tune([tmap_q]), [1], [&a.tmap_q], [nullptr])[, &a.tmap_k, &a.tmap_v);
         return;
     }
     hk_regs_grow<CONS_REGS>();

@@ -18,7 +18,7 @@ m4_divert(-1)                                                   -*- C -*-
 # 256 threads); consumer c owns rows 64 c .. 64 c + 63 and all tile_n
 # columns of the block's C tile, in registers (wgmma m64 x tile_n x k16).
 # K advances 64 per shared-memory stage; STAGES stages in dynamic shared
-# memory (op_gemm.c's gemm_dynamic_lds decides how many), each with a `full'
+# memory (the plan's stages: gen/op_gemm.c gemm_plan_wgmma), each with a `full'
 # and an `empty' mbarrier.  The producer fills stage t % STAGES with k-tile t
 # once the consumers have released that stage: one thread issues bulk tensor
 # copies (TMA; past the matrix they read zeros) when A and B are both 16-byte
@@ -54,7 +54,7 @@ static constexpr int GEMM_THREADS = ]hkm_block_size[;
 static constexpr int TILE_M = ]hkm_param([tile_m])[;     // rows of C per block
 static constexpr int TILE_N = ]hkm_param([tile_n])[;     // columns of C per block
 static constexpr bool NT = ]hkm_gemm_if_nt([true], [false])[;
-static constexpr int TILE_K = 64;        // k per stage: 128-byte rows (op_gemm.c GEMM_SM90_TILE_K)
+static constexpr int TILE_K = ]hkm_tune([tile_k])[;        // k per stage: 128-byte rows
 static constexpr int GROUP_M = 8;        // m-tiles per block-renumbering group
 static constexpr int COPY_THREADS = 128; // the producer warpgroup
 static constexpr int CONSUMERS = TILE_M / 64;
@@ -64,13 +64,13 @@ static constexpr int LDS_A_BYTES = TILE_M * TILE_K * 2;
 static constexpr int LDS_B_BYTES = TILE_N * TILE_K * 2;
 static constexpr int LDS_STAGE_BYTES = LDS_A_BYTES + LDS_B_BYTES;
 static constexpr int NN_TILE_BYTES = 64 * 128;  // nn: one [64 k][64 n] tile of B
-// dynamic shared memory, the prologue's dynamic_lds bytes (op_gemm.c's formula:
+// dynamic shared memory, the plan's dynamic_lds bytes (gen/op_gemm.c:
 // stages x stage bytes + BAR_BYTES of mbarriers + the alignment slack)
 static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
-static constexpr int BAR_BYTES = 256;
-static constexpr int STAGES = (DYNAMIC_LDS - HK_LDS_DYNAMIC_SLACK - BAR_BYTES) / LDS_STAGE_BYTES;
+static constexpr int BAR_BYTES = ]hkm_tune([bar_bytes])[;
+static constexpr int STAGES = ]hkm_tune([stages])[;
 static_assert(STAGES * LDS_STAGE_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
-              "dynamic_lds must hold whole stages (op_gemm.c gemm_dynamic_lds)");
+              "dynamic_lds must hold whole stages (gen/op_gemm.c gemm_plan_wgmma)");
 static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "stages and their mbarriers");
 static constexpr int BAR_OFF = STAGES * LDS_STAGE_BYTES;
 // mbarriers of stage s: `full' (its k-tile has landed), `empty' (consumers are done with it)

@@ -83,9 +83,9 @@ HK_DEVICE void rope_sincos(float x, float *sin_x, float *cos_x)
 // LDS: cos of pair i at 4 i, sin at ROPE_SIN_OFF + 4 i (d/2 <= 256 pairs)
 static constexpr int ROPE_MAX_HALF = 256;
 static constexpr int ROPE_SIN_OFF = 4 * ROPE_MAX_HALF;
-// units per thread loaded before the barrier (sm90: 2 made nvcc spill in the
+// units per thread loaded before the barrier (the plan's: 1 on NVIDIA, where 2 made nvcc spill in the
 // interleaved table kernels)
-static constexpr int ROPE_BATCH = ]m4_ifelse(hkm_arch, [sm90], [1], [2])[;
+static constexpr int ROPE_BATCH = ]hkm_tune([batch_units])[;
 
 // 8 floats of the cos (or sin) row from LDS at byte offset off (16-byte aligned)
 HK_DEVICE void rope_lds_f32x8(hk_lds_t lds, int off, float *v)
