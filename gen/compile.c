@@ -15,6 +15,7 @@
 
 #include "comgr.h"
 #include "sha256.h"
+#include "target.h"
 #include "util.h"
 
 extern char **environ;
@@ -226,9 +227,11 @@ static int cc_tmp_run(const cc_tmp *t, char *const argv[], const char *src, size
   return st == 0 && fs_read_file(t->out, 1u << 30, obj, objlen) == 0 ? 0 : -1;
 }
 
-/* The emulated ISA of a target: 2, 3 or 4 for CDNA2/3/4. */
+/* The emulated ISA of a target (HK_EMU_ARCH: 2, 3 or 4 for CDNA2/3/4), 0
+   for one the emulator does not model. */
 static int cc_emu_arch(const char *target) {
-  return !strcmp(target, "gfx90a") ? 2 : !strcmp(target, "gfx942") ? 3 : !strcmp(target, "gfx950") ? 4 : 0;
+  const tgt_info *t = tgt_find(target);
+  return t ? t->emu_arch : 0;
 }
 
 static int cc_compile_host(const cc_compiler *cc, const char *target, const char *src, size_t len,
@@ -255,7 +258,8 @@ static int cc_compile_host(const cc_compiler *cc, const char *target, const char
 }
 
 int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n) {
-  if (!strncmp(target, "sm_", 3)) {
+  const tgt_info *tg = tgt_find(target);
+  if (tg && !strcmp(tg->compilers, "nvcc")) {
     memset(cc, 0, sizeof *cc);
     pthread_mutex_lock(&cc_lock);
     int have = cc_find_nvcc() == 0;

@@ -1,8 +1,11 @@
-/* emutest.c: `hkgen test SPEC`. Each kernel's generated source is compiled
-   for the host against runtime/include/hk_emu.h, loaded into libhkrt's
-   emulator, and run at small problem sizes (odd ones included) on fresh
-   random inputs; outputs start poisoned and are compared with an fp64
-   reference by relative L2 error. NaN never passes. */
+/* emutest.c: `hkgen test SPEC`. The spec's AMD kernels are built as an
+   emulated catalogue (hkgen build --emulate: each source compiled for the
+   host against runtime/include/hk_emu.h) in a temporary folder, which is
+   opened, packed and launched through libhkrt's public calls like any
+   user's: the manifest's argument layout, launch rules and grid formulas
+   are the ones exercised. Each kernel runs at small problem sizes (odd ones
+   included) on fresh random inputs; outputs start poisoned and are compared
+   with an fp64 reference by relative L2 error. NaN never passes. */
 #define _GNU_SOURCE
 #include "emutest.h"
 
@@ -15,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "compile.h"
 #include "hkrt.h"
 #include "skel.h"
@@ -27,13 +31,12 @@
 
 struct et_ctx {
   hkrt_device *dev;
-  hkrt_func *fn;
+  hkrt_kernel *kern; /* the catalogue's kernel */
   const op_inst *k;
   const long *shape;
-  op_arg args[OP_MAX_ARGS];
+  hkrt_arg args[OP_MAX_ARGS]; /* named arguments, as a user passes them */
+  char names[OP_MAX_ARGS][32];
   int nargs;
-  unsigned char argbuf[1024];
-  unsigned char argset[OP_MAX_ARGS];
   void *allocs[64];
   int nallocs;
   uint64_t rng;
@@ -91,28 +94,29 @@ double et_from_bf16(unsigned short b) {
 
 int et_is_nan_bf16(unsigned short b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f); }
 
-static op_arg *et_find_arg(et_ctx *c, const char *name) {
-  for (int i = 0; i < c->nargs; i++)
-    if (!strcmp(c->args[i].name, name)) {
-      c->argset[i] = 1;
-      return &c->args[i];
-    }
-  fprintf(stderr, "hkgen: internal: kernel %s has no argument '%s'\n", c->k->name, name);
-  exit(HK_EFAIL);
+/* The next named argument; the kernel's own names are checked at launch
+   (an unknown or missing one is libhkrt's error). */
+static hkrt_arg *et_next_arg(et_ctx *c, const char *name) {
+  if (c->nargs == OP_MAX_ARGS) {
+    fprintf(stderr, "hkgen: internal: kernel %s: more than %d arguments\n", c->k->name, OP_MAX_ARGS);
+    exit(HK_EFAIL);
+  }
+  snprintf(c->names[c->nargs], sizeof c->names[0], "%s", name);
+  hkrt_arg *a = &c->args[c->nargs];
+  a->name = c->names[c->nargs++];
+  return a;
 }
 
 void et_arg_ptr(et_ctx *c, const char *name, const void *p) {
-  op_arg *a = et_find_arg(c, name);
-  memcpy(c->argbuf + a->offset, &p, sizeof p);
+  hkrt_arg *a = et_next_arg(c, name);
+  a->kind = HKRT_ARG_PTR;
+  a->v.p = (void *)p;
 }
 
 void et_arg_int(et_ctx *c, const char *name, long v) {
-  op_arg *a = et_find_arg(c, name);
-  if (a->size == 8) memcpy(c->argbuf + a->offset, &v, 8);
-  else {
-    int i = (int)v;
-    memcpy(c->argbuf + a->offset, &i, 4);
-  }
+  hkrt_arg *a = et_next_arg(c, name);
+  a->kind = HKRT_ARG_INT;
+  a->v.i = v;
 }
 
 int et_shapes_from_cases(const op_inst *k, const char *const *dims, int ndims, const long *cases,
@@ -143,9 +147,9 @@ void et_arg_strides(et_ctx *c, const char *tensor, long sb, long ss, long sh) {
 }
 
 void et_arg_float(et_ctx *c, const char *name, double v) {
-  op_arg *a = et_find_arg(c, name);
-  float f = (float)v;
-  memcpy(c->argbuf + a->offset, &f, 4);
+  hkrt_arg *a = et_next_arg(c, name);
+  a->kind = HKRT_ARG_FLOAT;
+  a->v.f = v;
 }
 
 void et_note(et_ctx *c, const char *fmt, ...) {
@@ -155,24 +159,10 @@ void et_note(et_ctx *c, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Through hkrt_kernel_launch: libhkrt checks the arguments against the
+   manifest, evaluates the launch rules and the grid, packs and launches. */
 int et_launch(et_ctx *c) {
-  for (int i = 0; i < c->nargs; i++)
-    if (!c->argset[i]) {
-      et_note(c, "internal: argument %s was never set", c->args[i].name);
-      return -1;
-    }
-  const op_plan *p = c->k->plan;
-  unsigned grid[3], block[3] = {(unsigned)p->block, 1, 1};
-  for (int i = 0; i < 3; i++) {
-    long v;
-    if (op_eval(c->k, c->shape, p->grid[i], &v) < 0 || v < 1 || v > 0x7fffffffL) {
-      et_note(c, "grid formula '%s' gives no valid size", p->grid[i]);
-      return -1;
-    }
-    grid[i] = (unsigned)v;
-  }
-  size_t size = (size_t)p->args_size;
-  if (hkrt_launch(c->fn, grid, block, c->argbuf, size, NULL) != HKRT_OK) {
+  if (hkrt_kernel_launch(c->kern, NULL, c->args, (size_t)c->nargs, NULL) != HKRT_OK) {
     et_note(c, "%s", hkrt_error());
     return -1;
   }
@@ -189,37 +179,18 @@ double et_rel_l2(const double *ref, const double *got, size_t n) {
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* ---- host build of one kernel ------------------------------------------------ */
+/* ---- the emulated catalogue ---------------------------------------------------- */
 
-/* Generated source -> host shared object, through the host compiler. */
-static int et_build(const op_inst *k, const char *dir, char **so_path) {
-  char *src = NULL, *obj = NULL, *meta = NULL, *log = NULL;
-  size_t len, objlen;
-  cc_compiler cc;
-  char why[512];
-  if (skel_expand(skel_template_dir(), k, &src, &len) < 0) return -1;
-  char *hip = xasprintf("%s/%s.%s.hip", dir, k->name, k->target);
-  char *so = xasprintf("%s/%s.%s.so", dir, k->name, k->target);
-  int rc = -1;
-  if (cc_resolve_host(&cc, why, sizeof why) < 0) {
-    diag_error(NULL, 0, 0, "%s", why);
-  } else if (fs_write_atomic(hip, src, len) < 0) { /* kept with --keep, for debugging */
-    diag_error(hip, 0, 0, "cannot write: %s", strerror(errno));
-  } else if (cc_compile(&cc, k->target, src, len, &obj, &objlen, &meta, &log) < 0) {
-    diag_error(k->file, k->line, k->col, "host build of %s for %s failed:\n%s", k->name, k->target,
-               log ? log : "");
-  } else if (fs_write_atomic(so, obj, objlen) < 0) {
-    diag_error(so, 0, 0, "cannot write: %s", strerror(errno));
-  } else {
-    rc = 0;
-  }
-  free(src);
-  free(obj);
-  free(meta);
-  free(log);
-  free(hip);
-  if (rc == 0) *so_path = so;
-  else free(so);
+/* The AMD kernels of set, built with hkgen build --emulate into dir
+   (quietly, from the cache where it has them). */
+static int et_build(const spec_set *set, const char *dir, int jobs) {
+  spec_set amd = {0};
+  amd.v = xcalloc(set->n ? set->n : 1, sizeof *amd.v);
+  for (size_t i = 0; i < set->n; i++) /* a view: the kernels stay set's */
+    if (tgt_is_amd(tgt_find(set->v[i].target))) amd.v[amd.n++] = set->v[i];
+  bd_options o = {.outdir = dir, .jobs = jobs, .use_cache = 1, .quiet = 1, .emulate = 1};
+  int rc = amd.n ? bd_build(&amd, &o) : HK_OK;
+  free(amd.v);
   return rc;
 }
 
@@ -284,31 +255,43 @@ static void et_shape_text(const op_inst *k, const long *shape, char *out, size_t
 
 /* ---- the command -------------------------------------------------------------- */
 
+/* One emulated device per target, each with the catalogue opened on it. */
 typedef struct {
   hkrt_device *dev[8];
+  hkrt_catalog *cat[8];
   const char *names[8];
   int n;
 } et_devices;
 
-static hkrt_device *et_device(et_devices *ds, const char *target, unsigned long long seed) {
+static int et_device(et_devices *ds, const char *target, const char *catdir, unsigned long long seed) {
   for (int i = 0; i < ds->n; i++)
-    if (!strcmp(ds->names[i], target)) return ds->dev[i];
+    if (!strcmp(ds->names[i], target)) return i;
   hkrt_device *d = NULL;
-  if (ds->n == 8 || hkrt_device_open(HKRT_BACKEND_EMU, target, &d) != HKRT_OK) return NULL;
+  hkrt_catalog *cat = NULL;
+  if (ds->n == 8 || hkrt_device_open(HKRT_BACKEND_EMU, target, &d) != HKRT_OK) return -1;
   hkrt_emu_configure(d, seed, 0);
+  if (hkrt_catalog_open(d, catdir, &cat) != HKRT_OK) {
+    hkrt_device_close(d);
+    return -1;
+  }
   ds->dev[ds->n] = d;
-  ds->names[ds->n++] = target;
-  return d;
+  ds->cat[ds->n] = cat;
+  ds->names[ds->n] = target;
+  return ds->n++;
+}
+
+static void et_devices_close(et_devices *ds) {
+  for (int i = 0; i < ds->n; i++) {
+    hkrt_catalog_close(ds->cat[i]);
+    hkrt_device_close(ds->dev[i]);
+  }
 }
 
 static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, int *failed) {
   char text[256];
   et_shape_text(c->k, shape, text, sizeof text);
   c->shape = shape;
-  c->nargs = c->k->plan->nargs;
-  memcpy(c->args, c->k->plan->args, sizeof c->args);
-  memset(c->argset, 0, sizeof c->argset);
-  memset(c->argbuf, 0, sizeof c->argbuf);
+  c->nargs = 0;
   c->msg[0] = 0;
   c->rng = seed;
   double err = INFINITY;
@@ -323,67 +306,64 @@ static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, i
   return 0;
 }
 
-int et_test(const spec_set *set, const et_options *o) {
-  char tmpl[] = "/tmp/hkgen-test.XXXXXX";
+/* Every shape of kernel k on its target's device; -1 when it cannot run. */
+static int et_kernel(const op_inst *k, et_devices *ds, const char *catdir, const et_options *o, int *runs,
+                     int *failed) {
+  long shapes[ET_MAX_SHAPES][OP_MAX_PARAMS];
+  int ns = et_shapes(k, o, shapes);
+  if (ns < 0) return -1;
+  int d = et_device(ds, k->target, catdir, o->seed);
+  et_ctx c;
+  memset(&c, 0, sizeof c);
+  c.k = k;
+  if (d < 0 || hkrt_catalog_find(ds->cat[d], k->name, k->target, &c.kern) != HKRT_OK) {
+    diag_error(NULL, 0, 0, "emulator: %s", hkrt_error());
+    return -1;
+  }
+  c.dev = ds->dev[d];
+  for (int s = 0; s < ns; s++, (*runs)++)
+    et_one_shape(&c, shapes[s], o->seed + (unsigned long long)s * 7919u, failed);
+  return 0;
+}
+
+static char *et_tmpdir(void) {
   const char *tmp = getenv("TMPDIR");
-  char *dir = tmp && *tmp ? xasprintf("%s/hkgen-test.XXXXXX", tmp) : xstrdup(tmpl);
+  char *dir = xasprintf("%s/hkgen-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(dir)) {
     diag_error(NULL, 0, 0, "cannot make a temporary folder: %s", strerror(errno));
     free(dir);
-    return HK_EFAIL;
+    return NULL;
   }
+  return dir;
+}
+
+int et_test(const spec_set *set, const et_options *o) {
+  char *dir = et_tmpdir();
+  if (!dir) return HK_EFAIL;
   unsigned long long seed = o->seed;
+  int failed = 0, runs = 0, broken = 0;
+  if (et_build(set, dir, o->jobs) != HK_OK) {
+    diag_error(NULL, 0, 0, "the emulated catalogue did not build; nothing was run");
+    broken = (int)set->n;
+  }
   printf("hkgen test: emulated CDNA waves, fp64 reference, tolerance %.0e, seed %llu\n",
          ET_TOLERANCE, seed);
   printf("%-36s %-7s %-52s %10s  %s\n", "kernel", "target", "shape", "rel err", "result");
-  int failed = 0, runs = 0, broken = 0;
   et_devices ds = {0};
-  for (size_t i = 0; i < set->n; i++) {
+  for (size_t i = 0; i < set->n && !broken; i++) {
     const op_inst *k = &set->v[i];
     if (!tgt_is_amd(tgt_find(k->target))) {
       printf("%-36s %-7s %-52s %10s  %s\n", k->name, k->target, "-", "-",
              "not emulated: the emulator runs AMD targets; check NVIDIA ones on a GPU (tests/device)");
       continue;
     }
-    long shapes[ET_MAX_SHAPES][OP_MAX_PARAMS];
-    int ns = et_shapes(k, o, shapes);
-    char *so = NULL;
-    if (ns < 0 || et_build(k, dir, &so) < 0) {
-      broken++;
-      continue;
-    }
-    hkrt_device *dev = et_device(&ds, k->target, seed);
-    hkrt_module *mod = NULL;
-    et_ctx c;
-    memset(&c, 0, sizeof c);
-    c.k = k;
-    c.dev = dev;
-    if (!dev || hkrt_module_load(dev, so, &mod) != HKRT_OK ||
-        hkrt_module_function(mod, k->name, &c.fn) != HKRT_OK) {
-      diag_error(NULL, 0, 0, "emulator: %s", hkrt_error());
-      broken++;
-    } else {
-      for (int s = 0; s < ns; s++, runs++)
-        et_one_shape(&c, shapes[s], seed + (unsigned long long)s * 7919u, &failed);
-    }
-    hkrt_module_unload(mod);
-    if (!o->keep) unlink(so);
-    free(so);
+    if (et_kernel(k, &ds, dir, o, &runs, &failed) < 0) broken++;
   }
-  for (int i = 0; i < ds.n; i++) hkrt_device_close(ds.dev[i]);
+  et_devices_close(&ds);
   printf("%d run%s, %d failed, %d kernel%s not built; seed %llu (rerun with --seed %llu)\n", runs,
          runs == 1 ? "" : "s", failed, broken, broken == 1 ? "" : "s", seed, seed);
-  if (o->keep) printf("sources and host objects kept in %s\n", dir);
-  else {
-    char *cmd_dir = dir;
-    /* remove the .hip files, then the folder */
-    for (size_t i = 0; i < set->n; i++) {
-      char *hip = xasprintf("%s/%s.%s.hip", cmd_dir, set->v[i].name, set->v[i].target);
-      unlink(hip);
-      free(hip);
-    }
-    rmdir(cmd_dir);
-  }
+  if (o->keep) printf("the emulated catalogue is kept in %s\n", dir);
+  else fs_remove_tree(dir);
   free(dir);
   return failed || broken ? HK_EFAIL : HK_OK;
 }

@@ -46,6 +46,7 @@ typedef struct {
   int nshapes;
   unsigned long long seed;
   int keep;              /* keep the temporary folder */
+  int jobs;              /* parallel host compiles of the emulated catalogue */
 } et_options;
 
 /* Runs every kernel of set on the emulator; returns an exit status. */

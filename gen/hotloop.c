@@ -89,7 +89,13 @@ static void hl_branch(hl_inst *in, const char *ops) {
 }
 
 /* "\tv_mfma_... ops  // 000000001A40: ..." -> in; 0 when the line is no instruction. */
-static int hl_parse_line(const char *line, size_t len, hl_inst *in) {
+static int hl_is_mma(const char *mnem, const tgt_info *t) {
+  for (int i = 0; i < 3 && t->mma_prefix[i]; i++)
+    if (!strncmp(mnem, t->mma_prefix[i], strlen(t->mma_prefix[i]))) return 1;
+  return 0;
+}
+
+static int hl_parse_line(const char *line, size_t len, const tgt_info *t, hl_inst *in) {
   if (line[0] != '\t') return 0;
   const char *c = NULL;
   for (const char *p = line; (p = strstr(p, "// ")) && p < line + len; p++) c = p;
@@ -101,7 +107,7 @@ static int hl_parse_line(const char *line, size_t len, hl_inst *in) {
   if (m == 0 || m >= sizeof in->mnem) return 0;
   memcpy(in->mnem, line + 1, m);
   in->mnem[m] = 0;
-  in->mfma = !strncmp(in->mnem, "v_mfma", 6) || !strncmp(in->mnem, "v_smfmac", 8);
+  in->mfma = hl_is_mma(in->mnem, t);
   in->kind = HL_PLAIN;
   if (!strcmp(in->mnem, "s_branch")) in->kind = HL_JUMP;
   else if (!strncmp(in->mnem, "s_cbranch_", 10)) in->kind = HL_COND;
@@ -111,7 +117,7 @@ static int hl_parse_line(const char *line, size_t len, hl_inst *in) {
 }
 
 /* The instructions of kernel's function; -1 when it is not in dis. */
-static int hl_parse(const char *dis, const char *kernel, hl_fn *f) {
+static int hl_parse(const char *dis, const char *kernel, const tgt_info *t, hl_fn *f) {
   const char *p = dis;
   size_t cap = 0;
   int in_fn = 0;
@@ -122,7 +128,7 @@ static int hl_parse(const char *dis, const char *kernel, hl_fn *f) {
     } else {
       hl_inst in;
       if (len == 0 || p[0] != '\t') break; /* the function's end */
-      if (hl_parse_line(p, len, &in)) {
+      if (hl_parse_line(p, len, t, &in)) {
         if (f->n == cap) {
           cap = cap ? 2 * cap : 1024;
           hl_inst *v = realloc(f->v, cap * sizeof *v);
@@ -275,10 +281,10 @@ static void hl_free(hl_fn *f) {
   free(f->succ);
 }
 
-int hl_find(const char *dis, const char *kernel, hl_loop *r) {
+int hl_find(const char *dis, const char *kernel, const tgt_info *t, hl_loop *r) {
   hl_fn f = {0};
   memset(r, 0, sizeof *r);
-  int rc = hl_parse(dis, kernel, &f);
+  int rc = hl_parse(dis, kernel, t, &f);
   if (rc == 0 && f.n > 0)
     rc = hl_blocks(&f) == 0 && hl_edges(&f) == 0 ? 0 : -1;
   hl_range *loops = rc == 0 && f.n ? malloc(f.n * sizeof *loops) : NULL;

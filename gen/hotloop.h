@@ -13,6 +13,7 @@
 #ifndef HK_HOTLOOP_H
 #define HK_HOTLOOP_H
 
+#include "target.h"
 #include "util.h"
 
 typedef struct {
@@ -27,7 +28,8 @@ typedef struct {
 const char *hl_objdump(void);
 /* Disassembles the object at path for target into out; 0 on success. */
 int hl_disassemble(const char *path, const char *target, hk_buf *out);
-/* The hot loop of kernel in a disassembly; -1 when the kernel is not there. */
-int hl_find(const char *dis, const char *kernel, hl_loop *r);
+/* The hot loop of kernel in a disassembly for target t (whose table names
+   its matrix instructions); -1 when the kernel is not there. */
+int hl_find(const char *dis, const char *kernel, const tgt_info *t, hl_loop *r);
 
 #endif

@@ -123,11 +123,23 @@ static long ins_nv_attr(const ins_elf *e, unsigned sym, int attr) {
 /* One row per kernel (each has a .nv.info.<name> section): registers and
    stack frame from the ELF's records, static shared memory from the size of
    .nv.shared.<name>; the rest is not in a cubin and shows "-". */
+/* The target of a cubin from its ELF header: the SM version sits in
+   e_flags' low byte, or (ABI version 8 and later, CUDA 12+) its second. */
+static const char *ins_cubin_target(const unsigned char *p, char *buf, size_t n) {
+  unsigned flags = (unsigned)ins_le(p + 0x30, 4), sm = p[8] >= 8 ? (flags >> 8) & 0xff : flags & 0xff;
+  const tgt_info *t = tgt_from_cuda_cc((int)sm);
+  if (t) return t->name;
+  snprintf(buf, n, "sm_%u", sm);
+  return buf;
+}
+
 static int ins_cubin(const char *path, const unsigned char *p, size_t n) {
   ins_elf e = {p, n, ins_le(p + 0x28, 8), (unsigned)ins_le(p + 0x3c, 2), (unsigned)ins_le(p + 0x3a, 2),
                (unsigned)ins_le(p + 0x3e, 2)};
   unsigned long long soff, ssize;
   int symtab = ins_find(&e, ".symtab", &soff, &ssize), rows = 0;
+  char tbuf[16];
+  const char *target = ins_cubin_target(p, tbuf, sizeof tbuf);
   unsigned nm, strtab = 0;
   if (symtab >= 0) ins_section(&e, (unsigned)symtab, &soff, &ssize, &nm, &strtab);
   for (unsigned long long s = 0; symtab >= 0 && (s + 1) * 24 <= ssize; s++) {
@@ -141,7 +153,7 @@ static int ins_cubin(const char *path, const unsigned char *p, size_t n) {
     /* the section also holds the 1 KiB every block reserves on sm_80 and later */
     shared = shared >= 1024 ? shared - 1024 : shared;
     long regs = ins_nv_attr(&e, (unsigned)s, 0x2f), frame = ins_nv_attr(&e, (unsigned)s, 0x11);
-    printf("%-48s %-7s %5ld %5s %5s %7ld %7ld %6s %6s", name, "sm_90a", regs, "-", "-", shared,
+    printf("%-48s %-7s %5ld %5s %5s %7ld %7ld %6s %6s", name, target, regs, "-", "-", shared,
            frame < 0 ? 0 : frame, "-", "-");
     ins_loop_columns(&(hl_loop){0});
     rows++;
@@ -178,7 +190,7 @@ static int ins_object(const char *path) {
            m[i].sgpr, m[i].lds, m[i].scratch, m[i].vgpr_spill + m[i].sgpr_spill,
            bd_waves_per_simd(target, &m[i], block));
     hl_loop l = {0};
-    if (dis) hl_find(dis, m[i].name, &l);
+    if (dis) hl_find(dis, m[i].name, tgt_find(target), &l);
     ins_loop_columns(&l);
   }
   free(dis);

@@ -47,7 +47,7 @@ static void cli_usage(FILE *f) {
         "       hkgen gen SPEC... [-o DIR] [--target LIST]   write sources only\n"
         "       hkgen check SPEC... [--target LIST]          validate only\n"
         "       hkgen explain SPEC... [--target LIST]        which kernel serves each problem; build estimate\n"
-        "       hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [--keep]\n"
+        "       hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep]\n"
         "                                                    run kernels on the CPU emulator\n"
         "       hkgen merge SHARD_DIR... -o DIR                join --shard K/N builds into one catalogue\n"
         "       hkgen plan SPEC... --shards N [-o DIR] [--make FILE]   a Makefile of shard builds + merge\n"
@@ -209,7 +209,10 @@ static int cmd_test(int argc, char **argv) {
   }
   spec_set set = {0};
   int rc = HK_EUSAGE;
-  if (!bad && cli_parse(nrest, rest, &a) == 0 && cli_load(&a, &set) == 0) rc = et_test(&set, &o);
+  if (!bad && cli_parse(nrest, rest, &a) == 0 && cli_load(&a, &set) == 0) {
+    o.jobs = a.jobs;
+    rc = et_test(&set, &o);
+  }
   spec_set_free(&set);
   free(a.files);
   free(rest);

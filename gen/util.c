@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -347,3 +348,12 @@ int fs_sync_dir(const char *dir) {
   close(fd);
   return rc;
 }
+
+static int fs_remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+int fs_remove_tree(const char *path) { return nftw(path, fs_remove_one, 16, FTW_DEPTH | FTW_PHYS); }

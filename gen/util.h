@@ -47,6 +47,9 @@ int fs_write_file(const char *path, const void *data, size_t len, int durable);
 int fs_sync_dir(const char *dir);
 int fs_mkdirs(const char *path);
 int fs_exists(const char *path);
+/* Removes path and everything under it (symbolic links are removed, never
+   followed); 0 on success. */
+int fs_remove_tree(const char *path);
 char *fs_join(const char *dir, const char *name);
 char *fs_dirname(const char *path);
 
