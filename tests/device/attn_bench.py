@@ -31,7 +31,7 @@ blocks, each walking many tiles: run the numerics with n = 1 and 3 as well.
 $ATTN_ROUNDS (default 1): time every catalogue that many times, in turn, and
 report the median (of two: their mean). More catalogue folders after the first (variants of the same kernels, A/B
 tests in one run) get the numerics and an hkgen timing per shape too.
-The log goes to $OUT/attn.log (else build/attn.log). Exit status non-zero on
+The log goes to $OUT/attn.log (else build/device-logs/attn.log). Exit status non-zero on
 any numerics failure, and 1 with a traceback when a numerics launch has not
 finished after $ATTN_HANG_S seconds (default 120: a hung kernel).
 """
@@ -57,7 +57,10 @@ args = [a for a in sys.argv[1:] if not a.startswith("--")]
 flags = {a for a in sys.argv[1:] if a.startswith("--")}
 CATS = args if args else ["build/h200attn"]
 CAT = CATS[0]
-out_dir = os.environ.get("OUT") or "build"
+# logs never go under tests/ (not committed): $OUT on the device machine,
+# else build/device-logs/ (ignored by git)
+out_dir = os.environ.get("OUT") or "build/device-logs"
+os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "attn.log"), "w")
 GUARD = 64
 T_START = time.time()

@@ -17,7 +17,7 @@ Run on the GPU machine, from the repository root:
     GEMM vs torch.matmul (cuBLAS); RoPE vs device-to-device copy bandwidth and
     vs torch.compile of a rotate-half RoPE in fp32 math; launch overhead of
     hkrt.py vs a pre-packed hkrt_launch vs a raw cuLaunchKernel.
-The full log goes to $OUT/h200.log (else build/h200.log); the compact table
+The full log goes to $OUT/h200.log (else build/device-logs/h200.log); the compact table
 is printed last. Exit status: non-zero on any numerics or sanitizer failure.
 """
 import ctypes
@@ -51,7 +51,10 @@ GEMM_ONLY = "--gemm" in flags  # benchmarks: GEMM only (no copy, RoPE or launch-
 class SkipSection(Exception):
     pass
 
-out_dir = os.environ.get("OUT") or "build"
+# logs never go under tests/ (not committed): $OUT on the device machine,
+# else build/device-logs/ (ignored by git)
+out_dir = os.environ.get("OUT") or "build/device-logs"
+os.makedirs(out_dir, exist_ok=True)
 LOG = None if CHILD else open(os.path.join(out_dir, "h200.log"), "w")
 # Guards (elements) before and after every buffer, checked bit for bit. Under
 # compute-sanitizer (the child) there are none, so that memcheck sees any access

@@ -11,6 +11,8 @@
 #                                     is mid-edit: libhkrt.so, hkrt.py and the
 #                                     catalogue then all come from HEAD (the
 #                                     spec and check_bench.py from this tree)
+# The device run writes its log to $OUT/h200.log (build/device-logs/ when $OUT
+# is unset). Logs are not committed: the figures go into docs/PERF.md.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
