@@ -97,6 +97,16 @@ static void skel_banner(hk_buf *b, const op_inst *k) {
   }
 }
 
+/* The compiler checks the layout the plan (and so the manifest and libhkrt's
+   packing) promises: every offset and the total size. */
+static void skel_kernarg_asserts(hk_buf *b, const op_arg *args, int n) {
+  for (int i = 0; i < n; i++)
+    buf_printf(b, "static_assert(__builtin_offsetof(struct hk_args, %s) == %d, \"kernel argument %s at offset %d\");\n",
+               args[i].name, args[i].offset, args[i].name, args[i].offset);
+  int size = op_args_size(args, n);
+  buf_printf(b, "static_assert(sizeof(struct hk_args) == %d, \"kernel arguments of %d bytes\");", size, size);
+}
+
 static void skel_kernargs(hk_buf *b, const op_inst *k) {
   op_arg args[OP_MAX_ARGS];
   int n = k->op->args(k, args);
@@ -106,7 +116,8 @@ static void skel_kernargs(hk_buf *b, const op_inst *k) {
     buf_printf(b, "  %s%s%s; // offset %d\n", args[i].ctype, star ? "" : " ", args[i].name,
                args[i].offset);
   }
-  buf_puts(b, "};");
+  buf_puts(b, "};\n");
+  skel_kernarg_asserts(b, args, n);
 }
 
 /* Whether the kernel takes a tensor map (its argument struct must then be a
