@@ -123,6 +123,18 @@ static int bd_occupancy(const bd_item *it) {
   return 0;
 }
 
+int bd_check_kernargs(const op_inst *k, const cg_kernel_meta *m, char *msg, size_t n) {
+  int plan = k->plan->args_size;
+  if (m->args_size == plan) return 0;
+  if (m->args_size < 0)
+    snprintf(msg, n, "kernel %s for %s: the compiled object does not give its kernel arguments' size (the plan "
+             "has %d bytes)", k->name, k->target, plan);
+  else
+    snprintf(msg, n, "kernel %s for %s: the compiler laid out %d bytes of kernel arguments, the plan %d: "
+             "libhkrt would pack them wrongly", k->name, k->target, m->args_size, plan);
+  return -1;
+}
+
 /* Spills, LDS beyond the target's limit and serialised wgmma fail the build,
    saying by how much or why. */
 static int bd_check_resources(const bd_item *it) {
@@ -148,6 +160,11 @@ static int bd_check_resources(const bd_item *it) {
                "kernel %s for %s uses %u bytes of LDS (%d static + %u dynamic), %u over the %s limit of %u",
                it->k->name, it->k->target, lds, m->lds, dyn, lds - t->lds_bytes, t->name,
                t->lds_bytes);
+    ok = 0;
+  }
+  char msg[400];
+  if (bd_check_kernargs(it->k, m, msg, sizeof msg) < 0) {
+    diag_error(it->k->file, it->k->line, it->k->col, "%s", msg);
     ok = 0;
   }
   if (ok && bd_occupancy(it) == 0) ok = 0;
@@ -187,16 +204,17 @@ static int bd_nv_meta(const char *text, const char *name, cg_kernel_meta *m) {
 /* The figures of an AMD object, kept beside it in the cache so that a
    rebuild need not parse the object's metadata again. */
 static void bd_res_text(const cg_kernel_meta *m, char *out, size_t n) {
-  snprintf(out, n, "hkres %d %d %d %d %d %d %d %d %d %d %s\n", m->vgpr, m->agpr, m->sgpr,
+  snprintf(out, n, "hkres %d %d %d %d %d %d %d %d %d %d %d %s\n", m->vgpr, m->agpr, m->sgpr,
            m->vgpr_spill, m->sgpr_spill, m->lds, m->scratch, m->kernarg_size, m->max_wg_size,
-           m->wave_size, m->name);
+           m->wave_size, m->args_size, m->name);
 }
 
 static int bd_res_parse(const char *text, cg_kernel_meta *m) {
   memset(m, 0, sizeof *m);
-  return text && sscanf(text, "hkres %d %d %d %d %d %d %d %d %d %d %127s", &m->vgpr, &m->agpr,
+  /* an older entry (11 figures, no args_size) fails: the object is read again */
+  return text && sscanf(text, "hkres %d %d %d %d %d %d %d %d %d %d %d %127s", &m->vgpr, &m->agpr,
                         &m->sgpr, &m->vgpr_spill, &m->sgpr_spill, &m->lds, &m->scratch,
-                        &m->kernarg_size, &m->max_wg_size, &m->wave_size, m->name) == 11
+                        &m->kernarg_size, &m->max_wg_size, &m->wave_size, &m->args_size, m->name) == 12
              ? 0
              : -1;
 }
@@ -204,7 +222,11 @@ static int bd_res_parse(const char *text, cg_kernel_meta *m) {
 /* Resource figures: from the AMD code object's metadata, or nvcc's report. */
 static int bd_meta(const bd_item *it, const char *obj, size_t objlen, const char *meta,
                    cg_kernel_meta *out) {
-  if (!tgt_is_amd(tgt_find(it->k->target))) return bd_nv_meta(meta, it->k->name, out);
+  if (!tgt_is_amd(tgt_find(it->k->target))) {
+    if (bd_nv_meta(meta, it->k->name, out) < 0) return -1;
+    out->args_size = cc_cubin_param_size(obj, objlen, it->k->name);
+    return 0;
+  }
   if (bd_res_parse(meta, out) == 0 && !strcmp(out->name, it->k->name)) return 0;
   cg_kernel_meta metas[4];
   int nm = cg_read_meta(obj, objlen, metas, 4);

@@ -22,4 +22,9 @@ int bd_build(spec_set *set, const bd_options *o);
 /* Waves per SIMD a kernel can keep resident, from registers, LDS and block size. */
 int bd_waves_per_simd(const char *target, const cg_kernel_meta *m, int block);
 
+/* Whether the compiler laid out k's kernel arguments in the plan's size
+   (op_args_size): 0, or -1 with the reason, naming the kernel and both
+   sizes, in msg. */
+int bd_check_kernargs(const op_inst *k, const cg_kernel_meta *m, char *msg, size_t n);
+
 #endif

@@ -212,6 +212,27 @@ static int cg_meta_int(amd_comgr_metadata_node_t map, const char *key) {
   return cg_meta_str(map, key, s, sizeof s) == 0 ? atoi(s) : 0;
 }
 
+/* The end of the last explicit argument in the kernel's .args list: the
+   runtime appends hidden arguments (value kinds hidden_*) after ours. */
+static int cg_meta_args_size(amd_comgr_metadata_node_t k) {
+  amd_comgr_metadata_node_t args;
+  if (cg.amd_comgr_metadata_lookup(k, ".args", &args)) return -1;
+  size_t cnt = 0;
+  int end = 0;
+  cg.amd_comgr_get_metadata_list_size(args, &cnt);
+  for (size_t i = 0; i < cnt; i++) {
+    amd_comgr_metadata_node_t a;
+    char kind[64] = "";
+    if (cg.amd_comgr_index_list_metadata(args, i, &a)) continue;
+    cg_meta_str(a, ".value_kind", kind, sizeof kind);
+    int e = cg_meta_int(a, ".offset") + cg_meta_int(a, ".size");
+    if (strncmp(kind, "hidden_", 7) != 0 && e > end) end = e;
+    cg.amd_comgr_destroy_metadata(a);
+  }
+  cg.amd_comgr_destroy_metadata(args);
+  return end;
+}
+
 static void cg_meta_kernel(amd_comgr_metadata_node_t k, cg_kernel_meta *m) {
   memset(m, 0, sizeof *m);
   cg_meta_str(k, ".name", m->name, sizeof m->name);
@@ -223,6 +244,7 @@ static void cg_meta_kernel(amd_comgr_metadata_node_t k, cg_kernel_meta *m) {
   m->lds = cg_meta_int(k, ".group_segment_fixed_size");
   m->scratch = cg_meta_int(k, ".private_segment_fixed_size");
   m->kernarg_size = cg_meta_int(k, ".kernarg_segment_size");
+  m->args_size = cg_meta_args_size(k);
   m->max_wg_size = cg_meta_int(k, ".max_flat_workgroup_size");
   m->wave_size = cg_meta_int(k, ".wavefront_size");
 }

@@ -23,6 +23,11 @@ typedef struct {
   int vgpr, agpr, sgpr, vgpr_spill, sgpr_spill;
   int lds, scratch, kernarg_size, max_wg_size, wave_size;
   int mma_serialized; /* sm_90a: ptxas serialised the wgmma instructions (its C7520) */
+  /* Bytes of the explicit kernel arguments as the compiler laid them out
+     (AMD: the end of the last non-hidden .args entry, whereas kernarg_size
+     counts hidden arguments too; sm_90a: the cubin's parameter bank); -1
+     when the object does not say. */
+  int args_size;
 } cg_kernel_meta;
 
 /* Reads every kernel's metadata from an AMDGPU code object. Returns the

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "compile.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -422,4 +423,55 @@ void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t le
   if (!meta || fs_write_file(m, meta, strlen(meta), 0) == 0) fs_write_file(p, obj, len, 0);
   free(p);
   free(m);
+}
+
+/* Section name of header sh, or NULL when it lies outside the object. */
+static const char *cc_elf_name(const char *o, size_t len, const Elf64_Shdr *strs, const Elf64_Shdr *sh) {
+  if (strs->sh_offset > len || strs->sh_size > len - strs->sh_offset || sh->sh_name >= strs->sh_size)
+    return NULL;
+  const char *n = o + strs->sh_offset + sh->sh_name;
+  return memchr(n, 0, strs->sh_size - sh->sh_name) ? n : NULL;
+}
+
+/* The span of the declared parameters among .nv.info records, each a
+   format byte, an attribute byte, then a 16-bit value (EIFMT_HVAL, 3) or the
+   size of a payload that follows (EIFMT_SVAL, 4). EIATTR_KPARAM_INFO (0x17)
+   describes one parameter: its offset (16 bits at 6) and size (bits 18..31
+   of the word at 8). The span starts at the first parameter: ptxas aligns it
+   in the constant bank (a 64-byte-aligned struct sits at 48), and libhkrt
+   passes it by pointer, so that offset is not ours. */
+static int cc_nvinfo_param_size(const unsigned char *p, size_t n) {
+  int lo = -1, hi = -1;
+  for (size_t i = 0; i + 4 <= n;) {
+    unsigned fmt = p[i], attr = p[i + 1], v = p[i + 2] | (unsigned)p[i + 3] << 8;
+    const unsigned char *q = p + i + 4;
+    if (fmt == 4 && attr == 0x17 && v >= 12 && i + 4 + v <= n) {
+      int off = q[6] | q[7] << 8;
+      unsigned word = q[8] | (unsigned)q[9] << 8 | (unsigned)q[10] << 16 | (unsigned)q[11] << 24;
+      if (lo < 0 || off < lo) lo = off;
+      if (off + (int)(word >> 18) > hi) hi = off + (int)(word >> 18);
+    }
+    i += 4 + (fmt == 4 ? v : 0);
+  }
+  return lo < 0 ? -1 : hi - lo;
+}
+
+int cc_cubin_param_size(const void *obj, size_t len, const char *name) {
+  const char *o = obj;
+  const Elf64_Ehdr *eh = obj;
+  if (len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > len ||
+      (size_t)eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff || eh->e_shstrndx >= eh->e_shnum)
+    return -1;
+  Elf64_Shdr sh[1], strs[1];
+  memcpy(strs, o + eh->e_shoff + (size_t)eh->e_shstrndx * sizeof *sh, sizeof *strs);
+  char want[200];
+  snprintf(want, sizeof want, ".nv.info.%s", name);
+  for (int i = 0; i < eh->e_shnum; i++) {
+    memcpy(sh, o + eh->e_shoff + (size_t)i * sizeof *sh, sizeof *sh);
+    const char *n = cc_elf_name(o, len, strs, sh);
+    if (!n || strcmp(n, want) || sh->sh_offset > len || sh->sh_size > len - sh->sh_offset) continue;
+    return cc_nvinfo_param_size((const unsigned char *)o + sh->sh_offset, sh->sh_size);
+  }
+  return -1;
 }

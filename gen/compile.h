@@ -38,6 +38,9 @@ const char *cc_flags_text(void);
    NULL; the caller frees obj, meta and log. */
 int cc_compile(const cc_compiler *cc, const char *target, const char *src, size_t len,
                char **obj, size_t *objlen, char **meta, char **log);
+/* Bytes of kernel name's declared parameters in a cubin (the end of the
+   last, from its .nv.info.<name> section); -1 when the object does not say. */
+int cc_cubin_param_size(const void *obj, size_t len, const char *name);
 
 /* Cache: $HKGEN_CACHE_DIR, else $XDG_CACHE_HOME/hkgen, else ~/.cache/hkgen. */
 typedef struct {

@@ -97,6 +97,16 @@ static void skel_banner(hk_buf *b, const op_inst *k) {
   }
 }
 
+/* The compiler checks the layout the plan (and so the manifest and libhkrt's
+   packing) promises: every offset and the total size. */
+static void skel_kernarg_asserts(hk_buf *b, const op_plan *p) {
+  for (int i = 0; i < p->nargs; i++)
+    buf_printf(b, "static_assert(__builtin_offsetof(struct hk_args, %s) == %d, \"kernel argument %s at offset %d\");\n",
+               p->args[i].name, p->args[i].offset, p->args[i].name, p->args[i].offset);
+  buf_printf(b, "static_assert(sizeof(struct hk_args) == %d, \"kernel arguments of %d bytes\");", p->args_size,
+             p->args_size);
+}
+
 static void skel_kernargs(hk_buf *b, const op_plan *p) {
   buf_puts(b, "struct hk_args {\n");
   for (int i = 0; i < p->nargs; i++) {
@@ -104,7 +114,8 @@ static void skel_kernargs(hk_buf *b, const op_plan *p) {
     int star = strchr(a->ctype, '*') != NULL;
     buf_printf(b, "  %s%s%s; // offset %d\n", a->ctype, star ? "" : " ", a->name, a->offset);
   }
-  buf_puts(b, "};");
+  buf_puts(b, "};\n");
+  skel_kernarg_asserts(b, p);
 }
 
 /* Whether the kernel takes a tensor map (its argument struct must then be a
@@ -270,10 +281,13 @@ static int skel_line_of(const char *s, const char *at) {
 }
 
 /* m4 prints "m4:FILE:LINE: msg"; show it as "FILE:LINE: error: msg". */
-static void skel_report_m4(const char *err, const op_inst *k) {
+static void skel_report_m4(const char *err, const op_inst *k, const char *copy_path, const char *orig) {
   char *copy = xstrdup(err);
   for (char *save = NULL, *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
     if (!strncmp(l, "m4:", 3)) l += 3;
+    char *named = NULL; /* m4 read the annotated copy: name the skeleton */
+    size_t cl = strlen(copy_path);
+    if (!strncmp(l, copy_path, cl) && l[cl] == ':') l = named = xasprintf("%s%s", orig, l + cl);
     char *colon = strchr(l, ':');
     char *colon2 = colon ? strchr(colon + 1, ':') : NULL;
     if (colon && colon2 && colon2 > colon + 1 && strspn(colon + 1, "0123456789") == (size_t)(colon2 - colon - 1)) {
@@ -285,6 +299,7 @@ static void skel_report_m4(const char *err, const op_inst *k) {
     } else {
       diag_error(NULL, 0, 0, "m4: %s (kernel %s, %s)", l, k->name, k->target);
     }
+    free(named);
   }
   free(copy);
 }
@@ -322,7 +337,7 @@ void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]) {
   unsigned char d[32];
   sha256_init(&s);
   const char *m4 = getenv("HKGEN_M4");
-  sha256_update(&s, "hkgen-gen-1 " HK_VERSION, strlen("hkgen-gen-1 " HK_VERSION) + 1);
+  sha256_update(&s, "hkgen-gen-2 " HK_VERSION, strlen("hkgen-gen-2 " HK_VERSION) + 1); /* 2: synclines */
   sha256_update(&s, m4 ? m4 : "m4", strlen(m4 ? m4 : "m4") + 1);
   sha256_update(&s, p.text.s, p.text.len + 1);
   char *skeleton = skel_skeleton_for(tpldir, k);
@@ -337,16 +352,72 @@ void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]) {
   skel_prologue_free(&p);
 }
 
+/* Writes the skeleton's annotated copy (syncline markers) into a private
+   folder; m4 reads it in place of the skeleton. Returns its path or NULL. */
+static char *skel_annotated_copy(const char *tpldir, const char *skeleton, char **dir) {
+  const char *tmp = getenv("TMPDIR");
+  char *src = fs_join(tpldir, skeleton), *data = NULL, *path = NULL;
+  size_t len = 0;
+  *dir = xasprintf("%s/hkgen-m4.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(*dir)) {
+    diag_error(NULL, 0, 0, "cannot make a temporary folder: %s", strerror(errno));
+    free(*dir);
+    *dir = NULL;
+  } else if (fs_read_file(src, 1u << 24, &data, &len) != 0) {
+    diag_error(src, 0, 0, "cannot read the skeleton: %s", strerror(errno));
+  } else {
+    hk_buf b;
+    buf_init(&b);
+    skel_annotate(data, len, &b);
+    path = fs_join(*dir, skeleton);
+    if (fs_write_file(path, b.s, b.len, 0) != 0) {
+      diag_error(path, 0, 0, "cannot write: %s", strerror(errno));
+      free(path);
+      path = NULL;
+    }
+    buf_free(&b);
+  }
+  free(data);
+  free(src);
+  return path;
+}
+
+static void skel_remove_copy(char *dir, char *path) {
+  if (path) unlink(path);
+  if (dir) rmdir(dir);
+  free(path);
+  free(dir);
+}
+
+/* m4's raw output to the decoded source with #line directives. */
+static char *skel_finish(const char *raw, size_t rawlen, const char *skeleton, const op_inst *k, size_t *len) {
+  hk_buf b;
+  buf_init(&b);
+  char *tpl = xasprintf("templates/%s", skeleton), *gen = xasprintf("%s.hip", k->name);
+  skel_synclines(raw, rawlen, tpl, gen, &b);
+  free(tpl);
+  free(gen);
+  *len = skel_unescape(b.s, b.len);
+  return buf_steal(&b);
+}
+
 int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
+  char *skeleton = skel_skeleton_for(tpldir, k), *tmpdir = NULL;
+  char *copy = skel_annotated_copy(tpldir, skeleton, &tmpdir);
+  if (!copy) {
+    skel_remove_copy(tmpdir, copy);
+    free(skeleton);
+    return -1;
+  }
   skel_prologue p;
   skel_prologue_init(&p);
   skel_prologue_for(&p, k);
   char *inc1 = xasprintf("-I%s", tpldir);
   char *inc2 = xasprintf("-I%s/include", tpldir);
+  char *orig = fs_join(tpldir, skeleton);
   const char *m4 = getenv("HKGEN_M4");
-  char *skeleton = skel_skeleton_for(tpldir, k);
   char *argv[] = {(char *)(m4 && *m4 ? m4 : "m4"), "-P", "--fatal-warnings", inc1, inc2,
-                  "hk.m4", "-", skeleton, NULL};
+                  "hk.m4", "-", copy, NULL};
   hk_buf o, e;
   buf_init(&o);
   buf_init(&e);
@@ -355,7 +426,7 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
   if (rc < 0) {
     diag_error(NULL, 0, 0, "cannot run %s: %s (install GNU m4 or set HKGEN_M4)", argv[0], strerror(errno));
   } else if (rc != 0 || e.len) {
-    skel_report_m4(e.len ? e.s : "m4 failed without a message", k);
+    skel_report_m4(e.len ? e.s : "m4 failed without a message", k, copy, orig);
   } else {
     const char *bad = skel_leftover(o.s);
     if (bad) {
@@ -370,8 +441,7 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
                  "a quoting bug in the template",
                  word, k->name, skel_line_of(o.s, bad));
     } else {
-      *len = skel_unescape(o.s, o.len);
-      *out = buf_steal(&o);
+      *out = skel_finish(o.s, o.len, skeleton, k, len);
       ok = 1;
     }
   }
@@ -379,6 +449,8 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
   buf_free(&e);
   free(inc1);
   free(inc2);
+  free(orig);
+  skel_remove_copy(tmpdir, copy);
   free(skeleton);
   skel_prologue_free(&p);
   return ok ? 0 : -1;

@@ -41,6 +41,14 @@ char *skel_skeleton_for(const char *tpldir, const op_inst *k);
    rebuild can take the source from the cache without running m4. */
 void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]);
 
+/* Copies skeleton text s with @L<line>; markers where literal template text
+   resumes (see syncline.c). */
+void skel_annotate(const char *s, size_t n, hk_buf *out);
+/* Turns m4's output s (markers, still escaped) into the source with #line
+   directives: tpl names the skeleton ("templates/gemm.hip.m4"), gen the
+   generated file for text that no template line holds. */
+void skel_synclines(const char *s, size_t n, const char *tpl, const char *gen, hk_buf *out);
+
 /* Where templates live: $HKGEN_TEMPLATES, else next to the executable
    (../templates or ../share/hkgen/templates), else the build-time path. */
 const char *skel_template_dir(void);

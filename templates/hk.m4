@@ -6,6 +6,10 @@ m4_divert(-1)m4_dnl                                    -*- Autoconf -*-
 # is read in the discarded diversion -1, so none of it reaches the output; a
 # skeleton switches to diversion 0 with hkm_output_begin.
 #
+# Synclines: @G; (what follows is generated text) and @H<header>; (the
+# tile header's line 1) are markers that the C side turns into #line
+# directives, with the @L<line>; markers it puts into the skeleton's copy.
+#
 # Quoting: [ and ] are the quotes.  m4 comments (#) stay on while
 # definitions are read, so a macro named in a comment header is never
 # expanded; hkm_output_begin turns them off, so #pragma/#define lines of the
@@ -135,15 +139,14 @@ m4_define([hkm_output_end],
 # header pasted verbatim (m4_undivert never rescans it; on the host, with
 # HK_EMULATE, runtime/include/hk_emu.h instead), then the kernel argument struct.
 m4_define([hkm_file_head],
-[hkm_banner
+[@G;hkm_banner
 // hkgen: hkm_op kernel for hkm_target (hkm_arch); block of hkm_block_size threads.
 
 #if defined(HK_EMULATE)
 // On the host, for `hkgen test`: the emulator's version of the same primitives.
 #include "hk_emu.h"
 #else
-m4_undivert(hkm_tile_header)
-#endif
+@H[]hkm_tile_header;m4_undivert(hkm_tile_header)@G;#endif
 hkm_kernarg_struct
 ])
 
@@ -157,7 +160,7 @@ hkm_kernarg_struct
 # the parameter bindings (the C side's hkm_bindings lines, each indented by 4
 # spaces and ending in a newline).
 m4_define([hkm_kernel_begin],
-[#if defined(HK_EMULATE)
+[@G;#if defined(HK_EMULATE)
 HK_EMU_ENTRY(hkm_kernel_name)
 #endif
 HK_KERNEL(hkm_block_size) void hkm_kernel_name[](hkm_kernarg_qual struct hk_args hk_a)

@@ -42,6 +42,8 @@ set_tests_properties(unit_json PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "
 # bd_waves_per_simd: AGPRs counted once, workgroups that do not fit give 0.
 add_test(unit_occupancy build/unit_occupancy)
 set_tests_properties(unit_occupancy PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${HK_ENV}")
+add_test(unit_kernargs build/unit_kernargs)
+set_tests_properties(unit_kernargs PROPERTIES TIMEOUT 60 LABELS "unit" ENVIRONMENT "${HK_ENV}")
 # hk_xcd_remap (hk_cdna.h and hk_emu.h): a bijection with contiguous XCD ranges for any grid size.
 add_test(unit_xcd_remap build/unit_xcd_remap)
 set_tests_properties(unit_xcd_remap PROPERTIES TIMEOUT 120 LABELS "unit" ENVIRONMENT "${HK_ENV}")
@@ -140,3 +142,7 @@ add_test(build_attn sh build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_sm90 sh build_sm90.sh)
 set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
+add_test(build_synclines sh build_synclines.sh)
+set_tests_properties(build_synclines PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+add_test(build_kernargs sh build_kernargs.sh)
+set_tests_properties(build_kernargs PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
