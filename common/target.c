@@ -23,19 +23,21 @@ static const tgt_part tgt_parts_sm90[] = {
 
 #define TGT_PARTS(p) p, (int)(sizeof p / sizeof p[0])
 #define TGT_CDNA_REGS 512, 8, 8, 32, 4, 0 /* VGPRs+AGPRs per lane, granule, waves/SIMD, blocks, SIMDs */
+#define TGT_CDNA_GRID {0, 0, 0}, {4294967295LL, 4294967295LL, 4294967295LL}
+#define TGT_CUDA_GRID {2147483647LL, 65535, 65535}, {0, 0, 0}
 
 static const tgt_info tgt_table[] = {
     {"gfx90a", "cdna2", "hk_cdna.h", "MI210/MI250X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
-     0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2)},
+     TGT_CDNA_GRID, 0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2)},
     {"gfx942", "cdna3", "hk_cdna.h", "MI300X/MI325X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
-     0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3)},
+     TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3)},
     {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X", TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16, 64,
-     163840, 163840, TGT_CDNA_REGS, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
+     163840, 163840, TGT_CDNA_REGS, TGT_CDNA_GRID, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
      TGT_PARTS(tgt_parts_cdna4)},
     /* shared memory per block with the opt-in limit; 228 KiB per SM, of
        which each resident block reserves 1 KiB; 64K registers per SM */
     {"sm_90a", "sm90", "hk_sm90.h", "H100/H200", TGT_WGMMA | TGT_TMA, 32, 232448, 233472, 65536, 256, 64, 32,
-     4, 1024, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90)},
+     4, 1024, TGT_CUDA_GRID, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90)},
 };
 
 #define TGT_N (sizeof tgt_table / sizeof tgt_table[0])
@@ -120,6 +122,11 @@ static int tgt_occupancy_amd(const tgt_info *t, int regs, long lds, int block) {
 
 int tgt_occupancy(const tgt_info *t, int regs, long lds, int block) {
   return tgt_is_amd(t) ? tgt_occupancy_amd(t, regs, lds, block) : tgt_occupancy_nv(t, regs, lds, block);
+}
+
+long long tgt_grid_max(const tgt_info *t, int axis, int block) {
+  if (t->grid_blocks[axis]) return t->grid_blocks[axis];
+  return t->grid_items[axis] / (block > 0 ? block : 1);
 }
 
 const char *tgt_default_list(void) { return "gfx942,gfx950"; }

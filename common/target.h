@@ -40,6 +40,10 @@ typedef struct {
      (regs: 32-bit registers per SM, allocated per warp in granules). */
   int regs, reg_granule, max_waves, max_blocks, simds;
   unsigned lds_reserved; /* per block, on top of what the kernel asks (NVIDIA: 1 KiB) */
+  /* launch limits per grid axis: blocks (NVIDIA: x 2^31-1, y and z 65535),
+     or work-items, blocks times block size (AMD: each axis of the dispatch
+     packet's grid is a 32-bit count) */
+  long long grid_blocks[3], grid_items[3];
   unsigned elf_mach;     /* EF_AMDGPU_MACH_* in e_flags; 0 for NVIDIA */
   int cuda_cc;           /* compute capability x 10 (90); 0 for AMD */
   int emu_arch;          /* HK_EMU_ARCH of the CPU emulator (2, 3, 4); 0: not emulated */
@@ -67,6 +71,9 @@ const tgt_part *tgt_part_find(const char *name, const tgt_info **target);
    block (static + dynamic) and block threads; 0 when one block cannot be
    resident. */
 int tgt_occupancy(const tgt_info *t, int regs, long lds, int block);
+/* The most blocks a launch may have on axis (0..2) with blocks of block
+   threads. */
+long long tgt_grid_max(const tgt_info *t, int axis, int block);
 /* Targets used when a spec names none. */
 const char *tgt_default_list(void);
 

@@ -406,9 +406,10 @@ static void bd_json_kernarg(jw_t *w, const op_plan *p) {
   jw_end_obj(w);
 }
 
-/* The launch: block, dynamic LDS, grid formulas, the descriptor's
-   tunables (for the record) and the launch rules libhkrt checks. */
-static void bd_json_launch(jw_t *w, const op_plan *p) {
+/* The launch: block, dynamic LDS, grid formulas and the target's grid
+   limits, the descriptor's tunables (for the record) and the launch rules
+   libhkrt checks. */
+static void bd_json_launch(jw_t *w, const op_plan *p, const tgt_info *t) {
   jw_key(w, "block");
   w->inline_depth = w->depth + 1;
   jw_begin_arr(w);
@@ -420,6 +421,10 @@ static void bd_json_launch(jw_t *w, const op_plan *p) {
   jw_key(w, "grid");
   jw_begin_arr(w);
   for (int i = 0; i < 3; i++) jw_str(w, p->grid[i]);
+  jw_end_arr(w);
+  jw_key(w, "grid_max"); /* the target's launch limits, in blocks */
+  jw_begin_arr(w);
+  for (int i = 0; i < 3; i++) jw_int(w, tgt_grid_max(t, i, p->block));
   jw_end_arr(w);
   jw_key(w, "tunables");
   jw_begin_obj(w);
@@ -456,7 +461,7 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int
   }
   if (!sources_only && !emulate) bd_json_resources(w, it);
   bd_json_kernarg(w, k->plan);
-  bd_json_launch(w, k->plan);
+  bd_json_launch(w, k->plan, tgt_find(k->target));
   jw_end_obj(w);
 }
 

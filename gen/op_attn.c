@@ -188,6 +188,12 @@ static void attn_plan(const op_inst *k, op_plan *p) {
   attn_args(k, p);
   attn_grid(k, p);
   op_plan_check(p, "heads_q % heads_k == 0", "heads_q must be a multiple of heads_k (GQA groups)");
+  static const char *const ts[] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; i++) {
+    char rule[OP_FORMULA];
+    snprintf(rule, sizeof rule, "%s_stride_b >= 0 && %s_stride_s >= 0 && %s_stride_h >= 0", ts[i], ts[i], ts[i]);
+    op_plan_check(p, rule, "strides are element counts, not negative");
+  }
 }
 
 /* Small shapes for `hkgen test`: the head counts that break other stacks

@@ -102,6 +102,10 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
   op_plan_check(p, "lda >= K", "A is M x K, row-major");
   op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K, row-major" : "layout nn: B is K x N, row-major");
   op_plan_check(p, "ldc >= N", "C is M x N, row-major");
+  /* tile and k-step counts are 32-bit ints: a dimension and a tile's worth
+     more must fit one */
+  op_plan_check(p, "M <= 2147483391 && N <= 2147483391 && K <= 2147483391",
+                "M, N and K at most 2^31 - 257 (32-bit tile counts)");
 }
 
 /* Problem sizes for `hkgen test`: tails in every dimension, K below one

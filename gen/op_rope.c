@@ -68,6 +68,15 @@ static void rope_plan(const op_inst *k, op_plan *p) {
   rope_args(k, p);
   snprintf(p->grid[0], OP_FORMULA, "%s*%s", op_term(k, "batch"), op_term(k, "seq_len"));
   op_plan_check(p, "head_dim % 2 == 0", "head_dim must be even (rotation pairs)");
+  op_plan_check(p, "pos_offset >= 0", "positions start at pos_offset, an index into the tables");
+  static const char *const inplace_t[] = {"q", "k"}, *const outplace_t[] = {"q_in", "k_in", "q_out", "k_out"};
+  int inplace = (int)op_int(k, "inplace");
+  for (int i = 0; i < (inplace ? 2 : 4); i++) {
+    const char *t = inplace ? inplace_t[i] : outplace_t[i];
+    char rule[OP_FORMULA];
+    snprintf(rule, sizeof rule, "%s_stride_b >= 0 && %s_stride_s >= 0 && %s_stride_h >= 0", t, t, t);
+    op_plan_check(p, rule, "strides are element counts, not negative");
+  }
 }
 
 /* Problem sizes for `hkgen test`: odd head counts, Q and K head counts that

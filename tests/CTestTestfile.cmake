@@ -122,6 +122,8 @@ set_tests_properties(rt_driver_cuda PROPERTIES TIMEOUT 60 LABELS "runtime" SKIP_
 add_test(rt_driver_hip build/rt_catalog driver hip)
 set_tests_properties(rt_driver_hip PROPERTIES TIMEOUT 60 LABELS "runtime" SKIP_RETURN_CODE 77
   ENVIRONMENT "${HK_ENV}")
+add_test(rt_abuse sh rt/abuse.sh)
+set_tests_properties(rt_abuse PROPERTIES TIMEOUT 300 LABELS "runtime;security" ENVIRONMENT "${HK_ENV}")
 add_test(rt_emu_e2e sh rt/e2e.sh)
 set_tests_properties(rt_emu_e2e PROPERTIES TIMEOUT 300 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
 

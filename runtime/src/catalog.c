@@ -411,6 +411,22 @@ static hkrt_status hkrt_read_block(const hkrt_mctx *m, hkrt_kernel *k) {
   return HKRT_OK;
 }
 
+/* "grid_max": the target's launch limit per axis in blocks (absent: only
+   the 2^31 - 1 every grid size obeys). */
+static hkrt_status hkrt_read_grid_max(const hkrt_mctx *m, hkrt_kernel *k) {
+  const hkrt_json *g = hkrt_json_get(m->obj, "grid_max");
+  for (int i = 0; i < 3; i++) k->grid_max[i] = 0x7fffffffLL;
+  if (!g) return HKRT_OK;
+  if (g->type != HKRT_JSON_ARRAY || g->count != 3) return hkrt_mfail(m, g, "grid_max must be an array of 3 sizes");
+  int i = 0;
+  for (const hkrt_json *v = g->child; v; v = v->next, i++) {
+    if (v->type != HKRT_JSON_NUMBER || !v->is_int || v->num < 1)
+      return hkrt_mfail(m, v, "grid_max sizes must be positive integers");
+    if (v->num < k->grid_max[i]) k->grid_max[i] = (long long)v->num;
+  }
+  return HKRT_OK;
+}
+
 static hkrt_status hkrt_read_grid(const hkrt_mctx *m, hkrt_kernel *k) {
   hkrt_status st = HKRT_OK;
   const hkrt_json *g = hkrt_mget(m, m->obj, "grid", HKRT_JSON_ARRAY, &st);
@@ -424,7 +440,7 @@ static hkrt_status hkrt_read_grid(const hkrt_mctx *m, hkrt_kernel *k) {
     if ((st = hkrt_formula_ok(m, v, k, what, v->str))) return st;
     k->grid[i] = v->str;
   }
-  return HKRT_OK;
+  return hkrt_read_grid_max(m, k);
 }
 
 static hkrt_status hkrt_read_kernel(hkrt_catalog *cat, const hkrt_json *o, size_t index,

@@ -71,6 +71,7 @@ struct hkrt_kernel {
   unsigned block[3];
   unsigned dynamic_lds; /* bytes of dynamic shared memory per launch ("dynamic_lds", 0 if absent) */
   const char *grid[3];
+  long long grid_max[3]; /* blocks per axis the target allows ("grid_max") */
   pthread_mutex_t lock; /* guards mod and fn: modules load at the first launch */
   hkrt_module *mod;
   hkrt_func *fn;

@@ -213,14 +213,18 @@ static hkrt_status hkrt_check_rules(const hkrt_pack *p) {
 }
 
 static hkrt_status hkrt_grid(const hkrt_pack *p, unsigned grid[3]) {
+  static const char axis[] = "xyz";
   for (int i = 0; i < 3; i++) {
     char err[160];
     long long v;
     if (ex_eval(p->k->grid[i], hkrt_pack_lookup, p, &v, err, sizeof err) < 0)
       return hkrt_fail(HKRT_ERR_ARG, "kernel %s: grid[%d] \"%s\": %s", p->k->name, i, p->k->grid[i], err);
-    if (v < 1 || v > 0x7fffffffLL)
-      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: grid[%d] = %s = %lld, not from 1 to 2^31-1", p->k->name, i,
+    if (v < 1)
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: grid[%d] = %s = %lld, not at least 1", p->k->name, i,
                        p->k->grid[i], v);
+    if (v > p->k->grid_max[i])
+      return hkrt_fail(HKRT_ERR_ARG, "kernel %s: grid[%d] = %s = %lld blocks, more than %s allows on axis %c (%lld)",
+                       p->k->name, i, p->k->grid[i], v, p->k->target, axis[i], p->k->grid_max[i]);
     grid[i] = (unsigned)v;
   }
   return HKRT_OK;

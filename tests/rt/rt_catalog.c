@@ -403,7 +403,7 @@ static void test_pack(void) {
                       HKRT_PTR("x", x)};
   memset(buf, 0xab, sizeof buf);
   CHECK_ERR(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
-            "grid[0] = n * 3 = -21, not from 1 to 2^31-1");
+            "grid[0] = n * 3 = -21, not at least 1");
   mp[0].value = "5";
   CHECK(hkrt_kernel_args(k, &mpb, margs, 4, buf, sizeof buf, &size, grid, block) == HKRT_OK, "%s", hkrt_error());
   struct mixed_args mw;
@@ -630,7 +630,7 @@ static void test_args(void) {
   /* run-time parameters as arguments only, with no problem */
   hkrt_arg all[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
                     HKRT_INT("ldb", 93), HKRT_INT("ldc", 77), HKRT_INT("M", 0), HKRT_INT("N", 77), HKRT_INT("K", 93)};
-  CHECK_ERR(gemm_args(k, NULL, all, 9), HKRT_ERR_ARG, "grid[1] = cdiv(M,64) = 0, not from 1 to 2^31-1");
+  CHECK_ERR(gemm_args(k, NULL, all, 9), HKRT_ERR_ARG, "grid[1] = cdiv(M,64) = 0, not at least 1");
   all[6] = (hkrt_arg)HKRT_INT("M", 1);
   CHECK(gemm_args(k, NULL, all, 9) == HKRT_OK, "%s", hkrt_error());
   CHECK_ERR(gemm_args(k, NULL, all, 8), HKRT_ERR_ARG, "argument K is missing");
@@ -652,6 +652,20 @@ static void test_args(void) {
   CHECK(gemm_args(qkv, &pbq, qa, 7) == HKRT_OK, "a baked parameter that agrees: %s", hkrt_error());
   qa[6] = (hkrt_arg)HKRT_INT("N", 77);
   CHECK_ERR(gemm_args(qkv, &pbq, qa, 7), HKRT_ERR_ARG, "kernel llama3_8b_qkv: N is baked to 6144");
+  hkrt_catalog_close(c);
+
+  /* the target's grid limits from the manifest: 65535 blocks on y */
+  char *lim = replace(good_manifest, "\"block\": [256, 1, 1],\n \"grid\": [\"cdiv(N,64)\"",
+                      "\"block\": [256, 1, 1], \"grid_max\": [2147483647, 65535, 65535],\n \"grid\": [\"cdiv(N,64)\"");
+  c = open_text(d, lim);
+  k = NULL;
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) die("select limited");
+  all[6] = (hkrt_arg)HKRT_INT("M", 64 * 65535);
+  CHECK(gemm_args(k, NULL, all, 9) == HKRT_OK, "65535 blocks on y: %s", hkrt_error());
+  all[6] = (hkrt_arg)HKRT_INT("M", 64 * 65535 + 1);
+  CHECK_ERR(gemm_args(k, NULL, all, 9), HKRT_ERR_ARG,
+            "grid[1] = cdiv(M,64) = 65536 blocks, more than gfx942 allows on axis y (65535)");
+  free(lim);
   hkrt_catalog_close(c);
   hkrt_device_close(d);
 }
@@ -786,6 +800,82 @@ static void rm_tree(const char *dir) {
   if (system(cmd) != 0) fprintf(stderr, "rt_catalog: cannot remove %s\n", dir);
 }
 
+/* ---- arguments no kernel can serve (an hkgen-built catalogue) ------------------------------- */
+
+static hkrt_kernel *abuse_kernel(hkrt_catalog *c, const char *name) {
+  hkrt_kernel *k = NULL;
+  if (hkrt_catalog_find(c, name, "gfx942", &k) != HKRT_OK) die("find %s: %s", name, hkrt_error());
+  return k;
+}
+
+static hkrt_status abuse_pack(hkrt_kernel *k, const hkrt_arg *args, size_t n) {
+  _Alignas(64) unsigned char buf[4096];
+  size_t size;
+  unsigned grid[3], block[3];
+  return hkrt_kernel_args(k, NULL, args, n, buf, sizeof buf, &size, grid, block);
+}
+
+/* Attention: 13 integer arguments after the pointers and the scale; v[]
+   gives batch, seqlen_q, seqlen_k, heads_q, heads_k and one stride. */
+static hkrt_status abuse_attn(hkrt_kernel *k, long hq, long hk, long batch, long q_ss) {
+  static unsigned short buf[64];
+  hkrt_arg a[] = {HKRT_PTR("Q", buf), HKRT_PTR("K", buf), HKRT_PTR("V", buf), HKRT_PTR("O", buf),
+                  HKRT_PTR("LSE", buf), HKRT_INT("q_stride_b", 0), HKRT_INT("q_stride_s", q_ss),
+                  HKRT_INT("q_stride_h", 64), HKRT_INT("k_stride_b", 0), HKRT_INT("k_stride_s", 64),
+                  HKRT_INT("k_stride_h", 64), HKRT_INT("v_stride_b", 0), HKRT_INT("v_stride_s", 64),
+                  HKRT_INT("v_stride_h", 64), HKRT_INT("o_stride_b", 0), HKRT_INT("o_stride_s", 64),
+                  HKRT_INT("o_stride_h", 64), HKRT_FLOAT("scale", 0.125), HKRT_INT("batch", batch),
+                  HKRT_INT("seqlen_q", 5), HKRT_INT("seqlen_k", 5), HKRT_INT("heads_q", hq),
+                  HKRT_INT("heads_k", hk)};
+  return abuse_pack(k, a, sizeof a / sizeof a[0]);
+}
+
+static hkrt_status abuse_rope(hkrt_kernel *k, long head_dim, long pos_offset) {
+  static unsigned short buf[64];
+  static float tab[64];
+  hkrt_arg a[] = {HKRT_PTR("q_in", buf), HKRT_PTR("k_in", buf), HKRT_PTR("q_out", buf), HKRT_PTR("k_out", buf),
+                  HKRT_PTR("cos_table", tab), HKRT_PTR("sin_table", tab), HKRT_INT("q_in_stride_b", 0),
+                  HKRT_INT("q_in_stride_s", 128), HKRT_INT("q_in_stride_h", 128), HKRT_INT("k_in_stride_b", 0),
+                  HKRT_INT("k_in_stride_s", 128), HKRT_INT("k_in_stride_h", 128), HKRT_INT("q_out_stride_b", 0),
+                  HKRT_INT("q_out_stride_s", 128), HKRT_INT("q_out_stride_h", 128), HKRT_INT("k_out_stride_b", 0),
+                  HKRT_INT("k_out_stride_s", 128), HKRT_INT("k_out_stride_h", 128), HKRT_INT("pos_offset", pos_offset),
+                  HKRT_INT("batch", 1), HKRT_INT("seq_len", 3), HKRT_INT("heads_q", 2), HKRT_INT("heads_k", 1),
+                  HKRT_INT("head_dim", head_dim)};
+  return abuse_pack(k, a, sizeof a / sizeof a[0]);
+}
+
+static hkrt_status abuse_gemm(hkrt_kernel *k, long m, long n, long kk) {
+  static unsigned short buf[64];
+  hkrt_arg a[] = {HKRT_PTR("A", buf), HKRT_PTR("B", buf), HKRT_PTR("C", buf), HKRT_INT("lda", kk),
+                  HKRT_INT("ldb", kk), HKRT_INT("ldc", n), HKRT_INT("M", m), HKRT_INT("N", n), HKRT_INT("K", kk)};
+  return abuse_pack(k, a, sizeof a / sizeof a[0]);
+}
+
+static void test_abuse(const char *dir) {
+  hkrt_device *d = emu_device();
+  hkrt_catalog *c = NULL;
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) die("open %s: %s", dir, hkrt_error());
+  hkrt_kernel *at = abuse_kernel(c, "ab_attn"), *ro = abuse_kernel(c, "ab_rope"), *ge = abuse_kernel(c, "ab_gemm");
+  CHECK(abuse_attn(at, 12, 4, 1, 64) == HKRT_OK, "attention 12:4: %s", hkrt_error());
+  CHECK_ERR(abuse_attn(at, 12, 0, 1, 64), HKRT_ERR_ARG, "heads_k >= 1 && heads_k <= 1024 does not hold: heads_k = 0");
+  CHECK_ERR(abuse_attn(at, 8, 3, 1, 64), HKRT_ERR_ARG,
+            "heads_q % heads_k == 0 does not hold: heads_q = 8, heads_k = 3 (heads_q must be a multiple of heads_k");
+  CHECK_ERR(abuse_attn(at, 8, 16, 1, 64), HKRT_ERR_ARG, "heads_q = 8, heads_k = 16");
+  CHECK_ERR(abuse_attn(at, 8, 8, -2, 64), HKRT_ERR_ARG, "batch >= 1 && batch <= 1048576 does not hold: batch = -2");
+  CHECK_ERR(abuse_attn(at, 8, 8, 1, -64), HKRT_ERR_ARG, "q_stride_s = -64");
+  CHECK(abuse_rope(ro, 128, 0) == HKRT_OK, "rope d128: %s", hkrt_error());
+  CHECK_ERR(abuse_rope(ro, 600, 0), HKRT_ERR_ARG, "head_dim >= 2 && head_dim <= 512 does not hold: head_dim = 600");
+  CHECK_ERR(abuse_rope(ro, 0, 0), HKRT_ERR_ARG, "head_dim = 0");
+  CHECK_ERR(abuse_rope(ro, -64, 0), HKRT_ERR_ARG, "head_dim = -64");
+  CHECK_ERR(abuse_rope(ro, 65, 0), HKRT_ERR_ARG, "head_dim % 2 == 0 does not hold: head_dim = 65");
+  CHECK_ERR(abuse_rope(ro, 64, -1), HKRT_ERR_ARG, "pos_offset >= 0 does not hold: pos_offset = -1");
+  CHECK(abuse_gemm(ge, 100, 77, 93) == HKRT_OK, "gemm: %s", hkrt_error());
+  CHECK_ERR(abuse_gemm(ge, 64, 64, 2147483647L), HKRT_ERR_ARG, "K = 2147483647 (M, N and K at most 2^31 - 257");
+  CHECK_ERR(abuse_gemm(ge, 0, 64, 64), HKRT_ERR_ARG, "M >= 1 does not hold: M = 0");
+  hkrt_catalog_close(c);
+  hkrt_device_close(d);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) die("usage: rt_catalog manifest|select|pack|args|tmap|driver cuda|hip|e2e DIR");
   const char *t = getenv("TMPDIR");
@@ -799,6 +889,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "tmap")) test_tmap();
   else if (!strcmp(argv[1], "driver") && argc == 3) rc = test_driver(argv[2]);
   else if (!strcmp(argv[1], "e2e") && argc == 3) test_e2e(argv[2]);
+  else if (!strcmp(argv[1], "abuse") && argc == 3) test_abuse(argv[2]);
   else die("unknown test '%s'", argv[1]);
   rm_tree(tmpdir);
   if (rc == 77) return 77;
