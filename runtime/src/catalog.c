@@ -443,6 +443,18 @@ static hkrt_status hkrt_read_grid(const hkrt_mctx *m, hkrt_kernel *k) {
   return hkrt_read_grid_max(m, k);
 }
 
+/* "sha256" of the code object: 64 lowercase hex digits. Optional here (a
+   catalogue is opened to select and pack too); a kernel without one is never
+   loaded. */
+static hkrt_status hkrt_read_sha(const hkrt_mctx *m, hkrt_kernel *k) {
+  const hkrt_json *v = hkrt_json_get(m->obj, "sha256");
+  if (!v) return HKRT_OK;
+  int ok = v->type == HKRT_JSON_STRING && strlen(v->str) == 64 && strspn(v->str, "0123456789abcdef") == 64;
+  if (!ok) return hkrt_mfail(m, v, "\"sha256\" must be 64 lowercase hexadecimal digits");
+  k->sha256 = v->str;
+  return HKRT_OK;
+}
+
 static hkrt_status hkrt_read_kernel(hkrt_catalog *cat, const hkrt_json *o, size_t index,
                                     hkrt_kernel *k) {
   hkrt_mctx m = {cat, o, index, NULL};
@@ -459,7 +471,7 @@ static hkrt_status hkrt_read_kernel(hkrt_catalog *cat, const hkrt_json *o, size_
   if (!hkrt_path_inside(k->file))
     return hkrt_mfail(&m, hkrt_json_get(o, "file"), "file \"%s\" is not a relative path inside the catalogue",
                       k->file);
-  if ((st = hkrt_read_params(&m, k)) || (st = hkrt_read_runtime(&m, k)) ||
+  if ((st = hkrt_read_sha(&m, k)) || (st = hkrt_read_params(&m, k)) || (st = hkrt_read_runtime(&m, k)) ||
       (st = hkrt_read_kernarg(&m, k)) || (st = hkrt_read_block(&m, k)) || (st = hkrt_read_grid(&m, k)) ||
       (st = hkrt_read_names(&m, "tuning", &k->tuning, &k->ntuning)) || (st = hkrt_read_defaults(&m, k)) ||
       (st = hkrt_read_checks(&m, k)))

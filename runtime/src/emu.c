@@ -9,6 +9,9 @@
    and LDS accesses are checked; the first bad one stops the launch. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <errno.h>
 #include <link.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -45,6 +48,8 @@ struct emu_device {
 struct emu_module {
   emu_device *dev;
   void *handle;
+  int fd; /* the memory file it was loaded from: open while loaded, so that its
+             /proc/self/fd name is unique (dlopen reuses a loaded name) */
 };
 
 typedef enum { TS_RUN, TS_BARRIER, TS_WAVE, TS_DONE } emu_tstate;
@@ -191,13 +196,44 @@ static void emu_bind(hkemu_api_t *api, size_t have) {
     api->swap_halves_b32 = hkemu_swap_halves_b32;
 }
 
-hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return hkrt_fail(HKRT_ERR_IO, "emulator: cannot load %s: %s", path, dlerror());
+/* dlopen of the very bytes given (verified by the caller): through an
+   anonymous memory file, so that nothing can swap the file on disk between
+   the check and the load. *fdp stays open while the module is loaded. */
+static void *emu_dlopen_bytes(const void *data, size_t len, int *fdp, char *why, size_t n) {
+  int fd = memfd_create("hkgen-emu", MFD_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, n, "memfd_create: %s", strerror(errno));
+    return NULL;
+  }
+  size_t put = 0;
+  while (put < len) {
+    ssize_t w = write(fd, (const char *)data + put, len - put);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    put += (size_t)w;
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  void *h = put == len ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (!h) {
+    snprintf(why, n, "%s", put == len ? dlerror() : "cannot write the memory file");
+    close(fd);
+    fd = -1;
+  }
+  *fdp = fd;
+  return h;
+}
+
+hkrt_status emu_module_load(emu_device *d, const void *data, size_t len, const char *path, emu_module **out) {
+  char why[512];
+  int fd = -1;
+  void *h = emu_dlopen_bytes(data, len, &fd, why, sizeof why);
+  if (!h) return hkrt_fail(HKRT_ERR_IO, "emulator: cannot load %s: %s", path, why);
   hkemu_api_t *api = dlsym(h, "hkemu_api");
   const unsigned *version = dlsym(h, "hkemu_abi_version");
   if (!api || !version || *version != HKEMU_ABI_VERSION) {
     dlclose(h);
+    close(fd);
     return hkrt_fail(HKRT_ERR_IO, "emulator: %s is not an emulated hkgen kernel of ABI version %d",
                      path, HKEMU_ABI_VERSION);
   }
@@ -209,10 +245,12 @@ hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out) {
   emu_module *m = calloc(1, sizeof *m);
   if (!m) {
     dlclose(h);
+    close(fd);
     return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
   }
   m->dev = d;
   m->handle = h;
+  m->fd = fd;
   *out = m;
   return HKRT_OK;
 }
@@ -220,6 +258,7 @@ hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out) {
 void emu_module_unload(emu_module *m) {
   if (!m) return;
   dlclose(m->handle);
+  close(m->fd);
   free(m);
 }
 
@@ -490,8 +529,8 @@ static hkrt_status emu_ops_to_host(void *dev, void *dst, const void *src, size_t
   return st;
 }
 
-static hkrt_status emu_ops_module_load(void *dev, const char *path, void **mod) {
-  return emu_module_load(dev, path, (emu_module **)mod);
+static hkrt_status emu_ops_module_load(void *dev, const void *data, size_t len, const char *name, void **mod) {
+  return emu_module_load(dev, data, len, name, (emu_module **)mod);
 }
 static void emu_ops_module_unload(void *mod) { emu_module_unload(mod); }
 static hkrt_status emu_ops_function(void *mod, const char *name, void **fn, unsigned *sz) {

@@ -175,23 +175,16 @@ static hkrt_status gpu_to_host(void *dev, void *dst, const void *src, size_t n) 
   return gpu_check(g, r, HKRT_ERR_ARG, "copy to host");
 }
 
-static hkrt_status gpu_module_load(void *dev, const char *path, void **mod) {
+static hkrt_status gpu_module_load(void *dev, const void *data, size_t len, const char *name, void **mod) {
   gpu_api *g = dev;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hkrt_fail(HKRT_ERR_IO, "%s: cannot open %s", g->api, path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *data = n > 0 ? malloc((size_t)n) : NULL;
-  size_t got = data ? fread(data, 1, (size_t)n, f) : 0;
-  fclose(f);
-  if (!data || got != (size_t)n) {
-    free(data);
-    return hkrt_fail(HKRT_ERR_IO, "%s: cannot read %s", g->api, path);
-  }
+  (void)len; /* the drivers read the ELF's own sizes */
   gpu_current(g);
   hkrt_status st = gpu_check(g, g->load(mod, data), HKRT_ERR_IO, "module load");
-  free(data);
+  if (st) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", hkrt_error());
+    return hkrt_fail(HKRT_ERR_IO, "%s (%s)", why, name);
+  }
   return st;
 }
 

@@ -2,10 +2,13 @@
    backend table (emulator, CUDA or HIP). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "hkrt_int.h"
 
@@ -123,18 +126,64 @@ HKRT_API hkrt_status hkrt_synchronize(hkrt_device *dev) {
   return dev->ops->synchronize(dev->impl);
 }
 
-HKRT_API hkrt_status hkrt_module_load(hkrt_device *dev, const char *path, hkrt_module **out) {
-  if (!dev || !path || !out) return hkrt_fail(HKRT_ERR_ARG, "hkrt_module_load: NULL argument");
+/* Code objects are read whole (never mapped: a file truncated while loaded
+   would be SIGBUS, not an error). */
+#define HKRT_MAX_OBJECT (1u << 30)
+
+hkrt_status hkrt_read_fd(int fd, const char *what, size_t max, unsigned char **data, size_t *len) {
+  struct stat st;
+  *data = NULL;
+  *len = 0;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return hkrt_fail(HKRT_ERR_IO, "%s is not a regular file", what);
+  }
+  if ((unsigned long long)st.st_size > max) {
+    close(fd);
+    return hkrt_fail(HKRT_ERR_IO, "%s is over %zu bytes", what, max);
+  }
+  size_t n = (size_t)st.st_size, got = 0;
+  unsigned char *buf = malloc(n ? n : 1);
+  while (buf && got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  if (!buf || got != n) {
+    free(buf);
+    return hkrt_fail(buf ? HKRT_ERR_IO : HKRT_ERR_NOMEM, "%s: cannot read it whole", what);
+  }
+  *data = buf;
+  *len = n;
+  return HKRT_OK;
+}
+
+hkrt_status hkrt_module_load_bytes(hkrt_device *dev, const void *data, size_t len, const char *name,
+                                   hkrt_module **out) {
   hkrt_module *m = calloc(1, sizeof *m);
   if (!m) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
   m->dev = dev;
-  hkrt_status st = dev->ops->module_load(dev->impl, path, &m->impl);
+  hkrt_status st = dev->ops->module_load(dev->impl, data, len, name, &m->impl);
   if (st != HKRT_OK) {
     free(m);
     return st;
   }
   *out = m;
   return HKRT_OK;
+}
+
+HKRT_API hkrt_status hkrt_module_load(hkrt_device *dev, const char *path, hkrt_module **out) {
+  if (!dev || !path || !out) return hkrt_fail(HKRT_ERR_ARG, "hkrt_module_load: NULL argument");
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return hkrt_fail(HKRT_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+  unsigned char *data;
+  size_t len;
+  hkrt_status st = hkrt_read_fd(fd, path, HKRT_MAX_OBJECT, &data, &len);
+  if (!st) st = hkrt_module_load_bytes(dev, data, len, path, out);
+  free(data);
+  return st;
 }
 
 HKRT_API void hkrt_module_unload(hkrt_module *mod) {

@@ -52,6 +52,7 @@ struct hkrt_kernel {
   size_t index; /* in the manifest */
   int line, col;
   const char *name, *op, *target, *file;
+  const char *sha256; /* of file, 64 hex digits; NULL when the manifest gives none (never loaded then) */
   hkrt_kv *params; /* baked */
   size_t nparams;
   const char **rt; /* runtime_params */

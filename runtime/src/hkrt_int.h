@@ -38,7 +38,9 @@ typedef struct {
   hkrt_status (*free)(void *dev, void *ptr);
   hkrt_status (*to_device)(void *dev, void *dst, const void *src, size_t n);
   hkrt_status (*to_host)(void *dev, void *dst, const void *src, size_t n);
-  hkrt_status (*module_load)(void *dev, const char *path, void **mod);
+  /* Loads a code object from its bytes (already read and, for catalogue
+     kernels, verified against the manifest's sha256); name is for messages. */
+  hkrt_status (*module_load)(void *dev, const void *data, size_t len, const char *name, void **mod);
   void (*module_unload)(void *mod);
   /* args_size: the argument bytes the kernel takes, or 0 when unknown */
   hkrt_status (*function)(void *mod, const char *name, void **fn, unsigned *args_size);
@@ -68,6 +70,14 @@ HKRT_LOCAL hkrt_status hkrt_device_tensor_map(hkrt_device *dev, const char *who,
 /* dev's multiprocessor count, or fails when its backend cannot tell. */
 HKRT_LOCAL hkrt_status hkrt_device_units(hkrt_device *dev, long long *out);
 
+/* A module from bytes in memory (what hkrt_module_load and the catalogue's
+   verified loads share). */
+HKRT_LOCAL hkrt_status hkrt_module_load_bytes(hkrt_device *dev, const void *data, size_t len, const char *name,
+                                              hkrt_module **out);
+/* Reads a regular file of at most max bytes whole; fd is open and is
+   closed. what names it in messages. */
+HKRT_LOCAL hkrt_status hkrt_read_fd(int fd, const char *what, size_t max, unsigned char **data, size_t *len);
+
 HKRT_LOCAL extern const hkrt_backend_ops hkrt_emu_ops;
 HKRT_LOCAL extern const hkrt_backend_ops hkrt_cuda_ops;
 HKRT_LOCAL extern const hkrt_backend_ops hkrt_hip_ops;
@@ -80,7 +90,8 @@ HKRT_LOCAL void emu_close(emu_device *d);
 HKRT_LOCAL hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr);
 HKRT_LOCAL hkrt_status emu_free(emu_device *d, void *ptr);
 HKRT_LOCAL hkrt_status emu_check_range(emu_device *d, const void *p, size_t n);
-HKRT_LOCAL hkrt_status emu_module_load(emu_device *d, const char *path, emu_module **out);
+HKRT_LOCAL hkrt_status emu_module_load(emu_device *d, const void *data, size_t len, const char *path,
+                                       emu_module **out);
 HKRT_LOCAL void emu_module_unload(emu_module *m);
 HKRT_LOCAL hkrt_status emu_function(emu_module *m, const char *name, void **entry,
                                     unsigned *args_size);

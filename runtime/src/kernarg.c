@@ -4,6 +4,8 @@
    offsets; the grid comes from the manifest's formula; the module is loaded
    at the first launch, under the kernel's lock. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "expr.h"
+#include "sha256.h"
 #include "hkrt_cat.h"
 
 /* ---- packing ----------------------------------------------------------------------------- */
@@ -305,21 +310,80 @@ HKRT_API hkrt_status hkrt_kernel_args(hkrt_kernel *k, const hkrt_problem *pb, co
   return HKRT_OK;
 }
 
-/* The kernel's function, its module loaded at the first call. */
+/* Opens rel (a relative path of the manifest) under the catalogue's folder,
+   one component at a time, refusing symbolic links anywhere: nothing the
+   manifest names can lead out of the folder. */
+static int hkrt_open_inside(const char *dir, const char *rel, char *why, size_t n) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, n, "cannot open the catalogue folder %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  char part[256];
+  for (const char *s = rel; *s;) {
+    size_t len = strcspn(s, "/");
+    int last = s[len] == 0;
+    if (len == 0 || len >= sizeof part) {
+      snprintf(why, n, "%s: a bad path", rel);
+      close(fd);
+      return -1;
+    }
+    memcpy(part, s, len);
+    part[len] = 0;
+    int next = openat(fd, part, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (last ? 0 : O_DIRECTORY));
+    int err = errno;
+    struct stat st;
+    int link = next < 0 && fstatat(fd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+    close(fd);
+    if (next < 0) {
+      if (link) snprintf(why, n, "%s: %s is a symbolic link; a catalogue's files must be its own", rel, part);
+      else snprintf(why, n, "%s: cannot open: %s", rel, strerror(err));
+      return -1;
+    }
+    fd = next;
+    s += len + !last;
+  }
+  return fd;
+}
+
+/* The code object's bytes, checked against the manifest's sha256 before
+   anything of it runs. */
+static hkrt_status hkrt_read_verified(const hkrt_kernel *k, unsigned char **data, size_t *len) {
+  char why[600], what[600];
+  snprintf(what, sizeof what, "%s/%s", k->cat->dir, k->file);
+  if (!k->sha256)
+    return hkrt_fail(HKRT_ERR_IO, "kernel %s: the manifest gives no sha256 for %s; libhkrt loads verified code only",
+                     k->name, k->file);
+  int fd = hkrt_open_inside(k->cat->dir, k->file, why, sizeof why);
+  if (fd < 0) return hkrt_fail(HKRT_ERR_IO, "kernel %s: %s", k->name, why);
+  hkrt_status st = hkrt_read_fd(fd, what, 1u << 30, data, len);
+  if (st) return st;
+  char hex[65];
+  sha256_hex(*data, *len, hex);
+  if (strcmp(hex, k->sha256)) {
+    free(*data);
+    *data = NULL;
+    return hkrt_fail(HKRT_ERR_IO, "kernel %s: %s does not match the manifest's sha256 (%zu bytes, sha256 %.16s..., "
+                     "manifest %.16s...): a changed or truncated code object is never loaded", k->name, what, *len,
+                     hex, k->sha256);
+  }
+  return HKRT_OK;
+}
+
+/* The kernel's function, its module loaded (verified) at the first call. */
 static hkrt_status hkrt_kernel_function(hkrt_kernel *k, hkrt_func **fn) {
   hkrt_status st = HKRT_OK;
   pthread_mutex_lock(&k->lock);
   if (!k->fn) {
-    size_t n = strlen(k->cat->dir) + strlen(k->file) + 2;
-    char *path = malloc(n);
-    if (!path) st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
-    else snprintf(path, n, "%s/%s", k->cat->dir, k->file);
-    if (!st) st = hkrt_module_load(k->cat->dev, path, &k->mod);
+    unsigned char *data = NULL;
+    size_t len = 0;
+    st = hkrt_read_verified(k, &data, &len);
+    if (!st) st = hkrt_module_load_bytes(k->cat->dev, data, len, k->file, &k->mod);
     if (!st && (st = hkrt_module_function(k->mod, k->name, &k->fn))) {
       hkrt_module_unload(k->mod);
       k->mod = NULL;
     }
-    free(path);
+    free(data);
   }
   *fn = k->fn;
   pthread_mutex_unlock(&k->lock);

@@ -876,6 +876,25 @@ static void test_abuse(const char *dir) {
   hkrt_device_close(d);
 }
 
+/* Launches ab_gemm (a tiny valid problem) from dir: want "-" for success,
+   else a text the loader's error must hold (a swapped, truncated or linked
+   code object is never loaded). */
+static void test_load(const char *dir, const char *want) {
+  hkrt_device *d = emu_device();
+  hkrt_catalog *c = NULL;
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) die("open %s: %s", dir, hkrt_error());
+  hkrt_kernel *k = abuse_kernel(c, "ab_gemm");
+  void *A = NULL, *B = NULL, *C = NULL;
+  if (hkrt_alloc(d, 4096, &A) || hkrt_alloc(d, 4096, &B) || hkrt_alloc(d, 4096, &C)) die("alloc: %s", hkrt_error());
+  hkrt_arg a[] = {HKRT_PTR("A", A), HKRT_PTR("B", B), HKRT_PTR("C", C), HKRT_INT("lda", 8), HKRT_INT("ldb", 8),
+                  HKRT_INT("ldc", 8), HKRT_INT("M", 8), HKRT_INT("N", 8), HKRT_INT("K", 8)};
+  hkrt_status st = hkrt_kernel_launch(k, NULL, a, sizeof a / sizeof a[0], NULL);
+  if (!strcmp(want, "-")) CHECK(st == HKRT_OK, "a verified object: %s", hkrt_error());
+  else CHECK_ERR(st, HKRT_ERR_IO, want);
+  hkrt_catalog_close(c);
+  hkrt_device_close(d);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) die("usage: rt_catalog manifest|select|pack|args|tmap|driver cuda|hip|e2e DIR");
   const char *t = getenv("TMPDIR");
@@ -890,6 +909,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "driver") && argc == 3) rc = test_driver(argv[2]);
   else if (!strcmp(argv[1], "e2e") && argc == 3) test_e2e(argv[2]);
   else if (!strcmp(argv[1], "abuse") && argc == 3) test_abuse(argv[2]);
+  else if (!strcmp(argv[1], "load") && argc == 4) test_load(argv[2], argv[3]);
   else die("unknown test '%s'", argv[1]);
   rm_tree(tmpdir);
   if (rc == 77) return 77;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../gen/sha256.h"
+#include "../../common/sha256.h"
 #include "../../gen/util.h"
 #include "testlib.h"
 
