@@ -14,7 +14,7 @@ if [ -z "${HKGEN:-}" ]; then
     if [ -x "$h" ] && "$h" --help 2>&1 | grep -q -- '--emulate'; then HKGEN=$h; break; fi
   done
 fi
-. "$RT_DIR/../lib.sh"
+. "$RT_DIR/../lib/lib.sh"
 
 
 if "$HKGEN" --help 2>&1 | grep -q -- '--emulate'; then

@@ -3,7 +3,7 @@
 # not, run-time / GQA / MQA heads, a baked odd shape) compiles for gfx90a, gfx942
 # and gfx950 with zero spills and at least one wave per SIMD (hkgen build fails
 # on either), and inspect reports an MFMA hot loop for each.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen # the compilers dominate; ASan adds nothing here
 run_hk "$T/out" build -q --target gfx90a,gfx942,gfx950 "$TESTS_DIR/emu/attn.yaml" -o "$T/cat"
 expect_rc 0 "hkgen build --target gfx90a,gfx942,gfx950 emu/attn.yaml"

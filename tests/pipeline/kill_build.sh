@@ -2,7 +2,7 @@
 # A build killed with SIGKILL at random moments never leaves a manifest that
 # points at a missing or different file, and a build started again afterwards
 # finishes with a valid catalogue. Delays are drawn fresh each run (printed).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen   # the plain binary: ASan slows it and changes the timing
 
 spec=$T/spec.yaml

@@ -2,7 +2,7 @@
 # build_sm90: the example specs (GEMM, RoPE, attention) compile for sm_90a with
 # nvcc (no GPU needed): exit 0, one .cubin per kernel, the manifest records
 # nvcc and zero spills for each, and the sources carry no AMD-only code.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen # nvcc dominates; ASan adds nothing here
 specs="$TOP/specs/llama3-8b-tp1.yaml $TOP/specs/llama3-8b-tp8.yaml $TOP/specs/llama3-70b-tp8.yaml $TOP/specs/gemm-any.yaml"
 # models.yaml derives names the hand-written Llama specs also use: its own catalogue
