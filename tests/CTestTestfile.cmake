@@ -3,7 +3,8 @@
 # and `make -C tests`); `make test` at the top does all of it.
 # Every test runs in tests/. Shell tests live in their area's folder (spec/,
 # fuzz/, pipeline/ for builds, emu/, rt/) and source lib/lib.sh (temporary
-# folder, HKGEN_CACHE_DIR inside it, ../build/hkgen-asan). C tests are
+# folder, HKGEN_CACHE_DIR inside it, ../build/hkgen-asan) and read JSON
+# through lib/jsonq.py (a parser, never the writer's layout). C tests are
 # built by tests/Makefile into build/.
 # `ctest -L spec` etc. runs one label: spec, unit, security, fuzz, build,
 # emu, runtime.

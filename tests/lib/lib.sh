@@ -40,3 +40,9 @@ expect_rc() {
     fail "$2: exit status $rc, expected $1"
   fi
 }
+
+# jsonq [-c] FILE PATH: the values at PATH in the JSON file FILE, one a line,
+# or (-c) how many; a missing member fails (status 2). JSON is asserted
+# through this parser, never by grepping the writer's layout; lib/jsonq.py
+# says how PATH reads (kernels[op=gemm].name, -c kernels.*, ...).
+jsonq() { python3 "$TESTS_DIR/lib/jsonq.py" "$@"; }
