@@ -1,9 +1,13 @@
 # CTestTestfile.cmake: hkgen's tests, written by hand (no CMakeLists.txt).
 # Run from tests/: `ctest --output-on-failure -j2` (after `make` at the top
 # and `make -C tests`); `make test` at the top does all of it.
-# Every test runs in tests/; shell tests source lib.sh (temporary folder,
-# HKGEN_CACHE_DIR inside it, ../build/hkgen-asan). `ctest -L spec` etc. runs
-# one label: spec, unit, security, fuzz, build.
+# Every test runs in tests/. Shell tests live in their area's folder (spec/,
+# fuzz/, pipeline/ for builds, emu/, rt/) and source lib/lib.sh (temporary
+# folder, HKGEN_CACHE_DIR inside it, ../build/hkgen-asan) and read JSON
+# through lib/jsonq.py (a parser, never the writer's layout). C tests are
+# built by tests/Makefile into build/.
+# `ctest -L spec` etc. runs one label: spec, unit, security, fuzz, build,
+# emu, runtime.
 
 set(HK_ENV
   "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1"
@@ -21,15 +25,15 @@ set(HK_BUILD_ENV
 
 # Specs: exact diagnostics and exit status 2 for bad ones, kernel counts for
 # good ones, hostile inputs refused in bounded time.
-add_test(spec_cases sh spec_cases.sh)
+add_test(spec_cases sh spec/spec_cases.sh)
 set_tests_properties(spec_cases PROPERTIES TIMEOUT 240 LABELS "spec" ENVIRONMENT "${HK_ENV}")
-add_test(spec_hostile sh spec_hostile.sh)
+add_test(spec_hostile sh spec/spec_hostile.sh)
 set_tests_properties(spec_hostile PROPERTIES TIMEOUT 120 LABELS "spec;security" ENVIRONMENT "${HK_ENV}")
 
 # m4 escaping: unit round trips through real m4, and the command line.
 add_test(escape_unit build/unit_escape)
 set_tests_properties(escape_unit PROPERTIES TIMEOUT 120 LABELS "unit;security" ENVIRONMENT "${HK_ENV}")
-add_test(escape_cli sh escape_cli.sh)
+add_test(escape_cli sh spec/escape_cli.sh)
 set_tests_properties(escape_cli PROPERTIES TIMEOUT 120 LABELS "security" ENVIRONMENT "${HK_ENV}")
 
 # Small modules.
@@ -49,32 +53,32 @@ add_test(unit_xcd_remap build/unit_xcd_remap)
 set_tests_properties(unit_xcd_remap PROPERTIES TIMEOUT 120 LABELS "unit" ENVIRONMENT "${HK_ENV}")
 
 # libFuzzer on the spec reader for 60 s (docs/FUZZING.md: longer runs).
-add_test(fuzz_spec sh fuzz_run.sh 60)
+add_test(fuzz_spec sh fuzz/fuzz_run.sh 60)
 set_tests_properties(fuzz_spec PROPERTIES TIMEOUT 180 LABELS "fuzz;security" ENVIRONMENT "${HK_ENV}")
 
 # Builds (templates and compilers). build_all leaves the catalogues that
 # build_mfma, build_manifest and build_inspect read.
-add_test(build_all sh build_cases.sh all)
+add_test(build_all sh pipeline/build_cases.sh all)
 set_tests_properties(build_all PROPERTIES TIMEOUT 600 LABELS "build" COST 1000
   FIXTURES_SETUP catalog ENVIRONMENT "${HK_BUILD_ENV}")
-add_test(build_mfma sh build_cases.sh mfma)
+add_test(build_mfma sh pipeline/build_cases.sh mfma)
 set_tests_properties(build_mfma PROPERTIES TIMEOUT 120 LABELS "build" FIXTURES_REQUIRED catalog
   ENVIRONMENT "${HK_BUILD_ENV}")
-add_test(build_manifest sh build_cases.sh manifest)
+add_test(build_manifest sh pipeline/build_cases.sh manifest)
 set_tests_properties(build_manifest PROPERTIES TIMEOUT 120 LABELS "build" FIXTURES_REQUIRED catalog
   ENVIRONMENT "${HK_BUILD_ENV}")
-add_test(build_inspect sh build_cases.sh inspect)
+add_test(build_inspect sh pipeline/build_cases.sh inspect)
 set_tests_properties(build_inspect PROPERTIES TIMEOUT 120 LABELS "build" FIXTURES_REQUIRED catalog
   ENVIRONMENT "${HK_BUILD_ENV}")
-add_test(build_determinism sh build_cases.sh determinism)
+add_test(build_determinism sh pipeline/build_cases.sh determinism)
 set_tests_properties(build_determinism PROPERTIES TIMEOUT 600 LABELS "build" COST 900 ENVIRONMENT "${HK_BUILD_ENV}")
-add_test(build_cache sh build_cases.sh cache)
+add_test(build_cache sh pipeline/build_cases.sh cache)
 set_tests_properties(build_cache PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
-add_test(build_failure sh build_cases.sh failure)
+add_test(build_failure sh pipeline/build_cases.sh failure)
 set_tests_properties(build_failure PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
-add_test(build_lock sh build_cases.sh lock)
+add_test(build_lock sh pipeline/build_cases.sh lock)
 set_tests_properties(build_lock PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
-add_test(build_stale_index sh build_cases.sh stale)
+add_test(build_stale_index sh pipeline/build_cases.sh stale)
 set_tests_properties(build_stale_index PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
 
 # Emulator (label emu; `ctest -L emu`): the MFMA layouts against AMD's tables
@@ -129,7 +133,7 @@ set_tests_properties(rt_emu_e2e PROPERTIES TIMEOUT 300 LABELS "runtime" ENVIRONM
 
 # A build killed with SIGKILL at random moments leaves no manifest pointing at
 # missing or different files; a build started again completes the catalogue.
-add_test(build_killed sh kill_build.sh)
+add_test(build_killed sh pipeline/kill_build.sh)
 set_tests_properties(build_killed PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 
 # Attention forward on the emulator: every head-count cliff case, odd
@@ -140,11 +144,11 @@ foreach(t gfx942 gfx950)
 endforeach()
 
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
-add_test(build_attn sh build_attn.sh)
+add_test(build_attn sh pipeline/build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
-add_test(build_sm90 sh build_sm90.sh)
+add_test(build_sm90 sh pipeline/build_sm90.sh)
 set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
-add_test(build_synclines sh build_synclines.sh)
+add_test(build_synclines sh pipeline/build_synclines.sh)
 set_tests_properties(build_synclines PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
-add_test(build_kernargs sh build_kernargs.sh)
+add_test(build_kernargs sh pipeline/build_kernargs.sh)
 set_tests_properties(build_kernargs PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")

@@ -5,7 +5,7 @@
 # BHSD layouts) against the fp64 reference of gen/op_attn.c.
 EMU_DIR=$(cd "$(dirname "$0")" && pwd)
 HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
-. "$EMU_DIR/../lib.sh"
+. "$EMU_DIR/../lib/lib.sh"
 target=${1:?usage: attn.sh gfx90a|gfx942|gfx950}
 EXPECTED_RUNS=104 # 12 kernels x 8 shapes + 8 kernels (head_dim 96/192/256, 96 whole blocks) x 1
 run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/attn.yaml"

@@ -6,7 +6,6 @@
  *   emu_launch oob SO_DIR       test emu_oob: fault_kernels.so
  *
  * Exit status 0 when every check passes, 1 otherwise, 2 on a setup error. */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,20 +20,9 @@
 #define failures t_failures
 #define checks t_checks
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-  va_list ap;
-  fputs("emu_launch: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, " (hkrt_error: %s)\n", hkrt_error());
-  exit(2);
-}
-
 static hkrt_device *open_dev(const char *target) {
   hkrt_device *d = NULL;
-  if (hkrt_device_open(HKRT_BACKEND_EMU, target, &d) != HKRT_OK) die("cannot open emulator %s", target);
+  if (hkrt_device_open(HKRT_BACKEND_EMU, target, &d) != HKRT_OK) t_die("cannot open emulator %s", target);
   return d;
 }
 
@@ -43,26 +31,26 @@ static hkrt_func *load_fn(hkrt_device *d, const char *dir, const char *so, const
   char path[4096];
   hkrt_func *fn = NULL;
   snprintf(path, sizeof path, "%s/%s", dir, so);
-  if (hkrt_module_load(d, path, mod) != HKRT_OK) die("cannot load %s", path);
-  if (hkrt_module_function(*mod, name, &fn) != HKRT_OK) die("%s has no kernel %s", path, name);
+  if (hkrt_module_load(d, path, mod) != HKRT_OK) t_die("cannot load %s", path);
+  if (hkrt_module_function(*mod, name, &fn) != HKRT_OK) t_die("%s has no kernel %s", path, name);
   return fn;
 }
 
 static void *dev_alloc(hkrt_device *d, size_t bytes) {
   void *p = NULL;
-  if (hkrt_alloc(d, bytes, &p) != HKRT_OK) die("hkrt_alloc(%zu)", bytes);
+  if (hkrt_alloc(d, bytes, &p) != HKRT_OK) t_die("hkrt_alloc(%zu)", bytes);
   return p;
 }
 
 static void fill16(hkrt_device *d, void *dev, size_t n, uint16_t v) {
   uint16_t *h = malloc(n * 2);
   for (size_t i = 0; i < n; i++) h[i] = v;
-  if (hkrt_copy_to_device(d, dev, h, n * 2) != HKRT_OK) die("copy to device");
+  if (hkrt_copy_to_device(d, dev, h, n * 2) != HKRT_OK) t_die("copy to device");
   free(h);
 }
 
 static void get16(hkrt_device *d, uint16_t *h, const void *dev, size_t n) {
-  if (hkrt_copy_to_host(d, h, dev, n * 2) != HKRT_OK) die("copy to host");
+  if (hkrt_copy_to_host(d, h, dev, n * 2) != HKRT_OK) t_die("copy to host");
 }
 
 /* ---- emu_barrier ------------------------------------------------------------
@@ -96,7 +84,7 @@ static void barrier_launch(hkrt_device *d, hkrt_func *fn, unsigned long long see
   unsigned grid[3] = {BARRIER_GROUPS, 1, 1}, block[3] = {256, 1, 1};
   void *args[1] = {out};
   fill16(d, out, BARRIER_GROUPS * 256, POISON_OUT);
-  if (hkrt_emu_configure(d, seed, 0) != HKRT_OK) die("hkrt_emu_configure");
+  if (hkrt_emu_configure(d, seed, 0) != HKRT_OK) t_die("hkrt_emu_configure");
   hkrt_status st = hkrt_launch(fn, grid, block, args, sizeof args, NULL);
   CHECK(st == HKRT_OK, "launch with seed %llu: %s: %s", seed, hkrt_status_name(st), hkrt_error());
   get16(d, h, out, BARRIER_GROUPS * 256);
@@ -212,7 +200,7 @@ static int test_oob(const char *dir) {
   if (hkrt_module_function(mod, "fault_lds_write", &fl) != HKRT_OK ||
       hkrt_module_function(mod, "fault_lds_size", &fs) != HKRT_OK ||
       hkrt_module_function(mod, "fault_mfma_divergent", &fm) != HKRT_OK)
-    die("fault_kernels.so lacks a kernel");
+    t_die("fault_kernels.so lacks a kernel");
   hkrt_emu_configure(d, 7, 0);
   printf("emu_oob: gfx942 emulator, seed 7\n");
 
@@ -223,7 +211,7 @@ static int test_oob(const char *dir) {
   static uint16_t hin[N], hout[1024];
   for (int i = 0; i < N; i++) hin[i] = (uint16_t)(i * 37 + 11);
   void *in = dev_alloc(d, N * 2), *out = dev_alloc(d, 1024 * 2);
-  if (hkrt_copy_to_device(d, in, hin, sizeof hin) != HKRT_OK) die("copy");
+  if (hkrt_copy_to_device(d, in, hin, sizeof hin) != HKRT_OK) t_die("copy");
   struct fault_args a = {in, out, N, 0, 2, 77};
   fill16(d, out, N, POISON_OUT);
   fault_case("global read past the end (bad = 0)", fg, 4, &a, 0, NULL);
@@ -308,6 +296,8 @@ static int test_oob(const char *dir) {
 }
 
 int main(int argc, char **argv) {
+  t_prog = "emu_launch";
+  T_DIE_NOTE(hkrt_error);
   if (argc != 3 || (strcmp(argv[1], "barrier") && strcmp(argv[1], "oob"))) {
     fprintf(stderr, "usage: %s barrier|oob SO_DIR\n", argv[0]);
     return 2;

@@ -31,7 +31,6 @@
 #define _DEFAULT_SOURCE
 #endif
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +38,7 @@
 #include <time.h>
 
 #include "hkrt_int.h"
+#include "../unit/testlib.h"
 
 enum { NLANES = 64, MAXREG = 16 };
 
@@ -56,31 +56,6 @@ typedef struct {
   layout_table t[3]; /* A, B, D */
 } layout_set;
 
-static int failures;
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...) {
-  va_list ap;
-  if (++failures <= 30) {
-    fputs("FAIL: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-  }
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-  va_list ap;
-  fputs("emu_mfma: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-  exit(2);
-}
-
 /* Reads <dir>/<base>.<X>.csv: comment lines, a header "lane,...", 64 rows
    "lane,X[i][j],...". Every cell must name matrix X, and the 64 x nelem cells
    must cover the matrix exactly once (rows x cols entries). */
@@ -89,7 +64,7 @@ static void read_table(const char *dir, const char *base, char which, int rows, 
   char path[4096], line[4096];
   snprintf(path, sizeof path, "%s/%s.%c.csv", dir, base, which);
   FILE *f = fopen(path, "r");
-  if (!f) die("cannot open %s", path);
+  if (!f) t_die("cannot open %s", path);
   int header = 0, lanes = 0;
   static unsigned char seen[64][64];
   memset(seen, 0, sizeof seen);
@@ -100,7 +75,7 @@ static void read_table(const char *dir, const char *base, char which, int rows, 
       if (!strncmp(line, "lane,", 5)) {
         header = 1;
         for (char *p = line; *p; p++) t->nelem += *p == ',';
-        if (t->nelem < 1 || t->nelem > MAXREG) die("%s: %d columns", path, t->nelem);
+        if (t->nelem < 1 || t->nelem > MAXREG) t_die("%s: %d columns", path, t->nelem);
       }
       continue;
     }
@@ -108,25 +83,25 @@ static void read_table(const char *dir, const char *base, char which, int rows, 
     char *save = NULL, *tok = strtok_r(line, ",", &save);
     char *end;
     long lane = strtol(tok, &end, 10);
-    if (*end || lane != lanes || lanes >= NLANES) die("%s: row %d: bad lane '%s'", path, lanes, tok);
+    if (*end || lane != lanes || lanes >= NLANES) t_die("%s: row %d: bad lane '%s'", path, lanes, tok);
     for (int i = 0; i < t->nelem; i++) {
       tok = strtok_r(NULL, ",", &save);
       int r, c, n = 0;
       char m;
       if (!tok || sscanf(tok, "%c[%d][%d]%n", &m, &r, &c, &n) != 3 || tok[n] || m != which ||
           r < 0 || r >= rows || c < 0 || c >= cols)
-        die("%s: lane %ld, element %d: bad cell '%s'", path, lane, i, tok ? tok : "(none)");
-      if (seen[r][c]++) die("%s: %c[%d][%d] appears twice", path, which, r, c);
+        t_die("%s: lane %ld, element %d: bad cell '%s'", path, lane, i, tok ? tok : "(none)");
+      if (seen[r][c]++) t_die("%s: %c[%d][%d] appears twice", path, which, r, c);
       t->row[lane][i] = r;
       t->col[lane][i] = c;
     }
-    if (strtok_r(NULL, ",", &save)) die("%s: lane %ld: extra cells", path, lane);
+    if (strtok_r(NULL, ",", &save)) t_die("%s: lane %ld: extra cells", path, lane);
     lanes++;
   }
   fclose(f);
-  if (!header || lanes != NLANES) die("%s: %d lanes, expected 64", path, lanes);
+  if (!header || lanes != NLANES) t_die("%s: %d lanes, expected 64", path, lanes);
   if (NLANES * t->nelem != rows * cols)
-    die("%s: %d x %d cells do not cover a %d x %d matrix", path, NLANES, t->nelem, rows, cols);
+    t_die("%s: %d x %d cells do not cover a %d x %d matrix", path, NLANES, t->nelem, rows, cols);
 }
 
 static void load_set(const char *dir, const char *base, const char *label, int kpl, layout_set *s) {
@@ -136,8 +111,8 @@ static void load_set(const char *dir, const char *base, const char *label, int k
   read_table(dir, base, 'B', 2 * kpl, 32, &s->t[1]);
   read_table(dir, base, 'D', 32, 32, &s->t[2]);
   if (s->t[0].nelem != kpl || s->t[1].nelem != kpl || s->t[2].nelem != 16)
-    die("%s: %d/%d/%d elements per lane, expected %d/%d/16", base, s->t[0].nelem,
-        s->t[1].nelem, s->t[2].nelem, kpl, kpl);
+    t_die("%s: %d/%d/%d elements per lane, expected %d/%d/16", base, s->t[0].nelem,
+          s->t[1].nelem, s->t[2].nelem, kpl, kpl);
   s->t[0].name = "A";
   s->t[1].name = "B";
   s->t[2].name = "D";
@@ -169,7 +144,7 @@ static void cdna4_set(layout_set *s) {
 
 static void check_layout(const layout_set *s) {
   static const emu_operand ops[3] = {EMU_OPERAND_A, EMU_OPERAND_B, EMU_OPERAND_D};
-  int before = failures, checked = 0;
+  int before = t_failures, checked = 0;
   for (int w = 0; w < 3; w++)
     for (int l = 0; l < NLANES; l++)
       for (int i = 0; i < s->t[w].nelem; i++) {
@@ -177,38 +152,17 @@ static void check_layout(const layout_set *s) {
         hkemu_mfma_layout(ops[w], s->kpl, l, i, &r, &c);
         checked++;
         if (r != s->t[w].row[l][i] || c != s->t[w].col[l][i])
-          fail("%s: %s lane %d element %d: emulator places %s[%d][%d], the table %s[%d][%d]",
-               s->label, s->t[w].name, l, i, s->t[w].name, r, c, s->t[w].name,
-               s->t[w].row[l][i], s->t[w].col[l][i]);
+          t_fail("%s: %s lane %d element %d: emulator places %s[%d][%d], the table %s[%d][%d]",
+                 s->label, s->t[w].name, l, i, s->t[w].name, r, c, s->t[w].name,
+                 s->t[w].row[l][i], s->t[w].col[l][i]);
       }
   printf("layout  %-48s kpl %d: %d lane/element positions, %d mismatches\n", s->label, s->kpl,
-         checked, failures - before);
+         checked, t_failures - before);
 }
 
 /* ---- emu_mfma_product ------------------------------------------------------ */
 
-static uint64_t rng;
-static uint64_t next_rand(void) { /* splitmix64 */
-  uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static double uniform(void) { return (double)(next_rand() >> 11) * 0x1p-52 - 1.0; } /* [-1, 1) */
-
-static unsigned short to_bf16(double x) { /* round to nearest even */
-  float f = (float)x;
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (unsigned short)(u >> 16);
-}
-static double from_bf16(unsigned short b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
+static uint64_t rng; /* t_uniform(&rng): splitmix64, seeded in main */
 
 #define PRODUCT_TOL 1e-6
 #define PRODUCT_TRIALS 25
@@ -222,11 +176,11 @@ static double product_trial(const layout_set *s) {
   double ref[32][32], got[32][32];
   int have[32][32];
   for (int r = 0; r < 32; r++)
-    for (int k = 0; k < K; k++) A[r][k] = to_bf16(uniform());
+    for (int k = 0; k < K; k++) A[r][k] = t_to_bf16(t_uniform(&rng));
   for (int k = 0; k < K; k++)
-    for (int c = 0; c < 32; c++) B[k][c] = to_bf16(uniform());
+    for (int c = 0; c < 32; c++) B[k][c] = t_to_bf16(t_uniform(&rng));
   for (int r = 0; r < 32; r++)
-    for (int c = 0; c < 32; c++) C[r][c] = (float)uniform();
+    for (int c = 0; c < 32; c++) C[r][c] = (float)t_uniform(&rng);
 
   static unsigned short a[64][8], b[64][8];
   static float c[64][16], d[64][16];
@@ -255,7 +209,7 @@ static double product_trial(const layout_set *s) {
   for (int r = 0; r < 32; r++)
     for (int col = 0; col < 32; col++) {
       double acc = C[r][col];
-      for (int k = 0; k < K; k++) acc += from_bf16(A[r][k]) * from_bf16(B[k][col]);
+      for (int k = 0; k < K; k++) acc += t_from_bf16(A[r][k]) * t_from_bf16(B[k][col]);
       ref[r][col] = acc;
       if (have[r][col] != 1) return INFINITY; /* cannot happen: tables are checked */
       if (isnan(got[r][col]) || isinf(got[r][col])) return NAN;
@@ -272,7 +226,7 @@ static void check_product(const layout_set *s) {
     double e = product_trial(s);
     if (!(e <= PRODUCT_TOL)) { /* NaN fails too */
       bad++;
-      fail("%s: trial %d: relative L2 error %.3e (tolerance %.0e)", s->label, t, e, PRODUCT_TOL);
+      t_fail("%s: trial %d: relative L2 error %.3e (tolerance %.0e)", s->label, t, e, PRODUCT_TOL);
     }
     if (!(e <= worst)) worst = e;
   }
@@ -281,6 +235,7 @@ static void check_product(const layout_set *s) {
 }
 
 int main(int argc, char **argv) {
+  t_prog = "emu_mfma";
   if (argc != 3 || (strcmp(argv[1], "layout") && strcmp(argv[1], "product"))) {
     fprintf(stderr, "usage: %s layout|product DATA_DIR\n", argv[0]);
     return 2;
@@ -301,8 +256,8 @@ int main(int argc, char **argv) {
     rng = seed;
     for (int i = 0; i < 3; i++) check_product(&sets[i]);
   }
-  if (failures) {
-    printf("%s: %d mismatch%s\n", argv[1], failures, failures == 1 ? "" : "es");
+  if (t_failures) {
+    printf("%s: %d mismatch%s\n", argv[1], t_failures, t_failures == 1 ? "" : "es");
     return 1;
   }
   printf("%s: all checks passed\n", argv[1]);

@@ -2,12 +2,12 @@
 # emu_kernels_<target>): every generated GEMM and RoPE kernel of ops.yaml run
 # on the emulator against fp64. Asserts exit status 0, exactly EXPECTED_RUNS
 # result rows, all PASS, none FAIL, and the summary line agreeing.
-# hkgen is build/hkgen-asan (lib.sh): the generator runs under ASan/UBSan;
+# hkgen is build/hkgen-asan (lib/lib.sh): the generator runs under ASan/UBSan;
 # the emulator (libhkrt.a) and the host-built kernels are not instrumented,
 # so the fibers' stack switches never confuse ASan.
 EMU_DIR=$(cd "$(dirname "$0")" && pwd)
 HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
-. "$EMU_DIR/../lib.sh"
+. "$EMU_DIR/../lib/lib.sh"
 
 target=${1:?usage: kernels.sh gfx90a|gfx942|gfx950}
 # tests/emu/ops.yaml: GEMM 8 x 6 + 4 x 6 + 1 x 1 = 73, RoPE 8 x 5 + 4 x 5 = 60.

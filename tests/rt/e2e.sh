@@ -14,7 +14,7 @@ if [ -z "${HKGEN:-}" ]; then
     if [ -x "$h" ] && "$h" --help 2>&1 | grep -q -- '--emulate'; then HKGEN=$h; break; fi
   done
 fi
-. "$RT_DIR/../lib.sh"
+. "$RT_DIR/../lib/lib.sh"
 
 
 if "$HKGEN" --help 2>&1 | grep -q -- '--emulate'; then
@@ -28,9 +28,14 @@ else
     ${EMU_CXX:-clang-22} -x c++ -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -DHK_EMULATE \
       -DHK_EMU_ARCH=3 -I"$ROOT/runtime/include" -o "${src%.hip}.emu.so" "$src" || fail "host build of $src"
   done
-  sed -e 's/"kind": "sources",/"kind": "catalogue", "backend": "emulator",/' \
-      -e 's|^\( *\)"source": "\(gfx942/[A-Za-z0-9_]*\)\.hip",|&\n\1"file": "\2.emu.so",|' \
-      "$T/cat/sources.json" >"$T/cat/manifest.json"
+  python3 - "$T/cat/sources.json" "$T/cat/manifest.json" <<'PY' || fail "cannot turn sources.json into a manifest"
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["kind"], m["backend"] = "catalogue", "emulator"
+for k in m["kernels"]:
+    k["file"] = k["source"][: -len(".hip")] + ".emu.so"
+json.dump(m, open(sys.argv[2], "w"), indent=2)
+PY
 fi
-grep -q '"backend": "emulator"' "$T/cat/manifest.json" || fail "the manifest does not say \"backend\": \"emulator\""
+[ "$(jsonq "$T/cat/manifest.json" backend)" = emulator ] || fail "the manifest does not say \"backend\": \"emulator\""
 "$RT_DIR/../build/rt_catalog" e2e "$T/cat" || fail "rt_catalog e2e"

@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,17 +38,6 @@ static char tmpdir[256];
     CHECK(got_ == (st) && strstr(hkrt_error(), (text)), "%s: got %s \"%s\", want %s with \"%s\"", \
           #call, hkrt_status_name(got_), hkrt_error(), hkrt_status_name(st), (text));         \
   } while (0)
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-  va_list ap;
-  fputs("rt_catalog: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, " (hkrt_error: %s)\n", hkrt_error());
-  exit(2);
-}
 
 /* ---- hand manifests ----------------------------------------------------------------- */
 
@@ -133,17 +121,17 @@ static char *manifest_dir(const char *text, size_t len) {
   static int n;
   char *dir = malloc(512), path[600];
   snprintf(dir, 512, "%s/cat%d", tmpdir, n++);
-  if (mkdir(dir, 0700) < 0) die("mkdir %s", dir);
+  if (mkdir(dir, 0700) < 0) t_die("mkdir %s", dir);
   snprintf(path, sizeof path, "%s/manifest.json", dir);
   FILE *f = fopen(path, "wb");
-  if (!f || fwrite(text, 1, len, f) != len || fclose(f)) die("cannot write %s", path);
+  if (!f || fwrite(text, 1, len, f) != len || fclose(f)) t_die("cannot write %s", path);
   return dir;
 }
 
 /* text with the first `from` replaced by `to` (which must occur). */
 static char *replace(const char *text, const char *from, const char *to) {
   const char *at = strstr(text, from);
-  if (!at) die("test bug: '%s' not in the manifest", from);
+  if (!at) t_die("test bug: '%s' not in the manifest", from);
   size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
   char *out = malloc(n);
   snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
@@ -152,14 +140,14 @@ static char *replace(const char *text, const char *from, const char *to) {
 
 static hkrt_device *emu_device(void) {
   hkrt_device *d = NULL;
-  if (hkrt_device_open(HKRT_BACKEND_EMU, "gfx942", &d) != HKRT_OK) die("cannot open the emulator");
+  if (hkrt_device_open(HKRT_BACKEND_EMU, "gfx942", &d) != HKRT_OK) t_die("cannot open the emulator");
   return d;
 }
 
 static hkrt_catalog *open_text(hkrt_device *d, const char *text) {
   char *dir = manifest_dir(text, strlen(text));
   hkrt_catalog *c = NULL;
-  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) die("cannot open the catalogue in %s", dir);
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) t_die("cannot open the catalogue in %s", dir);
   free(dir);
   return c;
 }
@@ -363,7 +351,7 @@ static void test_pack(void) {
 
   hkrt_param p[] = {{"M", "100"}, {"N", "6144"}, {"K", "4096"}, {"layout", "nt"}};
   hkrt_problem pb = {"gemm", NULL, p, 4};
-  if (hkrt_select(c, &pb, &k) != HKRT_OK) die("select");
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) t_die("select");
   hkrt_arg args[] = {HKRT_PTR("C", cc), HKRT_INT("ldb", 4097), HKRT_PTR("A", a), HKRT_INT("lda", 4096),
                      HKRT_INT("ldc", 6150), HKRT_PTR("B", b)};
   memset(buf, 0xab, sizeof buf);
@@ -396,7 +384,7 @@ static void test_pack(void) {
   want.lda = 4097, want.ldb = 4096;
   CHECK(memcmp(buf, &want, sizeof want) != 0, "a wrong layout compared equal");
 
-  if (hkrt_catalog_find(c, "mixed", NULL, &k) != HKRT_OK) die("mixed");
+  if (hkrt_catalog_find(c, "mixed", NULL, &k) != HKRT_OK) t_die("mixed");
   hkrt_param mp[] = {{"n", "-7"}};
   hkrt_problem mpb = {"mixed", NULL, mp, 1};
   hkrt_arg margs[] = {HKRT_INT("u", 4000000000LL), HKRT_INT("stride", 1LL << 40), HKRT_FLOAT("scale", 0.125),
@@ -485,7 +473,7 @@ static void test_tmap(void) {
   char *text = tmap_text();
   hkrt_catalog *c = open_text(d, text);
   hkrt_kernel *k = NULL;
-  if (hkrt_catalog_find(c, "tma", NULL, &k) != HKRT_OK) die("find tma: %s", hkrt_error());
+  if (hkrt_catalog_find(c, "tma", NULL, &k) != HKRT_OK) t_die("find tma: %s", hkrt_error());
   static unsigned short a[4096] __attribute__((aligned(16))), b[4096] __attribute__((aligned(16))), cc[4096];
   unsigned char buf[512];
   size_t size;
@@ -521,7 +509,7 @@ static void test_tmap(void) {
                        "\"box\": [64, 128, 1, 1]");
     hkrt_catalog *c4 = open_text(d, t4);
     hkrt_kernel *k4 = NULL;
-    if (hkrt_catalog_find(c4, "tma", NULL, &k4) != HKRT_OK) die("find tma (rank 4): %s", hkrt_error());
+    if (hkrt_catalog_find(c4, "tma", NULL, &k4) != HKRT_OK) t_die("find tma (rank 4): %s", hkrt_error());
     CHECK_ERR(hkrt_kernel_args(k4, NULL, ok, 9, buf, sizeof buf, &size, grid, block), HKRT_ERR_ARG,
               "kernel tma (argument tmap_b) takes a tensor map");
     hkrt_arg ok4[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 64),
@@ -585,7 +573,7 @@ static void test_args(void) {
   hkrt_kernel *k = NULL, *nnk = NULL, *qkv = NULL;
   hkrt_param p[] = {{"M", "100"}, {"N", "77"}, {"K", "93"}, {"layout", "nt"}};
   hkrt_problem pb = {"gemm", NULL, p, 4};
-  if (hkrt_select(c, &pb, &k) != HKRT_OK) die("select");
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) t_die("select");
   hkrt_arg ok[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
                    HKRT_INT("ldb", 93), HKRT_INT("ldc", 77)};
   CHECK(gemm_args(k, &pb, ok, 6) == HKRT_OK, "%s", hkrt_error());
@@ -637,7 +625,7 @@ static void test_args(void) {
 
   hkrt_param pnn[] = {{"M", "100"}, {"N", "77"}, {"K", "93"}, {"layout", "nn"}};
   hkrt_problem pbnn = {"gemm", NULL, pnn, 4};
-  if (hkrt_select(c, &pbnn, &nnk) != HKRT_OK) die("select nn");
+  if (hkrt_select(c, &pbnn, &nnk) != HKRT_OK) t_die("select nn");
   hkrt_arg nnb[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 93),
                     HKRT_INT("ldb", 76), HKRT_INT("ldc", 77)};
   CHECK_ERR(gemm_args(nnk, &pbnn, nnb, 6), HKRT_ERR_ARG, "ldb >= N does not hold: ldb = 76, N = 77 (B's rows");
@@ -646,7 +634,7 @@ static void test_args(void) {
 
   hkrt_param pq[] = {{"M", "100"}, {"N", "6144"}, {"K", "4096"}, {"layout", "nt"}};
   hkrt_problem pbq = {"gemm", NULL, pq, 4};
-  if (hkrt_select(c, &pbq, &qkv) != HKRT_OK) die("select qkv");
+  if (hkrt_select(c, &pbq, &qkv) != HKRT_OK) t_die("select qkv");
   hkrt_arg qa[] = {HKRT_PTR("A", a), HKRT_PTR("B", b), HKRT_PTR("C", cc), HKRT_INT("lda", 4096),
                    HKRT_INT("ldb", 4096), HKRT_INT("ldc", 6144), HKRT_INT("N", 6144)};
   CHECK(gemm_args(qkv, &pbq, qa, 7) == HKRT_OK, "a baked parameter that agrees: %s", hkrt_error());
@@ -659,7 +647,7 @@ static void test_args(void) {
                       "\"block\": [256, 1, 1], \"grid_max\": [2147483647, 65535, 65535],\n \"grid\": [\"cdiv(N,64)\"");
   c = open_text(d, lim);
   k = NULL;
-  if (hkrt_select(c, &pb, &k) != HKRT_OK) die("select limited");
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) t_die("select limited");
   all[6] = (hkrt_arg)HKRT_INT("M", 64 * 65535);
   CHECK(gemm_args(k, NULL, all, 9) == HKRT_OK, "65535 blocks on y: %s", hkrt_error());
   all[6] = (hkrt_arg)HKRT_INT("M", 64 * 65535 + 1);
@@ -701,32 +689,11 @@ static int test_driver(const char *which) {
 
 /* ---- end to end on the emulator -------------------------------------------------------------- */
 
-static uint64_t rng = 0x243f6a8885a308d3ull;
-static double uniform(void) { /* splitmix64, in [-1, 1) */
-  uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return (double)((z ^ (z >> 31)) >> 11) * 0x1p-52 - 1.0;
-}
-
-static unsigned short to_bf16(double x) {
-  float f = (float)x;
-  unsigned u;
-  memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (unsigned short)(u >> 16);
-}
-
-static double from_bf16(unsigned short b) {
-  unsigned u = (unsigned)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
+static uint64_t rng = 0x243f6a8885a308d3ull; /* t_uniform(&rng): splitmix64 */
 
 static void *dev_upload(hkrt_device *d, const void *h, size_t bytes) {
   void *p = NULL;
-  if (hkrt_alloc(d, bytes, &p) != HKRT_OK || hkrt_copy_to_device(d, p, h, bytes) != HKRT_OK) die("upload");
+  if (hkrt_alloc(d, bytes, &p) != HKRT_OK || hkrt_copy_to_device(d, p, h, bytes) != HKRT_OK) t_die("upload");
   return p;
 }
 
@@ -737,13 +704,13 @@ static double e2e_gemm(hkrt_device *d, hkrt_catalog *c, int nt, long M, long N, 
   hkrt_param p[] = {{"M", ms}, {"N", ns}, {"K", ks}, {"layout", nt ? "nt" : "nn"}};
   hkrt_problem pb = {"gemm", NULL, p, 4};
   hkrt_kernel *k = NULL;
-  if (hkrt_select(c, &pb, &k) != HKRT_OK) die("select");
+  if (hkrt_select(c, &pb, &k) != HKRT_OK) t_die("select");
   CHECK(!strcmp(hkrt_kernel_name(k), want), "selected %s, want %s", hkrt_kernel_name(k), want);
   long lda = K + 3, ldb = (nt ? K : N) + 1, ldc = N + 5, brows = nt ? N : K;
   size_t na = (size_t)(M * lda), nb = (size_t)(brows * ldb), nc = (size_t)(M * ldc);
   unsigned short *ha = malloc(na * 2), *hb = malloc(nb * 2), *hc = malloc(nc * 2);
-  for (size_t i = 0; i < na; i++) ha[i] = to_bf16(uniform());
-  for (size_t i = 0; i < nb; i++) hb[i] = to_bf16(uniform());
+  for (size_t i = 0; i < na; i++) ha[i] = t_to_bf16(t_uniform(&rng));
+  for (size_t i = 0; i < nb; i++) hb[i] = t_to_bf16(t_uniform(&rng));
   for (size_t i = 0; i < nc; i++) hc[i] = 0xffff; /* NaN poison */
   void *A = dev_upload(d, ha, na * 2), *B = dev_upload(d, hb, nb * 2), *C = dev_upload(d, hc, nc * 2);
   hkrt_arg args[] = {HKRT_PTR("A", A), HKRT_PTR("B", B), HKRT_PTR("C", C), HKRT_INT("lda", lda),
@@ -751,15 +718,15 @@ static double e2e_gemm(hkrt_device *d, hkrt_catalog *c, int nt, long M, long N, 
   hkrt_status st = hkrt_kernel_launch(k, &pb, args, 6, NULL);
   CHECK(st == HKRT_OK, "launch %s: %s", hkrt_kernel_name(k), hkrt_error());
   if (st == HKRT_OK && hkrt_synchronize(d) == HKRT_OK && hkrt_copy_to_host(d, hc, C, nc * 2) != HKRT_OK)
-    die("download");
+    t_die("download");
   double num = 0, den = 0;
   int outside = 0;
   for (long i = 0; i < M; i++) {
     for (long j = 0; j < N; j++) {
       double s = 0;
       for (long q = 0; q < K; q++)
-        s += from_bf16(ha[i * lda + q]) * from_bf16(nt ? hb[j * ldb + q] : hb[q * ldb + j]);
-      double g = from_bf16(hc[i * ldc + j]);
+        s += t_from_bf16(ha[i * lda + q]) * t_from_bf16(nt ? hb[j * ldb + q] : hb[q * ldb + j]);
+      double g = t_from_bf16(hc[i * ldc + j]);
       num += (g - s) * (g - s); /* NaN stays NaN */
       den += s * s;
     }
@@ -776,7 +743,7 @@ static double e2e_gemm(hkrt_device *d, hkrt_catalog *c, int nt, long M, long N, 
 static void test_e2e(const char *dir) {
   hkrt_device *d = emu_device();
   hkrt_catalog *c = NULL;
-  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) die("cannot open %s", dir);
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) t_die("cannot open %s", dir);
   double e1 = e2e_gemm(d, c, 1, 100, 77, 93, "gemm_any_nt");
   double e2 = e2e_gemm(d, c, 0, 129, 64, 200, "gemm_any_nn");
   double e3 = e2e_gemm(d, c, 1, 37, 96, 80, "rt_e2e_baked");
@@ -804,7 +771,7 @@ static void rm_tree(const char *dir) {
 
 static hkrt_kernel *abuse_kernel(hkrt_catalog *c, const char *name) {
   hkrt_kernel *k = NULL;
-  if (hkrt_catalog_find(c, name, "gfx942", &k) != HKRT_OK) die("find %s: %s", name, hkrt_error());
+  if (hkrt_catalog_find(c, name, "gfx942", &k) != HKRT_OK) t_die("find %s: %s", name, hkrt_error());
   return k;
 }
 
@@ -854,7 +821,7 @@ static hkrt_status abuse_gemm(hkrt_kernel *k, long m, long n, long kk) {
 static void test_abuse(const char *dir) {
   hkrt_device *d = emu_device();
   hkrt_catalog *c = NULL;
-  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) die("open %s: %s", dir, hkrt_error());
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) t_die("open %s: %s", dir, hkrt_error());
   hkrt_kernel *at = abuse_kernel(c, "ab_attn"), *ro = abuse_kernel(c, "ab_rope"), *ge = abuse_kernel(c, "ab_gemm");
   CHECK(abuse_attn(at, 12, 4, 1, 64) == HKRT_OK, "attention 12:4: %s", hkrt_error());
   CHECK_ERR(abuse_attn(at, 12, 0, 1, 64), HKRT_ERR_ARG, "heads_k >= 1 && heads_k <= 1024 does not hold: heads_k = 0");
@@ -882,10 +849,10 @@ static void test_abuse(const char *dir) {
 static void test_load(const char *dir, const char *want) {
   hkrt_device *d = emu_device();
   hkrt_catalog *c = NULL;
-  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) die("open %s: %s", dir, hkrt_error());
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) t_die("open %s: %s", dir, hkrt_error());
   hkrt_kernel *k = abuse_kernel(c, "ab_gemm");
   void *A = NULL, *B = NULL, *C = NULL;
-  if (hkrt_alloc(d, 4096, &A) || hkrt_alloc(d, 4096, &B) || hkrt_alloc(d, 4096, &C)) die("alloc: %s", hkrt_error());
+  if (hkrt_alloc(d, 4096, &A) || hkrt_alloc(d, 4096, &B) || hkrt_alloc(d, 4096, &C)) t_die("alloc: %s", hkrt_error());
   hkrt_arg a[] = {HKRT_PTR("A", A), HKRT_PTR("B", B), HKRT_PTR("C", C), HKRT_INT("lda", 8), HKRT_INT("ldb", 8),
                   HKRT_INT("ldc", 8), HKRT_INT("M", 8), HKRT_INT("N", 8), HKRT_INT("K", 8)};
   hkrt_status st = hkrt_kernel_launch(k, NULL, a, sizeof a / sizeof a[0], NULL);
@@ -896,10 +863,12 @@ static void test_load(const char *dir, const char *want) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) die("usage: rt_catalog manifest|select|pack|args|tmap|driver cuda|hip|e2e DIR");
+  t_prog = "rt_catalog";
+  T_DIE_NOTE(hkrt_error);
+  if (argc < 2) t_die("usage: rt_catalog manifest|select|pack|args|tmap|driver cuda|hip|e2e DIR");
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/rt_catalog.XXXXXX", t && *t ? t : "/tmp");
-  if (!mkdtemp(tmpdir)) die("mkdtemp");
+  if (!mkdtemp(tmpdir)) t_die("mkdtemp");
   int rc = -1;
   if (!strcmp(argv[1], "manifest")) test_manifest();
   else if (!strcmp(argv[1], "select")) test_select();
@@ -910,7 +879,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "e2e") && argc == 3) test_e2e(argv[2]);
   else if (!strcmp(argv[1], "abuse") && argc == 3) test_abuse(argv[2]);
   else if (!strcmp(argv[1], "load") && argc == 4) test_load(argv[2], argv[3]);
-  else die("unknown test '%s'", argv[1]);
+  else t_die("unknown test '%s'", argv[1]);
   rm_tree(tmpdir);
   if (rc == 77) return 77;
   printf("%s: %d checks, %d failed\n", argv[1], checks, failures);

@@ -1,8 +1,10 @@
-/* testlib.h: the few helpers the C unit tests share (a seeded PRNG, checks
-   that count failures, temporary folders, running a command). */
+/* testlib.h: the helpers the C tests share (tests/unit, tests/emu, tests/rt):
+   checks that count failures, setup errors (t_die), seeded PRNGs, bf16
+   conversions, temporary folders, reading and writing files. */
 #ifndef HK_TESTLIB_H
 #define HK_TESTLIB_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,38 @@ static int t_failures, t_checks;
     }                                                                   \
   } while (0)
 
+/* A failed check with its own message: "FAIL: message" for the first 30
+   (tests/emu/mutant.sh looks for that prefix), counted in t_failures. */
+__attribute__((format(printf, 1, 2))) static inline void t_fail(const char *fmt, ...) {
+  va_list ap;
+  if (++t_failures <= 30) {
+    fputs("FAIL: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+  }
+}
+
+/* A setup error, not a failed check: "PROG: message" on stderr and exit
+   status 2. PROG is t_prog; when t_die_note is set (T_DIE_NOTE(hkrt_error)
+   in the libhkrt tests), " (hkrt_error: TEXT)" follows the message. */
+static const char *t_prog = "test";
+static const char *(*t_die_note)(void);
+static const char *t_die_note_name;
+#define T_DIE_NOTE(fn) (t_die_note = (fn), t_die_note_name = #fn)
+
+__attribute__((format(printf, 1, 2), noreturn)) static inline void t_die(const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "%s: ", t_prog);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (t_die_note) fprintf(stderr, " (%s: %s)", t_die_note_name, t_die_note());
+  fputc('\n', stderr);
+  exit(2);
+}
+
 /* xorshift64*: reproducible from the printed seed. */
 static uint64_t t_rng;
 static inline uint64_t t_rand(void) {
@@ -34,6 +68,33 @@ static inline uint64_t t_rand(void) {
   return t_rng * 2685821657736338717ull;
 }
 static inline unsigned t_below(unsigned n) { return (unsigned)(t_rand() % n); }
+
+/* splitmix64 over a caller's state: each test keeps its own sequence. */
+static inline uint64_t t_splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+/* Uniform in [-1, 1), 52 bits of splitmix64. */
+static inline double t_uniform(uint64_t *state) {
+  return (double)(t_splitmix64(state) >> 11) * 0x1p-52 - 1.0;
+}
+
+/* bf16 from a double (through float, round to nearest even) and back. */
+static inline unsigned short t_to_bf16(double x) {
+  float f = (float)x;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+static inline double t_from_bf16(unsigned short b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
 
 /* A fresh seed each run ($HKGEN_TEST_SEED repeats one), printed first. */
 static inline void t_seed(const char *prog) {

@@ -5,7 +5,7 @@
 # gfx90a, clang's code object for gfx942, the cubin for sm_90a when nvcc is
 # there); one that packs the struct differently trips the sources' own
 # static_asserts; the real templates build with neither.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen # compilers dominate; ASan adds nothing here
 cat >"$T/spec.yaml" <<'SPEC'
 hkgen: 1

@@ -4,7 +4,7 @@
 #    and $1 (and one holding hk_fatal(...)) goes through `hkgen gen` (m4 only):
 #    status 0, the generated banner shows the name verbatim, no PWNED file.
 # 2. A value N: "m4_esyscmd(touch PWNED2)" is refused with status 2.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 cd "$T"
 cat >spec.txt <<'YAML'

@@ -2,7 +2,7 @@
 # spec_hostile.sh: generated hostile specs (deep nesting, huge files, NUL,
 # invalid UTF-8, node and key floods) are refused with status 2 and a precise
 # file:line:col, each within 10 s under ASan.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 failures=0
 bad() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }

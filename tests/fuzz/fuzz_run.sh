@@ -3,7 +3,7 @@
 # (default 60 s) on a seed corpus of specs/ and tests/spec/; any crash, leak,
 # timeout (10 s per input) or out-of-memory (2 GiB) fails the test. Findings
 # are copied to tests/build/fuzz-findings/. See docs/FUZZING.md.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 secs=${1:-60}
 fuzzer=$TESTS_DIR/build/fuzz_spec
 [ -x "$fuzzer" ] || fail "$fuzzer is missing: run 'make -C tests'"

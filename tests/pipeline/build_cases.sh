@@ -15,7 +15,7 @@
 #                match a count with llvm-objdump-22 + awk on the same object
 #   stale        gen then build (and build then gen) into one folder leave no
 #                manifest.json / sources.json that lists other sources
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 TARGETS=gfx90a,gfx942,gfx950
 # gfx90a compiles through comgr in process; LLVM there replaces the threads'
 # sigaltstack and ASan then fails to unmap its own at thread exit (see

@@ -4,7 +4,7 @@
 # source. A copy of templates/ gets an undeclared identifier on a known line
 # of gemm.hip.m4 (clang for gfx942, comgr for gfx90a) and, when nvcc is
 # there, of attn_fwd.sm90.hip.m4; the message must name exactly that line.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen # compilers dominate; ASan adds nothing here
 cp -r "$TOP/templates" "$T/tpl"
 export HKGEN_TEMPLATES="$T/tpl"

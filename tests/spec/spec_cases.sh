@@ -10,7 +10,7 @@
 #   any other line     must be a whole line of the output; FILE stands for
 #                      the spec's path
 # Every case runs under `timeout 10`: hostile input must be refused quickly.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 cd "$TESTS_DIR"
 
 failures=0

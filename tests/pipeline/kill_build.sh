@@ -2,7 +2,7 @@
 # A build killed with SIGKILL at random moments never leaves a manifest that
 # points at a missing or different file, and a build started again afterwards
 # finishes with a valid catalogue. Delays are drawn fresh each run (printed).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen   # the plain binary: ASan slows it and changes the timing
 
 spec=$T/spec.yaml
@@ -21,13 +21,14 @@ YAML
 # check_catalogue DIR: no manifest, or one whose every file exists with its sha256.
 check_catalogue() {
   [ -f "$1/manifest.json" ] || return 0
-  grep -o '"\(file\|source\)": "[^"]*"' "$1/manifest.json" | sed 's/.*: "\(.*\)"/\1/' >"$T/files"
+  { jsonq "$1/manifest.json" 'kernels.*.file' && jsonq "$1/manifest.json" 'kernels.*.source'; } >"$T/files" ||
+    fail "manifest in $1: a kernel without file or source"
   [ -s "$T/files" ] || fail "manifest in $1 lists no files"
   while read -r f; do
     [ -f "$1/$f" ] || fail "manifest in $1 points at missing $f"
   done <"$T/files"
-  grep -o '"sha256": "[0-9a-f]*"' "$1/manifest.json" | sed 's/.*: "\(.*\)"/\1/' >"$T/want"
-  grep -o '"file": "[^"]*"' "$1/manifest.json" | sed 's/.*: "\(.*\)"/\1/' | while read -r f; do
+  jsonq "$1/manifest.json" 'kernels.*.sha256' >"$T/want" || fail "manifest in $1: a kernel without sha256"
+  jsonq "$1/manifest.json" 'kernels.*.file' | while read -r f; do
     sha256sum "$1/$f" | cut -d' ' -f1
   done >"$T/got"
   cmp -s "$T/want" "$T/got" || fail "a file in $1 does not match the sha256 its manifest records"
@@ -62,6 +63,6 @@ run_hk "$T/final" build -q --target gfx942,gfx950 "$spec" -o "$out"
 expect_rc 0 "build after the kills"
 [ -f "$out/manifest.json" ] || fail "no manifest after a complete build"
 check_catalogue "$out"
-n=$(grep -c '^      "name": ' "$out/manifest.json")
+n=$(jsonq -c "$out/manifest.json" 'kernels.*')
 [ "$n" -eq 20 ] || fail "final manifest lists $n kernels, expected 20"
 echo "ok: killed builds left no bad manifest; the final build is complete"

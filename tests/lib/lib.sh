@@ -1,10 +1,12 @@
 # lib.sh: helpers every shell test sources. Tests run from tests/ (CTest's
-# working directory); each gets a fresh temporary folder $T, removed on exit
-# (kept when HKGEN_TEST_KEEP=1), and a build cache inside it, so no test ever
-# touches ~/.cache.
+# working directory) and live one folder below it, in their area's folder
+# (tests/spec/, tests/pipeline/, tests/emu/, ...), so $TESTS_DIR is the
+# folder above the script's. Each gets a fresh temporary folder $T, removed
+# on exit (kept when HKGEN_TEST_KEEP=1), and a build cache inside it, so no
+# test ever touches ~/.cache.
 set -eu
 
-TESTS_DIR=$(cd "$(dirname "$0")" && pwd)
+TESTS_DIR=$(cd "$(dirname "$0")/.." && pwd)
 TOP=$(cd "$TESTS_DIR/.." && pwd)
 HKGEN=${HKGEN:-$TOP/build/hkgen-asan}
 [ -x "$HKGEN" ] || { echo "FAIL: $HKGEN is missing: run 'make build/hkgen-asan' first" >&2; exit 1; }
@@ -38,3 +40,9 @@ expect_rc() {
     fail "$2: exit status $rc, expected $1"
   fi
 }
+
+# jsonq [-c] FILE PATH: the values at PATH in the JSON file FILE, one a line,
+# or (-c) how many; a missing member fails (status 2). JSON is asserted
+# through this parser, never by grepping the writer's layout; lib/jsonq.py
+# says how PATH reads (kernels[op=gemm].name, -c kernels.*, ...).
+jsonq() { python3 "$TESTS_DIR/lib/jsonq.py" "$@"; }

@@ -3,13 +3,14 @@
 # not, run-time / GQA / MQA heads, a baked odd shape) compiles for gfx90a, gfx942
 # and gfx950 with zero spills and at least one wave per SIMD (hkgen build fails
 # on either), and inspect reports an MFMA hot loop for each.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen # the compilers dominate; ASan adds nothing here
 run_hk "$T/out" build -q --target gfx90a,gfx942,gfx950 "$TESTS_DIR/emu/attn.yaml" -o "$T/cat"
 expect_rc 0 "hkgen build --target gfx90a,gfx942,gfx950 emu/attn.yaml"
-n=$(grep -c '"op": "attn_fwd"' "$T/cat/manifest.json")
+m=$T/cat/manifest.json
+n=$(jsonq -c "$m" 'kernels[op=attn_fwd]')
 [ "$n" -eq 60 ] || fail "$n attention kernels, expected 20 per target"
-[ "$(grep -c '"vgpr_spill": 0, "sgpr_spill": 0' "$T/cat/manifest.json")" -eq "$n" ] || fail "a kernel spills"
+[ "$(jsonq -c "$m" 'kernels[resources.vgpr_spill=0][resources.sgpr_spill=0]')" -eq "$n" ] || fail "a kernel spills"
 run_hk "$T/inspect" inspect "$T/cat"
 expect_rc 0 "hkgen inspect"
 mfma=$(grep -c ' v_mfma_' "$T/inspect")
