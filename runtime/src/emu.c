@@ -9,6 +9,7 @@
    and LDS accesses are checked; the first bad one stops the launch. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <errno.h>
@@ -27,6 +28,9 @@
 
 #define EMU_STACK (256u << 10)
 #define EMU_MAX_THREADS 1024
+/* workgroups one launch may have: the emulator runs a few thousand small
+   ones a second, so a larger grid would run for hours */
+#define EMU_MAX_WORKGROUPS (1ull << 20)
 
 typedef struct {
   char *p;
@@ -43,6 +47,9 @@ struct emu_device {
   size_t nblocks, cap;
   emu_fiber *stacks; /* fiber stacks kept from launch to launch */
   int nstacks;
+  /* one call at a time per device: allocations, copies and launches from
+     several threads are serialised (a launch holds it while it runs) */
+  pthread_mutex_t lock;
 };
 
 struct emu_module {
@@ -121,6 +128,7 @@ hkrt_status emu_open(const char *target, emu_device **out) {
   d->lds_limit = t->lds_bytes;
   d->units = tgt_largest_part(t)->units;
   d->seed = 1;
+  pthread_mutex_init(&d->lock, NULL);
   *out = d;
   return HKRT_OK;
 }
@@ -131,6 +139,7 @@ void emu_close(emu_device *d) {
   free(d->stacks);
   for (size_t i = 0; i < d->nblocks; i++) free(d->blocks[i].p);
   free(d->blocks);
+  pthread_mutex_destroy(&d->lock);
   free(d);
 }
 
@@ -141,6 +150,8 @@ void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit) {
 
 hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr) {
   if (!bytes) return hkrt_fail(HKRT_ERR_ARG, "hkrt_alloc: zero bytes");
+  if (bytes > (SIZE_MAX >> 1)) /* the rounding below must not wrap */
+    return hkrt_fail(HKRT_ERR_NOMEM, "emulator: cannot allocate %zu bytes", bytes);
   if (d->nblocks == d->cap) {
     size_t cap = d->cap ? 2 * d->cap : 16;
     emu_block *b = realloc(d->blocks, cap * sizeof *b);
@@ -170,10 +181,14 @@ hkrt_status emu_free(emu_device *d, void *ptr) {
   return hkrt_fail(HKRT_ERR_ARG, "hkrt_free: %p was not allocated by this device", ptr);
 }
 
+/* The block holding [p, p + n), compared as offsets so that no length,
+   however large, wraps. */
 static const emu_block *emu_find(const emu_device *d, const void *p, size_t n) {
-  const char *c = p;
-  for (size_t i = 0; i < d->nblocks; i++)
-    if (c >= d->blocks[i].p && c + n <= d->blocks[i].p + d->blocks[i].n) return &d->blocks[i];
+  uintptr_t c = (uintptr_t)p;
+  for (size_t i = 0; i < d->nblocks; i++) {
+    uintptr_t b = (uintptr_t)d->blocks[i].p;
+    if (c >= b && c - b <= d->blocks[i].n && n <= d->blocks[i].n - (c - b)) return &d->blocks[i];
+  }
   return NULL;
 }
 
@@ -458,6 +473,10 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
                      block[0], block[1], block[2], EMU_MAX_THREADS);
   if (!grid[0] || !grid[1] || !grid[2])
     return hkrt_fail(HKRT_ERR_ARG, "emulator: empty grid (%u,%u,%u)", grid[0], grid[1], grid[2]);
+  unsigned long long wgs = (unsigned long long)grid[0] * grid[1] * grid[2];
+  if (wgs > EMU_MAX_WORKGROUPS)
+    return hkrt_fail(HKRT_ERR_ARG, "emulator: kernel %s: a grid of %llu workgroups; the emulator runs at most %llu "
+                     "per launch (a few thousand a second): emulate a smaller problem", name, wgs, EMU_MAX_WORKGROUPS);
   emu_run r;
   memset(&r, 0, sizeof r);
   r.dev = d;
@@ -513,19 +532,38 @@ out:
 
 static hkrt_status emu_ops_open(const char *target, void **dev) { return emu_open(target, (emu_device **)dev); }
 static void emu_ops_close(void *dev) { emu_close(dev); }
-static hkrt_status emu_ops_alloc(void *dev, size_t n, void **p) { return emu_alloc(dev, n, p); }
-static hkrt_status emu_ops_free(void *dev, void *p) { return emu_free(dev, p); }
+static hkrt_status emu_ops_alloc(void *dev, size_t n, void **p) {
+  emu_device *d = dev;
+  pthread_mutex_lock(&d->lock);
+  hkrt_status st = emu_alloc(d, n, p);
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
+
+static hkrt_status emu_ops_free(void *dev, void *p) {
+  emu_device *d = dev;
+  pthread_mutex_lock(&d->lock);
+  hkrt_status st = emu_free(d, p);
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
 
 /* Device memory is host memory: a copy is a memcpy into a checked block. */
 static hkrt_status emu_ops_to_device(void *dev, void *dst, const void *src, size_t n) {
-  hkrt_status st = emu_check_range(dev, dst, n);
+  emu_device *d = dev;
+  pthread_mutex_lock(&d->lock);
+  hkrt_status st = emu_check_range(d, dst, n);
   if (st == HKRT_OK) memcpy(dst, src, n);
+  pthread_mutex_unlock(&d->lock);
   return st;
 }
 
 static hkrt_status emu_ops_to_host(void *dev, void *dst, const void *src, size_t n) {
-  hkrt_status st = emu_check_range(dev, src, n);
+  emu_device *d = dev;
+  pthread_mutex_lock(&d->lock);
+  hkrt_status st = emu_check_range(d, src, n);
   if (st == HKRT_OK) memcpy(dst, src, n);
+  pthread_mutex_unlock(&d->lock);
   return st;
 }
 
@@ -543,7 +581,11 @@ static hkrt_status emu_ops_launch(void *dev, void *fn, const char *name, const u
   if (shared_bytes)
     return hkrt_fail(HKRT_ERR_LAUNCH, "emulator: kernel %s asks for %u bytes of dynamic LDS; the emulator has none",
                      name, shared_bytes);
-  return emu_launch(dev, fn, name, grid, block, args, size);
+  emu_device *d = dev;
+  pthread_mutex_lock(&d->lock);
+  hkrt_status st = emu_launch(d, fn, name, grid, block, args, size);
+  pthread_mutex_unlock(&d->lock);
+  return st;
 }
 static hkrt_status emu_ops_sync(void *dev) {
   (void)dev;

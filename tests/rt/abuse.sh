@@ -3,7 +3,8 @@
 # op's descriptor): tests/rt/abuse.yaml built with --emulate, then
 # rt_catalog abuse. Then code objects that are not the manifest's: changed,
 # truncated, or reached through a symbolic link (in or out of the folder),
-# each refused at load with the process alive (rt_catalog load).
+# each refused at load with the process alive (rt_catalog load). Then six
+# threads on one emulated device (rt_catalog threads).
 RT_DIR=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$RT_DIR/../.." && pwd)
 HKGEN=${HKGEN:-$ROOT/build/hkgen}
@@ -25,3 +26,4 @@ rm "$obj" && cp "$T/good.so" "$obj" && mv "$T/cat/gfx942" "$T/real942" && ln -s 
 "$RC" load "$T/cat" "a symbolic link" || fail "a linked target folder was followed"
 rm "$T/cat/gfx942" && mv "$T/real942" "$T/cat/gfx942"
 "$RC" load "$T/cat" - || fail "the restored catalogue"
+"$RC" threads "$T/cat" || fail "threads sharing one emulated device"

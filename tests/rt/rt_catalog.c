@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -862,6 +863,75 @@ static void test_load(const char *dir, const char *want) {
   hkrt_device_close(d);
 }
 
+/* Several threads on one emulated device and one catalogue: allocations,
+   copies, launches and frees interleave (the device serialises them); each
+   thread's GEMM must still be right. */
+typedef struct {
+  hkrt_device *d;
+  hkrt_kernel *k;
+  unsigned seed;
+  int bad;
+} threads_job;
+
+static void *threads_worker(void *arg) {
+  threads_job *j = arg;
+  enum { N = 24 };
+  for (int round = 0; round < 8 && !j->bad; round++) {
+    unsigned short ha[N * N], hb[N * N], hc[N * N];
+    uint64_t r = j->seed * 977u + (unsigned)round;
+    for (int i = 0; i < N * N; i++) {
+      r = r * 6364136223846793005ull + 1442695040888963407ull;
+      ha[i] = t_to_bf16((double)((r >> 33) % 5) - 2); /* sums stay under 256: exact in bf16 */
+      hb[i] = t_to_bf16((double)((r >> 45) % 5) - 2);
+    }
+    void *A = NULL, *B = NULL, *C = NULL, *junk = NULL;
+    if (hkrt_alloc(j->d, sizeof ha, &A) || hkrt_alloc(j->d, sizeof hb, &B) || hkrt_alloc(j->d, sizeof hc, &C) ||
+        hkrt_alloc(j->d, 4096, &junk) || hkrt_copy_to_device(j->d, A, ha, sizeof ha) ||
+        hkrt_copy_to_device(j->d, B, hb, sizeof hb)) {
+      j->bad = 1;
+      break;
+    }
+    hkrt_arg a[] = {HKRT_PTR("A", A), HKRT_PTR("B", B), HKRT_PTR("C", C), HKRT_INT("lda", N), HKRT_INT("ldb", N),
+                    HKRT_INT("ldc", N), HKRT_INT("M", N), HKRT_INT("N", N), HKRT_INT("K", N)};
+    hkrt_free(j->d, junk); /* a free in the middle of others' launches */
+    if (hkrt_kernel_launch(j->k, NULL, a, sizeof a / sizeof a[0], NULL) ||
+        hkrt_copy_to_host(j->d, hc, C, sizeof hc)) {
+      j->bad = 1;
+      break;
+    }
+    for (int i = 0; i < N && !j->bad; i++)
+      for (int n = 0; n < N; n++) { /* small integers: the bf16 products and sums are exact */
+        double s = 0;
+        for (int q = 0; q < N; q++) s += t_from_bf16(ha[i * N + q]) * t_from_bf16(hb[n * N + q]);
+        if (t_from_bf16(hc[i * N + n]) != s) j->bad = 2;
+      }
+    hkrt_free(j->d, A);
+    hkrt_free(j->d, B);
+    hkrt_free(j->d, C);
+  }
+  return NULL;
+}
+
+static void test_threads(const char *dir) {
+  hkrt_device *d = emu_device();
+  hkrt_catalog *c = NULL;
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) t_die("open %s: %s", dir, hkrt_error());
+  hkrt_kernel *k = abuse_kernel(c, "ab_gemm");
+  enum { T = 6 };
+  pthread_t th[T];
+  threads_job jobs[T];
+  for (int i = 0; i < T; i++) {
+    jobs[i] = (threads_job){d, k, (unsigned)i + 1, 0};
+    if (pthread_create(&th[i], NULL, threads_worker, &jobs[i])) t_die("pthread_create");
+  }
+  for (int i = 0; i < T; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(!jobs[i].bad, "thread %d: %s", i, jobs[i].bad == 2 ? "a wrong product" : hkrt_error());
+  }
+  hkrt_catalog_close(c);
+  hkrt_device_close(d);
+}
+
 int main(int argc, char **argv) {
   t_prog = "rt_catalog";
   T_DIE_NOTE(hkrt_error);
@@ -879,6 +949,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(argv[1], "e2e") && argc == 3) test_e2e(argv[2]);
   else if (!strcmp(argv[1], "abuse") && argc == 3) test_abuse(argv[2]);
   else if (!strcmp(argv[1], "load") && argc == 4) test_load(argv[2], argv[3]);
+  else if (!strcmp(argv[1], "threads") && argc == 3) test_threads(argv[2]);
   else t_die("unknown test '%s'", argv[1]);
   rm_tree(tmpdir);
   if (rc == 77) return 77;
