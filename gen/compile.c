@@ -375,41 +375,90 @@ void cc_cache_key(const cc_compiler *cc, const char *target, const char *src, si
   sha256_to_hex(d, key);
 }
 
+/* A text entry is <key><ext> and <key><ext>.sum (its sha256), checked like
+   an object's. */
 int cc_cache_get_text(const cc_cache *c, const char *key, const char *ext, char **text, size_t *len) {
   if (!c->enabled) return -1;
-  char *p = xasprintf("%s/%s%s", c->dir, key, ext);
-  int rc = fs_read_file(p, 1u << 26, text, len);
+  char *p = xasprintf("%s/%s%s", c->dir, key, ext), *sp = xasprintf("%s/%s%s.sum", c->dir, key, ext), *sum = NULL;
+  size_t slen;
+  char hex[65];
+  int rc = fs_read_file(sp, 4096, &sum, &slen);
+  if (rc == 0) rc = fs_read_file(p, 1u << 26, text, len);
+  if (rc == 0) {
+    sha256_hex(*text, *len, hex);
+    if (slen != 64 || memcmp(hex, sum, 64)) {
+      diag_warn(p, 0, 0, "cache entry does not match its checksum (changed or truncated): generating again");
+      free(*text);
+      *text = NULL;
+      rc = -1;
+    }
+  }
+  free(sum);
+  free(sp);
   free(p);
   return rc;
 }
 
 void cc_cache_put_text(const cc_cache *c, const char *key, const char *ext, const char *text, size_t len) {
   if (!c->enabled) return;
-  char *p = xasprintf("%s/%s%s", c->dir, key, ext);
-  fs_write_file(p, text, len, 0);
+  char *p = xasprintf("%s/%s%s", c->dir, key, ext), *sp = xasprintf("%s/%s%s.sum", c->dir, key, ext);
+  char hex[65];
+  sha256_hex(text, len, hex);
+  if (fs_write_file(p, text, len, 0) == 0) fs_write_file(sp, hex, 64, 0);
+  free(sp);
   free(p);
 }
 
 int cc_cache_has(const cc_cache *c, const char *key) {
   if (!c->enabled) return 0;
-  char *p = xasprintf("%s/%s.obj", c->dir, key);
+  char *p = xasprintf("%s/%s.sum", c->dir, key);
   int have = fs_exists(p);
   free(p);
   return have;
 }
 
 /* An entry is <key>.obj plus, when the compiler reported resources apart
-   from the object, <key>.meta (written first: an .obj implies its .meta). */
+   from the object, <key>.meta, and last <key>.sum: the sha256 of both. An
+   entry whose files do not match its sum (changed, truncated, or written by
+   an older hkgen) is a miss, and compiling again replaces it. The sum
+   catches corruption; it cannot make a cache that others may write
+   trustworthy (docs/SECURITY.md). */
+static char *cc_cache_sum(const char *obj, size_t len, const char *meta) {
+  char a[65], b[65];
+  sha256_hex(obj, len, a);
+  sha256_hex(meta ? meta : "", meta ? strlen(meta) : 0, b);
+  return xasprintf("hkgen-cache-sum-1 %s %s %s\n", a, meta ? b : "-", meta ? "meta" : "no-meta");
+}
+
 int cc_cache_get(const cc_cache *c, const char *key, char **obj, size_t *len, char **meta) {
   *meta = NULL;
+  *obj = NULL;
   if (!c->enabled) return -1;
   char *p = xasprintf("%s/%s.obj", c->dir, key), *m = xasprintf("%s/%s.meta", c->dir, key);
-  int rc = fs_read_file(p, 1u << 30, obj, len);
-  size_t mlen;
-  if (rc == 0 && fs_exists(m) && fs_read_file(m, 1u << 20, meta, &mlen) < 0) {
-    free(*obj);
-    rc = -1;
+  char *sp = xasprintf("%s/%s.sum", c->dir, key), *sum = NULL;
+  size_t mlen, slen;
+  int rc = fs_read_file(sp, 4096, &sum, &slen);
+  if (rc == 0) rc = fs_read_file(p, 1u << 30, obj, len);
+  /* the sum says whether the entry has a meta file (build.c keeps other
+     figures in a text entry of the same name when it has none) */
+  int has_meta = rc == 0 && slen > 6 && !strcmp(sum + slen - 6, " meta\n");
+  if (rc == 0 && has_meta && fs_read_file(m, 1u << 20, meta, &mlen) < 0) rc = -1;
+  if (rc == 0) {
+    char *want = cc_cache_sum(*obj, *len, *meta);
+    if (strcmp(want, sum)) {
+      diag_warn(p, 0, 0, "cache entry does not match its checksum (changed or truncated): compiling again");
+      rc = -1;
+    }
+    free(want);
   }
+  if (rc == 0 && !has_meta && cc_cache_get_text(c, key, ".meta", meta, &mlen) < 0) *meta = NULL;
+  if (rc < 0) {
+    free(*obj);
+    free(*meta);
+    *obj = *meta = NULL;
+  }
+  free(sum);
+  free(sp);
   free(p);
   free(m);
   return rc;
@@ -419,8 +468,12 @@ void cc_cache_put(const cc_cache *c, const char *key, const char *obj, size_t le
                   const char *meta) {
   if (!c->enabled) return;
   char *p = xasprintf("%s/%s.obj", c->dir, key), *m = xasprintf("%s/%s.meta", c->dir, key);
-  /* a failed cache write only costs a recompile */
-  if (!meta || fs_write_file(m, meta, strlen(meta), 0) == 0) fs_write_file(p, obj, len, 0);
+  char *sp = xasprintf("%s/%s.sum", c->dir, key), *sum = cc_cache_sum(obj, len, meta);
+  /* a failed cache write only costs a recompile; the sum goes last */
+  if ((!meta || fs_write_file(m, meta, strlen(meta), 0) == 0) && fs_write_file(p, obj, len, 0) == 0)
+    fs_write_file(sp, sum, strlen(sum), 0);
+  free(sum);
+  free(sp);
   free(p);
   free(m);
 }

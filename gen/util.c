@@ -223,8 +223,16 @@ int fs_write_atomic(const char *path, const void *data, size_t len) {
 int fs_write_file(const char *path, const void *data, size_t len, int durable) {
   if (!durable && fs_same(path, data, len)) return 0;
   static atomic_uint seq; /* threads of one process write distinct temporaries */
-  char *tmp = xasprintf("%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&seq, 1));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char *tmp = NULL;
+  int fd = -1;
+  /* a fresh file only (O_EXCL, O_NOFOLLOW): a name planted in advance, a
+     symbolic link above all, is never written through */
+  for (int tries = 0; fd < 0 && tries < 16; tries++) {
+    free(tmp);
+    tmp = xasprintf("%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&seq, 1));
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) {
     free(tmp);
     return -1;

@@ -143,6 +143,21 @@ case_cache() {
   ncache=$(find "$HKGEN_CACHE_DIR" -type f | wc -l)
   [ "$ncache" -ge "$want" ] || fail "the cache holds $ncache files, expected at least one per kernel ($want)"
   echo "ok   second build: 0 compiled, $want from cache"
+  # entries that are not what was stored: one object truncated, one replaced
+  # by another kernel's, one sum missing: each is compiled again, and the
+  # catalogue is the same as the first
+  set -- $(ls "$HKGEN_CACHE_DIR"/*.obj)
+  [ $# -ge 3 ] || fail "fewer than 3 cached objects ($#)"
+  head -c 100 "$1" >"$1.cut" && mv "$1.cut" "$1"
+  cp "$3" "$2"
+  rm "${3%.obj}.sum"
+  run_hk "$T/b3.out" build --target "$TARGETS" -o "$T/c3" "$T/small.yaml"
+  expect_rc 0 "build over a damaged cache"
+  grep -q ": 3 compiled, $((want - 3)) from cache" "$T/b3.out" ||
+    fail "a damaged cache entry was used: $(tail -1 "$T/b3.out")"
+  [ "$(grep -c 'does not match its checksum' "$T/b3.out")" = 2 ] || fail "the damaged entries were not reported"
+  diff -r "$T/c1" "$T/c3" >"$T/diff" 2>&1 || fail "a build over a damaged cache differs: $(head -20 "$T/diff")"
+  echo "ok   damaged cache entries (truncated, swapped, unsummed) are compiled again"
 }
 
 case_mfma() {
