@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "build.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -488,18 +489,43 @@ static int bd_manifest(bd_ctx *c) {
   return rc;
 }
 
-/* One build at a time per folder: a second one is refused, not interleaved. */
-static int bd_lock(const char *outdir) {
-  char *p = fs_join(outdir, ".hkgen.lock");
-  int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-    diag_error(outdir, 0, 0, "%s",
-               fd < 0 ? strerror(errno) : "another hkgen build is writing this catalogue; wait for it");
-    if (fd >= 0) close(fd);
-    fd = -1;
+/* Whether name is something a build or a merge writes into its folder. */
+static int bd_own_entry(const char *name) {
+  static const char *const own[] = {"manifest.json", "sources.json", ".hkgen.lock", ".hkgen-shard"};
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(name, own[i])) return 1;
+  return tgt_find(name) != NULL || strstr(name, ".tmp.") != NULL;
+}
+
+/* A manifest hkgen wrote opens with its "hkgen" key. */
+static int bd_own_manifest(const char *path) {
+  char *text = NULL;
+  size_t len = 0;
+  if (fs_read_file(path, 1u << 30, &text, &len) < 0) return errno == ENOENT;
+  int own = len > 2 && strstr(text, "\"hkgen\":") && strstr(text, "\"hkgen\":") - text < 64;
+  free(text);
+  return own;
+}
+
+int bd_check_outdir(const char *outdir) {
+  DIR *d = opendir(outdir);
+  if (!d) return 0; /* a new folder */
+  const char *bad = NULL;
+  for (struct dirent *e; !bad && (e = readdir(d));)
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !bd_own_entry(e->d_name)) bad = e->d_name;
+  char *foreign = bad ? xstrdup(bad) : NULL;
+  closedir(d);
+  static const char *const manifests[] = {"manifest.json", "sources.json"};
+  for (int i = 0; i < 2 && !foreign; i++) {
+    char *m = fs_join(outdir, manifests[i]);
+    if (!bd_own_manifest(m)) foreign = xstrdup(manifests[i]);
+    free(m);
   }
-  free(p);
-  return fd;
+  if (!foreign) return 0;
+  diag_error(outdir, 0, 0, "holds %s, which hkgen did not write: refusing to build a catalogue over it "
+             "(give -o a new or empty folder, or one hkgen built)", foreign);
+  free(foreign);
+  return -1;
 }
 
 /* Resolves each target's compiler once; reports every target that has none. */
@@ -565,11 +591,15 @@ int bd_build(spec_set *set, const bd_options *o) {
   }
   int status = HK_EFAIL, lockfd = -1;
   if (!o->sources_only && bd_compilers(&c) < 0) goto out;
+  if (bd_check_outdir(o->outdir) < 0) {
+    status = HK_EUSAGE;
+    goto out;
+  }
   if (fs_mkdirs(o->outdir) < 0) {
     diag_error(o->outdir, 0, 0, "cannot create the output folder: %s", strerror(errno));
     goto out;
   }
-  if ((lockfd = bd_lock(o->outdir)) < 0) goto out;
+  if ((lockfd = fs_lock_folder(o->outdir)) < 0) goto out;
   /* The old manifests go first (a build's and a gen's: either may describe
      files this run replaces): from here until the new one is in place the
      folder holds none, never a stale one. */
@@ -590,7 +620,7 @@ int bd_build(spec_set *set, const bd_options *o) {
               c.n == 1 ? "" : "s", o->outdir, (size_t)c.compiled,
               o->sources_only ? 0 : c.n - (size_t)c.compiled, bd_now() - c.t0);
 out:
-  if (lockfd >= 0) close(lockfd);
+  if (lockfd >= 0) fs_unlock_folder(o->outdir, lockfd);
   for (size_t i = 0; i < c.n; i++) {
     free(c.items[i].src);
     free(c.items[i].src_rel);

@@ -19,6 +19,11 @@ typedef struct {
 /* Builds every kernel of set; returns an exit status (HK_OK, HK_EFAIL). */
 int bd_build(spec_set *set, const bd_options *o);
 
+/* 0 when outdir is new, empty, or holds only what hkgen writes (target
+   folders, manifests it wrote, its lock and shard marks); else an error
+   naming the first foreign entry. */
+int bd_check_outdir(const char *outdir);
+
 /* Waves per SIMD a kernel can keep resident, from registers, LDS and block size. */
 int bd_waves_per_simd(const char *target, const cg_kernel_meta *m, int block);
 

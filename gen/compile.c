@@ -246,7 +246,9 @@ static int cc_compile_host(const cc_compiler *cc, const char *target, const char
   char *arch = xasprintf("-DHK_EMU_ARCH=%d", cc_emu_arch(target));
   char *inc = xasprintf("-I%s", cc_runtime_include());
   char *argv[] = {(char *)cc->path, "-x", "c++", "-std=c++17", "-O2", "-fPIC", "-shared",
-                  "-fvisibility=hidden", "-DHK_EMULATE", arch, inc, t.in, "-o", t.out, NULL};
+                  "-fvisibility=hidden", "-DHK_EMULATE", arch, inc, t.in, "-o", t.out,
+                  "-lm", /* the module names its libm need: a program linking libhkrt.a alone loads it */
+                  NULL};
   hk_buf msg;
   buf_init(&msg);
   int rc = cc_tmp_run(&t, argv, src, len, obj, objlen, &msg);

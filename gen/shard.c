@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "build.h"
 #include "spec.h"
 #include "util.h"
 
@@ -165,10 +166,13 @@ int sh_merge(char **dirs, int ndirs, const char *outdir) {
   }
   hk_buf out;
   buf_init(&out);
+  int lockfd = -1;
+  if (!bad && bd_check_outdir(outdir) < 0) bad = 1;
   if (!bad && fs_mkdirs(outdir) < 0) {
     diag_error(outdir, 0, 0, "cannot create: %s", strerror(errno));
     bad = 1;
   }
+  if (!bad && (lockfd = fs_lock_folder(outdir)) < 0) bad = 1; /* never a manifest in the middle of a build */
   if (!bad) {
     char *mpath = fs_join(outdir, "manifest.json");
     unlink(mpath); /* as in a build: no manifest until the new one is complete */
@@ -197,6 +201,7 @@ int sh_merge(char **dirs, int ndirs, const char *outdir) {
     free(mpath);
   }
   buf_free(&out);
+  if (lockfd >= 0) fs_unlock_folder(outdir, lockfd);
   for (int i = 0; i < ndirs; i++) sh_free(&parts[i]);
   free(parts);
   free(by_k);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -365,3 +366,32 @@ static int fs_remove_one(const char *path, const struct stat *st, int flag, stru
 }
 
 int fs_remove_tree(const char *path) { return nftw(path, fs_remove_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+int fs_lock_folder(const char *dir) {
+  char *p = fs_join(dir, ".hkgen.lock");
+  int fd = -1;
+  for (int tries = 0; tries < 8; tries++) {
+    fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+      diag_error(dir, 0, 0, "%s", fd < 0 ? strerror(errno) : "another hkgen build or merge is writing this folder; wait for it");
+      if (fd >= 0) close(fd);
+      fd = -1;
+      break;
+    }
+    /* the holder before us may have removed the file after we opened it:
+       the lock counts only while the name is still the file we locked */
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && stat(p, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) break;
+    close(fd);
+    fd = -1;
+  }
+  free(p);
+  return fd;
+}
+
+void fs_unlock_folder(const char *dir, int fd) {
+  char *p = fs_join(dir, ".hkgen.lock");
+  unlink(p); /* still held: no finished folder keeps a lock file */
+  close(fd);
+  free(p);
+}

@@ -50,6 +50,11 @@ int fs_exists(const char *path);
 /* Removes path and everything under it (symbolic links are removed, never
    followed); 0 on success. */
 int fs_remove_tree(const char *path);
+/* One writer at a time per output folder (builds and merges): the fd of
+   the held lock, or -1 with an error said. fs_unlock_folder removes the
+   lock file, then releases it. */
+int fs_lock_folder(const char *dir);
+void fs_unlock_folder(const char *dir, int fd);
 char *fs_join(const char *dir, const char *name);
 char *fs_dirname(const char *path);
 

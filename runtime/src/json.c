@@ -3,6 +3,9 @@
    overflow the stack; every node and string goes into one arena. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -461,8 +464,24 @@ hkrt_json_doc *hkrt_json_parse(const char *text, size_t len, char *err, size_t e
 
 hkrt_status hkrt_json_read_file(const char *path, hkrt_json_doc **out) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hkrt_fail(HKRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  /* non-blocking and a regular file only: a FIFO or a device in the
+     manifest's place is an error, not a hang */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0) return hkrt_fail(HKRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return hkrt_fail(HKRT_ERR_IO, "%s: not a regular file", path);
+  }
+  if ((unsigned long long)st.st_size > HKRT_JSON_MAX_BYTES) {
+    close(fd);
+    return hkrt_fail(HKRT_ERR_IO, "%s: the file is over %u bytes", path, HKRT_JSON_MAX_BYTES);
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return hkrt_fail(HKRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  }
   char *buf = NULL;
   size_t len = 0, cap = 0;
   for (;;) {

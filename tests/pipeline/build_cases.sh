@@ -160,6 +160,29 @@ case_cache() {
   echo "ok   damaged cache entries (truncated, swapped, unsummed) are compiled again"
 }
 
+case_outdir() {
+  small_spec "$T/small.yaml"
+  # a folder hkgen did not make: refused with status 2, the user's files untouched
+  mkdir -p "$T/mine"
+  echo '{"my": "data"}' >"$T/mine/manifest.json"
+  echo 'notes' >"$T/mine/sources.json"
+  run_hk "$T/o1.out" build --target gfx942 -o "$T/mine" "$T/small.yaml"
+  expect_rc 2 "a build into a folder hkgen did not write"
+  grep -q "which hkgen did not write" "$T/o1.out" || fail "no reason given: $(cat "$T/o1.out")"
+  [ "$(cat "$T/mine/manifest.json")" = '{"my": "data"}' ] && [ "$(cat "$T/mine/sources.json")" = notes ] ||
+    fail "the user's files were changed"
+  echo hi >"$T/other.txt" && mkdir -p "$T/mine2" && cp "$T/other.txt" "$T/mine2/"
+  run_hk "$T/o2.out" build --target gfx942 -o "$T/mine2" "$T/small.yaml"
+  expect_rc 2 "a build into a folder with foreign files"
+  # a finished catalogue keeps no lock file, and may be built over again
+  run_hk "$T/o3.out" build --target gfx942 -o "$T/cat" "$T/small.yaml"
+  expect_rc 0 "a build into a new folder"
+  [ ! -e "$T/cat/.hkgen.lock" ] || fail "a finished catalogue keeps .hkgen.lock"
+  run_hk "$T/o4.out" build --target gfx942 -o "$T/cat" "$T/small.yaml"
+  expect_rc 0 "a build over a catalogue"
+  echo "ok   foreign folders refused (status 2, files untouched), no stale lock in a finished catalogue"
+}
+
 case_mfma() {
   cat=$WORK/catalog
   [ -d "$cat" ] || fail "$cat is missing: the build_all test must run first"
@@ -440,8 +463,8 @@ case_inspect() {
   echo "ok   inspect refuses junk (1) and a missing path (2)"
 }
 
-[ $# = 1 ] || fail "usage: build_cases.sh all|determinism|cache|mfma|manifest|failure|lock|inspect|stale"
+[ $# = 1 ] || fail "usage: build_cases.sh all|determinism|cache|mfma|manifest|failure|lock|inspect|stale|outdir"
 case $1 in
-all | determinism | cache | mfma | manifest | failure | lock | inspect | stale) "case_$1" ;;
+all | determinism | cache | mfma | manifest | failure | lock | inspect | stale | outdir) "case_$1" ;;
 *) fail "unknown case $1" ;;
 esac

@@ -265,6 +265,13 @@ static void test_manifest(void) {
   char missing[600];
   snprintf(missing, sizeof missing, "%s/no-such-folder", tmpdir);
   CHECK_ERR(hkrt_catalog_open(d, missing, &none), HKRT_ERR_IO, "no-such-folder/manifest.json: cannot open");
+  /* a FIFO (or any non-file) in the manifest's place is an error, not a hang */
+  char fifo_dir[600], fifo[700];
+  snprintf(fifo_dir, sizeof fifo_dir, "%s/fifo", tmpdir);
+  snprintf(fifo, sizeof fifo, "%s/manifest.json", fifo_dir);
+  if (mkdir(fifo_dir, 0700) < 0 || mkfifo(fifo, 0600) < 0) t_die("mkfifo %s", fifo);
+  CHECK_ERR(hkrt_catalog_open(d, fifo_dir, &none), HKRT_ERR_IO, "manifest.json: not a regular file");
+  unlink(fifo);
   hkrt_device_close(d);
 }
 
