@@ -138,19 +138,25 @@ static void norm_plan(const op_inst *k, op_plan *p) {
 
 /* ---- `hkgen test` ------------------------------------------------------------ */
 
+/* Rows past NORM_PARTS and a row past the registers: backward blocks add
+   two rows into their scratch row (backward kernels only). */
+#define NORM_MANY_ROWS 601
+
 /* RMSNorm's gradient at hidden 1 is rstd * g * eps / (s^2 + eps): all
    cancellation, no test of the kernel. */
 static int norm_shape_ok(const op_inst *k, const long *shape) {
-  return !(norm_is(k, "phase", "bwd") && !norm_ln(k) && shape[op_param_index(k->op, "hidden")] == 1);
+  int bwd = norm_is(k, "phase", "bwd");
+  if (shape[op_param_index(k->op, "rows")] == NORM_MANY_ROWS) return bwd;
+  return !(bwd && !norm_ln(k) && shape[op_param_index(k->op, "hidden")] == 1);
 }
 
 /* Odd and round hidden sizes, tails of 1..7, rows past one register pass
    (9000 > 4 x 256 x 8 forward and 2 x 512 x 8 backward), rows that share a
-   backward block (600 > NORM_PARTS, with a small hidden). */
+   backward block (600 > NORM_PARTS, with a small hidden; NORM_MANY_ROWS). */
 static int norm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const char *const dims[] = {"rows", "hidden"};
   static const long cases[][2] = {{3, 1000}, {2, 4097}, {2, 5120}, {2, 8192}, {5, 1},  {7, 7},
-                                  {4, 64},   {1, 300},  {2, 9000}, {600, 24}, {9, 136}};
+                                  {4, 64},   {1, 300},  {2, 9000}, {600, 24}, {9, 136}, {NORM_MANY_ROWS, 8200}};
   return et_shapes_from_cases(k, dims, 2, &cases[0][0], (int)(sizeof cases / sizeof cases[0]), norm_shape_ok,
                               out, max);
 }
