@@ -62,9 +62,11 @@ static constexpr int NORM_LDS = 8 * NORM_T + NORM_T;
 static_assert(NORM_T % 32 == 0, "norm_sum2 sums T/8 values 4 at a time");
 
 // ---- Philox 4x32-10 (Salmon et al. 2011), plain integer code ----------------
+// The rounds stay a loop: unrolled, AMD holds the 20 round keys (uniform) in SGPRs and
+// spilled them in the dropout backward.
 HK_DEVICE void norm_philox(unsigned c[4], unsigned k0, unsigned k1)
 {
-#pragma unroll
+#pragma unroll 1
     for (int r = 0; r < 10; ++r) {
         const unsigned long long p0 = (unsigned long long)0xD2511F53u * c[0];
         const unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c[2];
@@ -319,28 +321,37 @@ HK_DEVICE float norm_dev2(const norm_row &r, int u, float mean, const float v[8]
 }
 ]hkm_norm_only([bwd])[
 // ---- phase bwd ---------------------------------------------------------------
-// xhat = (s - mean) * rstd, d = dy and g = dy * w of unit u (0 past the row)
-HK_DEVICE void norm_bwd_load8(const norm_row &r, const hk_bf16 *s, const hk_bf16 *dy, const norm_w_t *w, int u,
-                              float mean, float rstd, float xh[8], float g[8], float d[8])
+// s and dy of unit u as loaded (bf16: half the registers of fp32 copies; 0 past the row)
+HK_DEVICE void norm_bwd_load(const norm_row &r, const hk_bf16 *s, const hk_bf16 *dy, int u, int n, hk_bf16x8 &sv,
+                             hk_bf16x8 &dv)
 {
-    const int col = 8 * u, n = r.hidden - col;
+    const int col = 8 * u;
+    sv = hk_global_load_bf16x8(s + col, n, r.vec);
+    dv = hk_global_load_bf16x8(dy + col, n, r.vec);
+}
+
+// xhat = (s - mean) * rstd, d = dy and g = dy * w of unit u (d and g 0 past the row, so
+// every sum over xhat is weighted by 0 there); w is re-read in each pass rather than held
+HK_DEVICE void norm_bwd_terms(const norm_row &r, hk_bf16x8 sv, hk_bf16x8 dv, const norm_w_t *w, int u, int n, float mean,
+                              float rstd, float xh[8], float g[8], float d[8])
+{
+    const int col = 8 * u;
     float wv[8];
-    norm_load8(s + col, n, r.vec, xh);
-    norm_load8(dy + col, n, r.vec, d);
     norm_load_w8(w + col, n, r.vec, wv);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-        xh[j] = j < n ? (xh[j] - mean) * rstd : 0.0f;
+        d[j] = hk_bf16_to_f32(dv[j]);
+        xh[j] = (hk_bf16_to_f32(sv[j]) - mean) * rstd;
         g[j] = d[j] * wv[j];
     }
 }
 
 // ds = rstd * (g - mean(g) - xhat * mean(g * xhat)) (+ the gradient of the emitted s);
 // d_residual = ds, dx = dropout'(ds)
-HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, hk_bf16 *dx, hk_bf16 *dres, int u, float rstd,
-                               float ma, float mb, const float xh[8], const float g[8])
+HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, hk_bf16 *dx, hk_bf16 *dres, int u, int n,
+                               float rstd, float ma, float mb, const float xh[8], const float g[8])
 {
-    const int col = 8 * u, n = r.hidden - col;
+    const int col = 8 * u;
     float ds[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j)
@@ -356,6 +367,30 @@ HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, hk_bf16 
     }
     norm_dropout8(r, col, ds);
     norm_store8(dx + col, n, r.vec, ds);
+}
+
+// The block's partial dweight / dbias of unit u (n valid elements): stored, or added
+// to what its scratch row holds (only this thread ever touches those columns).
+HK_DEVICE void norm_part_put8(float *dwp, float *dbp, int u, int n, const float w[8], const float b[8])
+{
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        if (j < n) {
+            hk_global_store_f32(dwp + 8 * u + j, w[j]);
+            if (NORM_LN)
+                hk_global_store_f32(dbp + 8 * u + j, b[j]);
+        }
+}
+
+HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float w[8], const float b[8])
+{
+    float tw[8], tb[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        tw[j] = j < n ? hk_global_load_f32(dwp + 8 * u + j) + w[j] : 0.0f;
+        tb[j] = j < n && NORM_LN ? hk_global_load_f32(dbp + 8 * u + j) + b[j] : 0.0f;
+    }
+    norm_part_put8(dwp, dbp, u, n, tw, tb);
 }
 
 ]hkm_kernel_begin()[
@@ -376,18 +411,18 @@ HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, hk_bf16 
             && (!ds_in0 || norm_al16(ds_in0)) && (!dres0 || norm_al16(dres0)) && (sizeof(norm_w_t) == 4 || norm_al16(w));
 
     // this block's partial dweight / dbias: registers for the first units, its scratch row for the rest
+    // Registers only on the vector path, where a unit is 8 valid elements (n = 8 folds every
+    // mask away); the element path re-reads every unit (otherwise AMD hoists the per-element
+    // masks of each held unit out of the row loop and runs out of SGPRs).
+    const int held = r.vec ? NORM_UNITS : 0;
     float dw[NORM_UNITS][8], db[NORM_UNITS][8];
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i)
 #pragma unroll
         for (int j = 0; j < 8; ++j)
             dw[i][j] = db[i][j] = 0.0f;
-    for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T)
-        for (int c = 8 * u; c < 8 * u + 8 && c < hidden; ++c) {
-            hk_global_store_f32(dwp + c, 0.0f);
-            if (NORM_LN)
-                hk_global_store_f32(dbp + c, 0.0f);
-        }
+    for (int u = tid + held * NORM_T; u < nunits; u += NORM_T)
+        norm_part_put8(dwp, dbp, u, hidden - 8 * u, dw[0], db[0]); // still zero
 
     for (long row = blk; row < rows; row += parts) {
         const long base = row * hidden;
@@ -397,59 +432,65 @@ HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, hk_bf16 
         r.row = row;
         const float rstd = hk_global_load_f32(hk_a.rstd + row);
         const float mean = ]hkm_norm_ln([[hk_global_load_f32(hk_a.mean + row)]], [[0.0f]])[;
-        float xh[NORM_UNITS][8], g[NORM_UNITS][8], a = 0.0f, b = 0.0f;
+        hk_bf16x8 sv[NORM_UNITS], dv[NORM_UNITS];
+        float a = 0.0f, b = 0.0f;
 #pragma unroll
         for (int i = 0; i < NORM_UNITS; ++i) {
             const int u = tid + i * NORM_T;
-            float d[8];
-            if (u < nunits)
-                norm_bwd_load8(r, s, dy, w, u, mean, rstd, xh[i], g[i], d);
+            if (i < held && u < nunits) {
+                float xh[8], g[8], d[8];
+                norm_bwd_load(r, s, dy, u, 8, sv[i], dv[i]);
+                norm_bwd_terms(r, sv[i], dv[i], w, u, 8, mean, rstd, xh, g, d);
 #pragma unroll
-            for (int j = 0; j < 8; ++j) {
-                xh[i][j] = u < nunits ? xh[i][j] : 0.0f;
-                g[i][j] = u < nunits ? g[i][j] : 0.0f;
-                d[j] = u < nunits ? d[j] : 0.0f;
-                a += g[i][j];
-                b += g[i][j] * xh[i][j];
-                dw[i][j] += d[j] * xh[i][j];
-                db[i][j] += d[j];
+                for (int j = 0; j < 8; ++j) {
+                    a += g[j];
+                    b += g[j] * xh[j];
+                    dw[i][j] += d[j] * xh[j];
+                    db[i][j] += d[j];
+                }
             }
         }
-        for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
+        for (int u = tid + held * NORM_T; u < nunits; u += NORM_T) {
+            hk_bf16x8 ts, td;
             float txh[8], tg[8], d[8];
-            norm_bwd_load8(r, s, dy, w, u, mean, rstd, txh, tg, d);
-            for (int j = 0; j < 8 && 8 * u + j < hidden; ++j) {
+            norm_bwd_load(r, s, dy, u, hidden - 8 * u, ts, td);
+            norm_bwd_terms(r, ts, td, w, u, hidden - 8 * u, mean, rstd, txh, tg, d);
+            // past the row, d, g and xhat are 0: the sums need no mask
+            float pw[8], pb[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
                 a += tg[j];
                 b += tg[j] * txh[j];
-                const int c = 8 * u + j;
-                hk_global_store_f32(dwp + c, hk_global_load_f32(dwp + c) + d[j] * txh[j]);
-                if (NORM_LN)
-                    hk_global_store_f32(dbp + c, hk_global_load_f32(dbp + c) + d[j]);
+                pw[j] = d[j] * txh[j];
+                pb[j] = d[j];
             }
+            norm_part_add8(dwp, dbp, u, hidden - 8 * u, pw, pb);
         }
         norm_sum2(hk_lds, a, b);
         const float ma = NORM_LN ? a / (float)hidden : 0.0f, mb = b / (float)hidden;
 #pragma unroll
         for (int i = 0; i < NORM_UNITS; ++i) {
             const int u = tid + i * NORM_T;
-            if (u < nunits)
-                norm_bwd_store8(r, ds_in, dx, dres, u, rstd, ma, mb, xh[i], g[i]);
+            if (i < held && u < nunits) {
+                float xh[8], g[8], d[8];
+                norm_bwd_terms(r, sv[i], dv[i], w, u, 8, mean, rstd, xh, g, d);
+                norm_bwd_store8(r, ds_in, dx, dres, u, 8, rstd, ma, mb, xh, g);
+            }
         }
-        for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
+        for (int u = tid + held * NORM_T; u < nunits; u += NORM_T) {
+            hk_bf16x8 ts, td;
             float txh[8], tg[8], d[8];
-            norm_bwd_load8(r, s, dy, w, u, mean, rstd, txh, tg, d);
-            norm_bwd_store8(r, ds_in, dx, dres, u, rstd, ma, mb, txh, tg);
+            norm_bwd_load(r, s, dy, u, hidden - 8 * u, ts, td);
+            norm_bwd_terms(r, ts, td, w, u, hidden - 8 * u, mean, rstd, txh, tg, d);
+            norm_bwd_store8(r, ds_in, dx, dres, u, hidden - 8 * u, rstd, ma, mb, txh, tg);
         }
     }
 
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
         const int u = tid + i * NORM_T;
-        for (int j = 0; j < 8 && u < nunits && 8 * u + j < hidden; ++j) {
-            hk_global_store_f32(dwp + 8 * u + j, dw[i][j]);
-            if (NORM_LN)
-                hk_global_store_f32(dbp + 8 * u + j, db[i][j]);
-        }
+        if (i < held && u < nunits)
+            norm_part_put8(dwp, dbp, u, 8, dw[i], db[i]);
     }
 }
 ]hkm_norm_only([bwd_reduce])[
