@@ -9,7 +9,8 @@
 #include "util.h"
 
 static const char *const model_keys[] = {"name", "hidden", "heads_q", "heads_k", "head_dim",
-                                         "ffn", "tp", "rope_theta", "causal", "target"};
+                                         "ffn", "tp", "rope_theta", "causal", "target",
+                                         "norm", "eps"};
 #define MODEL_NKEYS (sizeof model_keys / sizeof model_keys[0])
 
 typedef struct {
@@ -117,6 +118,21 @@ static void model_add(yt_node ***out, size_t *n, yt_node *e) {
   (*out)[(*n)++] = e;
 }
 
+/* The model's add + norm (hidden whole on every rank, so one entry for all
+   tp): kind and eps are checked by the norm op's schema like a user's entry. */
+static void model_norm(const yt_node *m, const char *name, const yt_node *target, long hidden, yt_node ***out,
+                       size_t *n) {
+  const yt_node *kind = yt_map_get(m, "norm"), *eps = yt_map_get(m, "eps");
+  if (!kind || kind->kind != YT_SCALAR) return;
+  char nm[96];
+  snprintf(nm, sizeof nm, "%s_norm", name);
+  yt_node *e = model_entry(m, "norm", nm, target);
+  model_set(e, "kind", kind->value);
+  model_set_int(e, "hidden", hidden);
+  if (eps && eps->kind == YT_SCALAR) model_set(e, "eps", eps->value);
+  model_add(out, n, e);
+}
+
 static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n) {
   if (m->kind != YT_MAP) {
     diag_error(c->file, m->line, m->col, "each model is a mapping (name, hidden, heads_q, ...)");
@@ -188,6 +204,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
     if (theta && theta->kind == YT_SCALAR) model_set(r, "theta", theta->value);
     model_add(out, n, r);
   }
+  if (!c->errors) model_norm(m, name->value, target, hidden, out, n);
 }
 
 int model_expand(const char *file, const yt_node *models, yt_node ***out, size_t *n) {

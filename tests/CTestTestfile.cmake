@@ -106,6 +106,11 @@ add_test(emu_kernels_gfx942 sh emu/kernels.sh gfx942)
 set_tests_properties(emu_kernels_gfx942 PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
 add_test(emu_kernels_gfx950 sh emu/kernels.sh gfx950)
 set_tests_properties(emu_kernels_gfx950 PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
+# RMSNorm / LayerNorm fwd, bwd and bwd_reduce on the emulator (tests/emu/norm.yaml).
+add_test(emu_norm_gfx942 sh emu/norm.sh gfx942)
+set_tests_properties(emu_norm_gfx942 PROPERTIES TIMEOUT 300 LABELS "emu" COST 30 ENVIRONMENT "${HK_ENV}")
+add_test(emu_norm_gfx950 sh emu/norm.sh gfx950)
+set_tests_properties(emu_norm_gfx950 PROPERTIES TIMEOUT 300 LABELS "emu" COST 30 ENVIRONMENT "${HK_ENV}")
 
 # Runtime catalogues (label runtime; `ctest -L runtime`): manifests good and bad
 # (each error's text), kernel selection and the "nothing fits" message, kernarg

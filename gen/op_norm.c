@@ -1,0 +1,517 @@
+/* op_norm.c: RMSNorm and LayerNorm (one op, `kind'), fused with dropout and
+   the residual add: s = dropout(x) + residual, y = norm(s) * weight (+ bias);
+   forward, backward and the backward's deterministic row reduction (`phase').
+   bf16 tensors, fp32 statistics. Skeleton: templates/norm.hip.m4. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emutest.h"
+#include "op.h"
+#include "target.h"
+
+static const char *const norm_kinds[] = {"rmsnorm", "layernorm", NULL};
+static const char *const norm_phases[] = {"fwd", "bwd", "bwd_reduce", NULL};
+static const char *const norm_wtypes[] = {"bf16", "fp32", NULL};
+
+#define NORM_MAX_HIDDEN (1L << 20)
+
+static const op_param norm_params[] = {
+    {"kind", OP_ENUM, norm_kinds, 0, 0, "rmsnorm", 0, "", "rmsnorm: s * rstd * w; layernorm: (s - mean) * rstd * w + b"},
+    {"phase", OP_ENUM, norm_phases, 0, 0, "fwd", 0, "",
+     "fwd: y, s, rstd (mean); bwd: dx (d_residual) and per-block dweight/dbias partials; bwd_reduce: "
+     "their sum"},
+    {"weight_dtype", OP_ENUM, norm_wtypes, 0, 0, "bf16", 0, "w", "element type of weight and bias"},
+    {"residual", OP_BOOL, NULL, 0, 0, "true", 0, "res", "add a residual: s = dropout(x) + residual"},
+    {"dropout", OP_FLOAT, NULL, 0, 0, "0", 0, "dp",
+     "probability of dropping an element of x, below 1 (left out: no dropout); Philox mask from seed, offset"},
+    {"eps", OP_FLOAT, NULL, 0, 0, "1e-5", 0, "eps", "added to the variance (mean square) before the root"},
+    {"rows", OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, "r", "rows (tokens) per launch"},
+    {"hidden", OP_INT, NULL, 1, NORM_MAX_HIDDEN, OP_ANY, 1, "h", "elements per row (any size)"},
+};
+
+/* Threads per block, and partial rows of the backward: fixed, not per
+   device, so that dweight is the same bits on every device too. */
+#define NORM_T_FWD 256
+#define NORM_T_BWD 512
+#define NORM_T_RED 256
+#define NORM_PARTS 512
+
+static int norm_is(const op_inst *k, const char *param, const char *v) { return !strcmp(op_val(k, param), v); }
+static int norm_ln(const op_inst *k) { return norm_is(k, "kind", "layernorm"); }
+static int norm_drop(const op_inst *k) { return strtod(op_val(k, "dropout"), NULL) > 0; }
+static int norm_res(const op_inst *k) { return (int)op_int(k, "residual"); }
+
+static int norm_check(const op_inst *k, char *msg, size_t n) {
+  double p = strtod(op_val(k, "dropout"), NULL);
+  if (!(p < 1)) {
+    snprintf(msg, n, "dropout must be below 1 (got %s): it is the probability of dropping an element",
+             op_val(k, "dropout"));
+    return -1;
+  }
+  return 0;
+}
+
+static const char *norm_wptr(const op_inst *k, int is_const) {
+  int f32 = norm_is(k, "weight_dtype", "fp32");
+  return is_const ? (f32 ? "const float *" : "const hk_bf16 *") : (f32 ? "float *" : "hk_bf16 *");
+}
+
+static void norm_args_tail(const op_inst *k, op_plan *p) {
+  if (norm_drop(k) && !norm_is(k, "phase", "bwd_reduce")) {
+    op_arg_add(p->args, &p->nargs, "long", "seed");
+    op_arg_add(p->args, &p->nargs, "long", "offset");
+  }
+  if (op_is_any(k, "rows")) op_arg_add(p->args, &p->nargs, "int", "rows");
+  if (op_is_any(k, "hidden")) op_arg_add(p->args, &p->nargs, "int", "hidden");
+}
+
+static void norm_args_fwd(const op_inst *k, op_plan *p) {
+  op_arg *a = p->args;
+  int *n = &p->nargs;
+  op_arg_add(a, n, "const hk_bf16 *", "x");
+  if (norm_res(k)) op_arg_add(a, n, "const hk_bf16 *", "residual");
+  op_arg_add(a, n, norm_wptr(k, 1), "weight");
+  if (norm_ln(k)) op_arg_add(a, n, norm_wptr(k, 1), "bias");
+  op_arg_add(a, n, "hk_bf16 *", "y");
+  if (norm_res(k) || norm_drop(k)) op_arg_add(a, n, "hk_bf16 *", "s_out");
+  op_arg_add(a, n, "float *", "rstd");
+  if (norm_ln(k)) op_arg_add(a, n, "float *", "mean");
+}
+
+static void norm_args_bwd(const op_inst *k, op_plan *p) {
+  op_arg *a = p->args;
+  int *n = &p->nargs;
+  op_arg_add(a, n, "const hk_bf16 *", "dy");
+  op_arg_add(a, n, "const hk_bf16 *", "s");
+  op_arg_add(a, n, norm_wptr(k, 1), "weight");
+  op_arg_add(a, n, "const float *", "rstd");
+  if (norm_ln(k)) op_arg_add(a, n, "const float *", "mean");
+  if (norm_res(k)) op_arg_add(a, n, "const hk_bf16 *", "ds_in");
+  op_arg_add(a, n, "hk_bf16 *", "dx");
+  if (norm_res(k) && norm_drop(k)) op_arg_add(a, n, "hk_bf16 *", "dres");
+  op_arg_add(a, n, "float *", "dw_part");
+  if (norm_ln(k)) op_arg_add(a, n, "float *", "db_part");
+}
+
+static void norm_args_reduce(const op_inst *k, op_plan *p) {
+  op_arg *a = p->args;
+  int *n = &p->nargs;
+  op_arg_add(a, n, "const float *", "dw_part");
+  if (norm_ln(k)) op_arg_add(a, n, "const float *", "db_part");
+  op_arg_add(a, n, "float *", "dweight");
+  if (norm_ln(k)) op_arg_add(a, n, "float *", "dbias");
+}
+
+/* Units of 8 elements a thread keeps in registers: all of a baked row up
+   to the cap (8 forward, 2 backward: the backward holds four arrays), else
+   the cap (hidden 8192 in registers either way). */
+static long norm_units(const op_inst *k, int threads, long cap) {
+  if (op_is_any(k, "hidden")) return cap;
+  long u = ((op_int(k, "hidden") + 7) / 8 + threads - 1) / threads;
+  return u < cap ? u : cap;
+}
+
+static void norm_plan(const op_inst *k, op_plan *p) {
+  const char *rows = op_term(k, "rows"), *hidden = op_term(k, "hidden");
+  if (norm_is(k, "phase", "fwd")) {
+    p->block = NORM_T_FWD;
+    op_plan_tune(p, "units", norm_units(k, NORM_T_FWD, op_is_any(k, "hidden") ? 4 : 8));
+    snprintf(p->grid[0], OP_FORMULA, "%s", rows);
+    norm_args_fwd(k, p);
+  } else if (norm_is(k, "phase", "bwd")) {
+    p->block = NORM_T_BWD;
+    op_plan_tune(p, "units", norm_units(k, NORM_T_BWD, 2));
+    snprintf(p->grid[0], OP_FORMULA, "min(%s, %d)", rows, NORM_PARTS);
+    norm_args_bwd(k, p);
+  } else {
+    p->block = NORM_T_RED;
+    op_plan_tune(p, "units", 1);
+    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %d)", hidden, NORM_T_RED);
+    norm_args_reduce(k, p);
+  }
+  op_plan_tune(p, "parts", NORM_PARTS);
+  norm_args_tail(k, p);
+}
+
+/* ---- `hkgen test` ------------------------------------------------------------ */
+
+/* Rows past NORM_PARTS and a row past the registers: backward blocks add
+   two rows into their scratch row (backward kernels only). */
+#define NORM_MANY_ROWS 601
+
+/* RMSNorm's gradient at hidden 1 is rstd * g * eps / (s^2 + eps): all
+   cancellation, no test of the kernel. */
+static int norm_shape_ok(const op_inst *k, const long *shape) {
+  int bwd = norm_is(k, "phase", "bwd");
+  if (shape[op_param_index(k->op, "rows")] == NORM_MANY_ROWS) return bwd;
+  return !(bwd && !norm_ln(k) && shape[op_param_index(k->op, "hidden")] == 1);
+}
+
+/* Odd and round hidden sizes, tails of 1..7, rows past one register pass
+   (9000 > 4 x 256 x 8 forward and 2 x 512 x 8 backward), rows that share a
+   backward block (600 > NORM_PARTS, with a small hidden; NORM_MANY_ROWS). */
+static int norm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
+  static const char *const dims[] = {"rows", "hidden"};
+  static const long cases[][2] = {{3, 1000}, {2, 4097}, {2, 5120}, {2, 8192}, {5, 1},  {7, 7},
+                                  {4, 64},   {1, 300},  {2, 9000}, {600, 24}, {9, 136}, {NORM_MANY_ROWS, 8200}};
+  return et_shapes_from_cases(k, dims, 2, &cases[0][0], (int)(sizeof cases / sizeof cases[0]), norm_shape_ok,
+                              out, max);
+}
+
+/* Philox 4x32-10, as the template's norm_philox. */
+static void norm_philox(uint32_t c[4], uint32_t k0, uint32_t k1) {
+  for (int r = 0; r < 10; r++) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1;
+    c[1] = (uint32_t)p1;
+    c[3] = (uint32_t)p0;
+    c[0] = n0;
+    c[2] = n2;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+/* The dropout factor of element (row, col): 0 or 1 / (1 - p). */
+static double norm_keep(long row, long col, double p, uint64_t seed, uint64_t offset) {
+  if (p <= 0) return 1;
+  uint32_t c[4] = {(uint32_t)(col / 4), (uint32_t)row, (uint32_t)offset, (uint32_t)(offset >> 32)};
+  norm_philox(c, (uint32_t)seed, (uint32_t)(seed >> 32));
+  uint32_t thr = (uint32_t)(p * 4294967296.0);
+  return c[col % 4] >= thr ? (double)(float)(1.0 / (1.0 - p)) : 0;
+}
+
+/* One run's host data and device buffers. */
+typedef struct {
+  long R, H;
+  int ln, res, f32w;
+  double p, eps;
+  uint64_t seed, offset;
+  et_ctx *c;
+  double worst;
+  int misalign; /* the first bf16 input 2 bytes off 16: the element path at hidden % 8 == 0 */
+} norm_run;
+
+/* A bf16 tensor of n random elements, uploaded; host copy in *host. */
+static void *norm_bf16_in(norm_run *r, size_t n, double scale, unsigned short **host) {
+  unsigned short *h = malloc(n * 2);
+  for (size_t i = 0; i < n; i++) h[i] = et_to_bf16(scale * et_uniform(r->c));
+  int off = r->misalign ? 1 : 0;
+  r->misalign = 0;
+  unsigned short *d = (unsigned short *)et_alloc(r->c, (n + 1) * 2) + off;
+  et_upload(r->c, d, h, n * 2);
+  *host = h;
+  return d;
+}
+
+/* A weight-like vector (bf16 or fp32 as the kernel takes it) of values
+   around `center'; the values as the kernel sees them in w. */
+static void *norm_weight_in(norm_run *r, double center, double *w) {
+  size_t n = (size_t)r->H;
+  void *d = et_alloc(r->c, n * (r->f32w ? 4 : 2));
+  if (r->f32w) {
+    float *h = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) w[i] = h[i] = (float)(center + 0.5 * et_uniform(r->c));
+    et_upload(r->c, d, h, n * 4);
+    free(h);
+  } else {
+    unsigned short *h = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) w[i] = et_from_bf16(h[i] = et_to_bf16(center + 0.5 * et_uniform(r->c)));
+    et_upload(r->c, d, h, n * 2);
+    free(h);
+  }
+  return d;
+}
+
+/* Downloads n bf16 (or fp32) values and records their relative error. */
+static void norm_cmp(norm_run *r, const void *dev, int f32, const double *ref, size_t n, const char *what) {
+  double *got = malloc(n * sizeof *got);
+  void *h = malloc(n * 4);
+  et_download(r->c, h, dev, n * (f32 ? 4 : 2));
+  for (size_t i = 0; i < n; i++) got[i] = f32 ? ((float *)h)[i] : et_from_bf16(((unsigned short *)h)[i]);
+  double e = et_rel_l2(ref, got, n);
+  if (e > r->worst) {
+    r->worst = e;
+    et_note(r->c, "worst: %s", what);
+  }
+  free(got);
+  free(h);
+}
+
+/* fp64 statistics of row s[0..H): mean (0 for rmsnorm) and rstd. */
+static void norm_ref_stats(const norm_run *r, const double *s, double *mean, double *rstd) {
+  double m = 0, v = 0;
+  for (long j = 0; j < r->H; j++) m += s[j];
+  m = r->ln ? m / (double)r->H : 0;
+  for (long j = 0; j < r->H; j++) v += (s[j] - m) * (s[j] - m);
+  *mean = m;
+  *rstd = 1 / sqrt(v / (double)r->H + r->eps);
+}
+
+static void norm_set_common(norm_run *r) {
+  if (r->p > 0) {
+    et_arg_int(r->c, "seed", (long)r->seed);
+    et_arg_int(r->c, "offset", (long)r->offset);
+  }
+}
+
+static void norm_set_dims(const op_inst *k, norm_run *r) {
+  if (op_is_any(k, "rows")) et_arg_int(r->c, "rows", r->R);
+  if (op_is_any(k, "hidden")) et_arg_int(r->c, "hidden", r->H);
+}
+
+/* s (bf16, as the kernel makes it) of the forward: dropout(x) + residual. */
+static void norm_ref_s(const norm_run *r, const unsigned short *x, const unsigned short *res, double *s) {
+  for (long i = 0; i < r->R; i++)
+    for (long j = 0; j < r->H; j++) {
+      size_t e = (size_t)(i * r->H + j);
+      double v = (double)(float)(et_from_bf16(x[e]) * norm_keep(i, j, r->p, r->seed, r->offset));
+      if (r->res) v += et_from_bf16(res[e]);
+      s[e] = et_from_bf16(et_to_bf16(v));
+    }
+}
+
+/* Mask check: an element dropped by one side only shows as a whole x value. */
+static int norm_mask_ok(norm_run *r, const void *s_dev, const double *s_ref) {
+  size_t n = (size_t)(r->R * r->H);
+  unsigned short *h = malloc(n * 2);
+  et_download(r->c, h, s_dev, n * 2);
+  long bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double g = et_from_bf16(h[i]);
+    bad += !(fabs(g - s_ref[i]) <= 0x1p-7 * fabs(s_ref[i]) + 1e-30);
+  }
+  free(h);
+  if (bad) et_note(r->c, "%ld of %zu elements of s differ by more than a bf16 ulp (dropout mask?)", bad, n);
+  return bad == 0;
+}
+
+static int norm_emu_fwd(const op_inst *k, norm_run *r) {
+  size_t n = (size_t)(r->R * r->H), H = (size_t)r->H;
+  unsigned short *hx, *hr = NULL;
+  double *w = malloc(H * sizeof *w), *b = malloc(H * sizeof *b), *s = malloc(n * sizeof *s);
+  double *y = malloc(n * sizeof *y), *rs = malloc((size_t)r->R * sizeof *rs), *mu = malloc((size_t)r->R * sizeof *mu);
+  et_arg_ptr(r->c, "x", norm_bf16_in(r, n, 2, &hx));
+  if (r->res) et_arg_ptr(r->c, "residual", norm_bf16_in(r, n, 1, &hr));
+  et_arg_ptr(r->c, "weight", norm_weight_in(r, 1, w));
+  if (r->ln) et_arg_ptr(r->c, "bias", norm_weight_in(r, 0, b));
+  void *dy = et_alloc(r->c, n * 2), *ds = NULL, *drs = et_alloc(r->c, (size_t)r->R * 4), *dmu = NULL;
+  et_arg_ptr(r->c, "y", dy);
+  if (r->res || r->p > 0) et_arg_ptr(r->c, "s_out", ds = et_alloc(r->c, n * 2));
+  et_arg_ptr(r->c, "rstd", drs);
+  if (r->ln) et_arg_ptr(r->c, "mean", dmu = et_alloc(r->c, (size_t)r->R * 4));
+  norm_set_common(r);
+  norm_set_dims(k, r);
+  int rc = et_launch(r->c);
+  if (rc == 0) {
+    norm_ref_s(r, hx, hr, s);
+    for (long i = 0; i < r->R; i++) {
+      norm_ref_stats(r, s + i * r->H, &mu[i], &rs[i]);
+      for (long j = 0; j < r->H; j++)
+        y[i * r->H + j] = (s[i * r->H + j] - mu[i]) * rs[i] * w[j] + (r->ln ? b[j] : 0);
+    }
+    norm_cmp(r, dy, 0, y, n, "y");
+    norm_cmp(r, drs, 1, rs, (size_t)r->R, "rstd");
+    if (dmu) norm_cmp(r, dmu, 1, mu, (size_t)r->R, "mean");
+    if (ds) {
+      norm_cmp(r, ds, 0, s, n, "s");
+      if (!norm_mask_ok(r, ds, s)) r->worst = INFINITY;
+    }
+  }
+  free(hx);
+  free(hr);
+  free(w);
+  free(b);
+  free(s);
+  free(y);
+  free(rs);
+  free(mu);
+  return rc;
+}
+
+/* Host inputs of the backward: s, dy, the gradient of the emitted s, the
+   statistics of s (as fp32, the forward's output type). */
+typedef struct {
+  unsigned short *s, *dy, *dsin;
+  double *w, *mean, *rstd;
+} norm_bwd_in;
+
+static void norm_bwd_inputs(const op_inst *k, norm_run *r, norm_bwd_in *in) {
+  size_t n = (size_t)(r->R * r->H);
+  in->w = malloc((size_t)r->H * sizeof *in->w);
+  in->mean = calloc((size_t)r->R, sizeof *in->mean);
+  in->rstd = malloc((size_t)r->R * sizeof *in->rstd);
+  in->dsin = NULL;
+  et_arg_ptr(r->c, "dy", norm_bf16_in(r, n, 1, &in->dy));
+  et_arg_ptr(r->c, "s", norm_bf16_in(r, n, 2, &in->s));
+  et_arg_ptr(r->c, "weight", norm_weight_in(r, 1, in->w));
+  if (r->res) et_arg_ptr(r->c, "ds_in", norm_bf16_in(r, n, 0.5, &in->dsin));
+  float *fm = malloc((size_t)r->R * 4), *fr = malloc((size_t)r->R * 4);
+  double *row = malloc((size_t)r->H * sizeof *row);
+  for (long i = 0; i < r->R; i++) {
+    for (long j = 0; j < r->H; j++) row[j] = et_from_bf16(in->s[i * r->H + j]);
+    double m, q;
+    norm_ref_stats(r, row, &m, &q);
+    in->mean[i] = fm[i] = (float)m;
+    in->rstd[i] = fr[i] = (float)q;
+  }
+  void *drs = et_alloc(r->c, (size_t)r->R * 4);
+  et_upload(r->c, drs, fr, (size_t)r->R * 4);
+  et_arg_ptr(r->c, "rstd", drs);
+  if (r->ln) {
+    void *dmu = et_alloc(r->c, (size_t)r->R * 4);
+    et_upload(r->c, dmu, fm, (size_t)r->R * 4);
+    et_arg_ptr(r->c, "mean", dmu);
+  }
+  (void)k;
+  free(fm);
+  free(fr);
+  free(row);
+}
+
+/* fp64 gradients of one row: ds (with the emitted s's gradient), dx, and
+   the row's dweight / dbias terms added into dw / db. */
+static void norm_ref_bwd_row(const norm_run *r, const norm_bwd_in *in, long i, double *ds, double *dx, double *dw,
+                             double *db) {
+  long H = r->H;
+  double a = 0, b = 0;
+  for (long j = 0; j < H; j++) {
+    double xh = (et_from_bf16(in->s[i * H + j]) - in->mean[i]) * in->rstd[i];
+    double g = et_from_bf16(in->dy[i * H + j]) * in->w[j];
+    a += g;
+    b += g * xh;
+    dw[j] += et_from_bf16(in->dy[i * H + j]) * xh;
+    db[j] += et_from_bf16(in->dy[i * H + j]);
+  }
+  double ma = r->ln ? a / (double)H : 0, mb = b / (double)H;
+  for (long j = 0; j < H; j++) {
+    double xh = (et_from_bf16(in->s[i * H + j]) - in->mean[i]) * in->rstd[i];
+    double g = et_from_bf16(in->dy[i * H + j]) * in->w[j];
+    double d = in->rstd[i] * (g - ma - xh * mb) + (r->res ? et_from_bf16(in->dsin[i * H + j]) : 0);
+    ds[i * H + j] = d;
+    dx[i * H + j] = d * norm_keep(i, j, r->p, r->seed, r->offset);
+  }
+}
+
+/* The kernel's partial rows [min(R, PARTS)][H] summed on the host in fp64. */
+static void norm_cmp_parts(norm_run *r, const void *dev, const double *ref, const char *what) {
+  long parts = r->R < NORM_PARTS ? r->R : NORM_PARTS;
+  size_t n = (size_t)(parts * r->H);
+  float *h = malloc(n * 4);
+  double *got = calloc((size_t)r->H, sizeof *got);
+  et_download(r->c, h, dev, n * 4);
+  for (long q = 0; q < parts; q++)
+    for (long j = 0; j < r->H; j++) got[j] += h[q * r->H + j];
+  double e = et_rel_l2(ref, got, (size_t)r->H);
+  if (e > r->worst) {
+    r->worst = e;
+    et_note(r->c, "worst: %s", what);
+  }
+  free(h);
+  free(got);
+}
+
+static int norm_emu_bwd(const op_inst *k, norm_run *r) {
+  size_t n = (size_t)(r->R * r->H), H = (size_t)r->H;
+  size_t parts = (size_t)(r->R < NORM_PARTS ? r->R : NORM_PARTS);
+  norm_bwd_in in;
+  norm_bwd_inputs(k, r, &in);
+  void *ddx = et_alloc(r->c, n * 2), *ddres = NULL, *ddw = et_alloc(r->c, parts * H * 4), *ddb = NULL;
+  et_arg_ptr(r->c, "dx", ddx);
+  if (r->res && r->p > 0) et_arg_ptr(r->c, "dres", ddres = et_alloc(r->c, n * 2));
+  et_arg_ptr(r->c, "dw_part", ddw);
+  if (r->ln) et_arg_ptr(r->c, "db_part", ddb = et_alloc(r->c, parts * H * 4));
+  norm_set_common(r);
+  norm_set_dims(k, r);
+  int rc = et_launch(r->c);
+  if (rc == 0) {
+    double *ds = malloc(n * sizeof *ds), *dx = malloc(n * sizeof *dx);
+    double *dw = calloc(H, sizeof *dw), *db = calloc(H, sizeof *db);
+    for (long i = 0; i < r->R; i++) norm_ref_bwd_row(r, &in, i, ds, dx, dw, db);
+    norm_cmp(r, ddx, 0, dx, n, "dx");
+    if (ddres) norm_cmp(r, ddres, 0, ds, n, "dres");
+    norm_cmp_parts(r, ddw, dw, "dweight");
+    if (ddb) norm_cmp_parts(r, ddb, db, "dbias");
+    free(ds);
+    free(dx);
+    free(dw);
+    free(db);
+  }
+  free(in.s);
+  free(in.dy);
+  free(in.dsin);
+  free(in.w);
+  free(in.mean);
+  free(in.rstd);
+  return rc;
+}
+
+/* Random partial rows in, their fp64 column sums as the reference. */
+static void *norm_parts_in(norm_run *r, double *sum) {
+  size_t parts = (size_t)(r->R < NORM_PARTS ? r->R : NORM_PARTS), H = (size_t)r->H;
+  float *h = malloc(parts * H * 4);
+  for (size_t j = 0; j < H; j++) sum[j] = 0;
+  for (size_t q = 0; q < parts; q++)
+    for (size_t j = 0; j < H; j++) sum[j] += h[q * H + j] = (float)et_uniform(r->c);
+  void *d = et_alloc(r->c, parts * H * 4);
+  et_upload(r->c, d, h, parts * H * 4);
+  free(h);
+  return d;
+}
+
+static int norm_emu_reduce(const op_inst *k, norm_run *r) {
+  size_t H = (size_t)r->H;
+  double *sw = malloc(H * sizeof *sw), *sb = malloc(H * sizeof *sb);
+  void *dw = et_alloc(r->c, H * 4), *db = NULL;
+  et_arg_ptr(r->c, "dw_part", norm_parts_in(r, sw));
+  et_arg_ptr(r->c, "dweight", dw);
+  if (r->ln) {
+    et_arg_ptr(r->c, "db_part", norm_parts_in(r, sb));
+    et_arg_ptr(r->c, "dbias", db = et_alloc(r->c, H * 4));
+  }
+  norm_set_dims(k, r);
+  int rc = et_launch(r->c);
+  if (rc == 0) {
+    norm_cmp(r, dw, 1, sw, H, "dweight");
+    if (db) norm_cmp(r, db, 1, sb, H, "dbias");
+  }
+  free(sw);
+  free(sb);
+  return rc;
+}
+
+static int norm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+  norm_run r;
+  memset(&r, 0, sizeof r);
+  r.R = shape[op_param_index(k->op, "rows")];
+  r.H = shape[op_param_index(k->op, "hidden")];
+  r.ln = norm_ln(k);
+  r.res = norm_res(k);
+  r.f32w = norm_is(k, "weight_dtype", "fp32");
+  r.p = strtod(op_val(k, "dropout"), NULL);
+  r.eps = (float)strtod(op_val(k, "eps"), NULL);
+  r.c = c;
+  r.seed = et_rand(c);
+  r.offset = et_rand(c) % (1ull << 40);
+  r.misalign = r.R == 4; /* the 4 x 64 case */
+  int rc = norm_is(k, "phase", "fwd")   ? norm_emu_fwd(k, &r)
+           : norm_is(k, "phase", "bwd") ? norm_emu_bwd(k, &r)
+                                        : norm_emu_reduce(k, &r);
+  *err = r.worst;
+  return rc;
+}
+
+const op_desc op_norm = {
+    .name = "norm",
+    .doc = "RMSNorm / LayerNorm of rows [rows][hidden] fused with dropout and the residual add, fwd and bwd",
+    .skeleton = "norm.hip.m4",
+    .params = norm_params,
+    .nparams = (int)(sizeof norm_params / sizeof norm_params[0]),
+    .check = norm_check,
+    .plan = norm_plan,
+    .emu_shapes = norm_emu_shapes,
+    .emu_run = norm_emu_run,
+};

@@ -1,0 +1,522 @@
+m4_divert(-1)                                                   -*- C -*-
+# norm.hip.m4 - RMSNorm and LayerNorm fused with dropout and the residual
+# add, forward and backward; one source for AMD and sm_90a (gen/op_norm.c).
+#
+# Rows of `hidden' contiguous elements (bf16), fp32 statistics:
+#   s = dropout(x) + residual            (each part optional; s rounded to bf16)
+#   rmsnorm:   y = s * rstd * w,          rstd = 1 / sqrt(mean(s^2) + eps)
+#   layernorm: y = (s - mean) * rstd * w + b,  rstd = 1 / sqrt(var(s) + eps)
+# dropout(x) = x * keep / (1 - p); keep = Philox4x32-10 word >= p * 2^32 with
+# key (seed lo, seed hi) and counter (col / 4, row, offset lo, offset hi),
+# word col % 4: the backward regenerates the mask from seed and offset.
+#
+# phase fwd (grid rows, one workgroup per row): writes y, s (when residual
+#   or dropout makes it differ from x), rstd and mean (layernorm).
+# phase bwd (grid min(rows, PARTS)): workgroup g does rows g, g + PARTS, ...;
+#   dx (and d_residual when dropout makes them differ), and its partial sums
+#   of dweight / dbias into row g of dw_part / db_part [PARTS][hidden].
+# phase bwd_reduce (grid cdiv(hidden, threads)): dweight = the sum of the
+#   partial rows in row order; fixed orders everywhere, so results are the
+#   same bits run to run.
+#
+# Each thread owns units of 8 elements u = tid, tid + T, ...; the first UNITS
+# (the plan's) stay in registers, the rest are re-read.  Vector path (16-byte
+# loads and stores) when hidden % 8 == 0 and every bf16 pointer is 16-byte
+# aligned, element loads otherwise (same code, n_valid < 8 at the row tail).
+# Block sums go through LDS in two fixed-order stages (norm_sum2).
+
+hkm_check_one_of([kind], [rmsnorm], [layernorm])
+hkm_check_one_of([phase], [fwd], [bwd], [bwd_reduce])
+hkm_check_one_of([weight_dtype], [bf16], [fp32])
+hkm_if_true([residual], [], [])
+hkm_param([rows])hkm_param([hidden])hkm_param([eps])hkm_param([dropout])
+
+# hkm_norm_ln / _res / _drop(IF, ELSE): IF for layernorm / a residual / dropout.
+m4_define([hkm_norm_ln], [hkm_if_param([kind], [layernorm], [$1], [$2])])
+m4_define([hkm_norm_res], [hkm_if_true([residual], [$1], [$2])])
+m4_define([hkm_norm_drop], [hkm_if_param([dropout], [0], [$2], [$1])])
+# hkm_norm_s(IF, ELSE): IF when s differs from x (residual or dropout), so the forward writes it.
+m4_define([hkm_norm_s],
+[m4_ifelse(hkm_norm_res([1], [0])hkm_norm_drop([1], [0]), [00], [$2], [$1])])
+# hkm_norm_only(PHASE): what follows reaches the output only in kernels of PHASE.
+m4_define([hkm_norm_only],
+[m4_ifelse(hkm_param([phase]), [$1], [m4_divert(0)], [m4_divert(-1)])])
+
+
+hkm_output_begin()m4_dnl
+hkm_file_head()[
+// ---- configuration (the plan's tunables and the baked parameters) -----------
+static constexpr int NORM_T = ]hkm_block_size[;
+static constexpr int NORM_UNITS = ]hkm_tune([units])[;   // 8-element units kept in registers
+static constexpr int NORM_PARTS = ]hkm_tune([parts])[;   // partial rows of the backward
+static constexpr bool NORM_LN = ]hkm_norm_ln([true], [false])[;
+static constexpr bool NORM_RES = ]hkm_norm_res([true], [false])[;
+static constexpr bool NORM_DROP = ]hkm_norm_drop([true], [false])[;
+static constexpr float NORM_EPS = (float)(]hkm_param([eps])[);
+static constexpr double NORM_P = ]hkm_param([dropout])[;
+static constexpr unsigned NORM_DROP_THR = (unsigned)(NORM_P * 4294967296.0);
+static constexpr float NORM_KEEP_SCALE = (float)(1.0 / (1.0 - NORM_P));
+typedef ]hkm_if_param([weight_dtype], [fp32], [[float]], [[hk_bf16]])[ norm_w_t;
+// LDS of norm_sum2: 2 x T floats, then 2 x T/8
+static constexpr int NORM_LDS = 8 * NORM_T + NORM_T;
+static_assert(NORM_T % 32 == 0, "norm_sum2 sums T/8 values 4 at a time");
+
+// ---- Philox 4x32-10 (Salmon et al. 2011), plain integer code ----------------
+// The rounds stay a loop: unrolled, AMD holds the 20 round keys (uniform) in SGPRs and
+// spilled them in the dropout backward.
+HK_DEVICE void norm_philox(unsigned c[4], unsigned k0, unsigned k1)
+{
+#pragma unroll 1
+    for (int r = 0; r < 10; ++r) {
+        const unsigned long long p0 = (unsigned long long)0xD2511F53u * c[0];
+        const unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c[2];
+        const unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0, n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
+        c[1] = (unsigned)p1;
+        c[3] = (unsigned)p0;
+        c[0] = n0;
+        c[2] = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+}
+
+// Keep bits of the 8 elements col0 .. col0 + 7 of row (col0 % 8 == 0): bit j set = kept.
+HK_DEVICE unsigned norm_keep8(long row, int col0, unsigned long long seed, unsigned long long offset)
+{
+    unsigned bits = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        unsigned c[4] = {(unsigned)(col0 / 4 + h), (unsigned)row, (unsigned)offset, (unsigned)(offset >> 32)};
+        norm_philox(c, (unsigned)seed, (unsigned)(seed >> 32));
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            bits |= (c[j] >= NORM_DROP_THR ? 1u : 0u) << (4 * h + j);
+    }
+    return bits;
+}
+
+// ---- loads and stores of one unit (8 elements, the first n valid) -------------
+HK_DEVICE void norm_load8(const hk_bf16 *p, int n, bool vec, float v[8])
+{
+    const hk_bf16x8 w = hk_global_load_bf16x8(p, n, vec);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = hk_bf16_to_f32(w[j]);
+}
+
+HK_DEVICE void norm_load_w8(const hk_bf16 *p, int n, bool vec, float v[8]) { norm_load8(p, n, vec, v); }
+
+HK_DEVICE void norm_load_w8(const float *p, int n, bool vec, float v[8])
+{
+    (void)vec;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = j < n ? hk_global_load_f32(p + j) : 0.0f;
+}
+
+HK_DEVICE void norm_store8(hk_bf16 *p, int n, bool vec, const float v[8])
+{
+    if (vec && n >= 8) {
+        hk_u32x4 w;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            w[j] = hk_f32x2_to_bf16x2(v[2 * j], v[2 * j + 1]);
+        hk_global_store_b128(p, w);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        if (j < n)
+            hk_global_store_bf16(p + j, hk_f32_to_bf16(v[j]));
+}
+
+HK_DEVICE float norm_round_bf16(float v) { return hk_bf16_to_f32(hk_f32_to_bf16(v)); }
+
+HK_DEVICE bool norm_al16(const void *p) { return ((unsigned long)p) % 16 == 0; }
+
+// ---- block sums: fixed order, two barriers --------------------------------------
+// Every thread gets the block's sums of a and b.  Stage 1: threads t < T/8 add
+// 8 neighbours; stage 2: every thread adds the T/8 partials in order.  A
+// second call may follow at once: its first barrier orders it after the reads.
+HK_DEVICE void norm_sum2(hk_lds_t lds, float &a, float &b)
+{
+    const int tid = hk_thread_id();
+    hk_lds_store_b32(lds, 4 * tid, hk_f32_as_u32(a));
+    hk_lds_store_b32(lds, 4 * (NORM_T + tid), hk_f32_as_u32(b));
+    hk_barrier();
+    if (tid < NORM_T / 8) {
+        float s[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int q = 0; q < 2; ++q)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const hk_u32x4 w = hk_lds_load_b128(lds, 4 * (q * NORM_T + 8 * tid + 4 * h));
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    s[q] += hk_u32_as_f32(w[j]);
+            }
+        hk_lds_store_b32(lds, 8 * NORM_T + 4 * tid, hk_f32_as_u32(s[0]));
+        hk_lds_store_b32(lds, 8 * NORM_T + 4 * (NORM_T / 8 + tid), hk_f32_as_u32(s[1]));
+    }
+    hk_barrier();
+    float s[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+        for (int i = 0; i < NORM_T / 8; i += 4) {
+            const hk_u32x4 w = hk_lds_load_b128(lds, 8 * NORM_T + 4 * (q * NORM_T / 8 + i));
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                s[q] += hk_u32_as_f32(w[j]);
+        }
+    a = s[0];
+    b = s[1];
+}
+
+// One row's tensors and where the thread is in it.
+struct norm_row {
+    long row;
+    int hidden;
+    bool vec;
+    unsigned long long seed, offset;
+};
+
+// dropout(x) of one unit in place
+HK_DEVICE void norm_dropout8(const norm_row &r, int col0, float v[8])
+{
+    if (!NORM_DROP)
+        return;
+    const unsigned keep = norm_keep8(r.row, col0, r.seed, r.offset);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = (keep >> j) & 1u ? v[j] * NORM_KEEP_SCALE : 0.0f;
+}
+]hkm_norm_only([fwd])[
+// ---- phase fwd ---------------------------------------------------------------
+// s of unit u: dropout(x) + residual, rounded to bf16 (what is stored is what
+// is normalized); stored when asked and when s differs from x.
+HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, hk_bf16 *s_out, int u, bool store,
+                       float v[8])
+{
+    const int col = 8 * u, n = r.hidden - col;
+    norm_load8(x + col, n, r.vec, v);
+    norm_dropout8(r, col, v);
+    if (NORM_RES) {
+        float q[8];
+        norm_load8(res + col, n, r.vec, q);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            v[j] += q[j];
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = norm_round_bf16(v[j]);
+    if (store && (NORM_RES || NORM_DROP))
+        norm_store8(s_out + col, n, r.vec, v);
+}
+
+HK_DEVICE void norm_y8(const norm_row &r, const norm_w_t *w, const norm_w_t *bias, hk_bf16 *y, int u, float mean,
+                       float rstd, const float v[8])
+{
+    const int col = 8 * u, n = r.hidden - col;
+    float wv[8], bv[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, o[8];
+    norm_load_w8(w + col, n, r.vec, wv);
+    if (NORM_LN)
+        norm_load_w8(bias + col, n, r.vec, bv);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        o[j] = (v[j] - mean) * rstd * wv[j] + bv[j];
+    norm_store8(y + col, n, r.vec, o);
+}
+
+// sum over the valid elements of unit u of (v - mean)^2
+HK_DEVICE float norm_dev2(const norm_row &r, int u, float mean, const float v[8])
+{
+    float d2 = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        const float d = 8 * u + j < r.hidden ? v[j] - mean : 0.0f;
+        d2 += d * d;
+    }
+    return d2;
+}
+
+]hkm_kernel_begin()[
+    const int tid = hk_thread_id();
+    HK_LDS_DECLARE(NORM_LDS);
+    const long base = (long)hk_block_id_x() * hidden;
+    const hk_bf16 *x = hk_a.x + base;
+    const hk_bf16 *res = ]hkm_norm_res([[hk_a.residual + base]], [[(const hk_bf16 *)0]])[;
+    hk_bf16 *s_out = ]hkm_norm_s([[hk_a.s_out + base]], [[(hk_bf16 *)0]])[;
+    hk_bf16 *y = hk_a.y + base;
+    const norm_w_t *w = hk_a.weight;
+    const norm_w_t *bias = ]hkm_norm_ln([[hk_a.bias]], [[(const norm_w_t *)0]])[;
+    norm_row r;
+    r.row = hk_block_id_x();
+    r.hidden = hidden;
+    r.seed = ]hkm_norm_drop([[(unsigned long long)hk_a.seed]], [[0]])[;
+    r.offset = ]hkm_norm_drop([[(unsigned long long)hk_a.offset]], [[0]])[;
+    r.vec = hidden % 8 == 0 && norm_al16(x) && norm_al16(y) && (!NORM_RES || norm_al16(res))
+            && (!s_out || norm_al16(s_out)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias))));
+    const int nunits = (hidden + 7) / 8;
+
+    // s: the first NORM_UNITS units of this thread in registers, the rest re-made later
+    float v[NORM_UNITS][8];
+    float sum = 0.0f, sq = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        const int u = tid + i * NORM_T;
+        if (u < nunits)
+            norm_s8(r, x, res, s_out, u, true, v[i]);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            v[i][j] = u < nunits ? v[i][j] : 0.0f;
+            sum += v[i][j];
+            sq += v[i][j] * v[i][j];
+        }
+    }
+    for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
+        float t[8];
+        norm_s8(r, x, res, s_out, u, true, t);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            sum += t[j];
+            sq += t[j] * t[j];
+        }
+    }
+
+    // statistics: layernorm in two passes (mean, then squared deviations), no cancellation
+    float mean = 0.0f, spare = 0.0f;
+    if (NORM_LN) {
+        norm_sum2(hk_lds, sum, spare);
+        mean = sum / (float)hidden;
+        sq = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i)
+            sq += norm_dev2(r, tid + i * NORM_T, mean, v[i]);
+        for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
+            float t[8];
+            norm_s8(r, x, res, s_out, u, false, t);
+            sq += norm_dev2(r, u, mean, t);
+        }
+    }
+    norm_sum2(hk_lds, sq, spare);
+    const float rstd = 1.0f / __builtin_sqrtf(sq / (float)hidden + NORM_EPS);
+
+    // y
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        const int u = tid + i * NORM_T;
+        if (u < nunits)
+            norm_y8(r, w, bias, y, u, mean, rstd, v[i]);
+    }
+    for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
+        float t[8];
+        norm_s8(r, x, res, s_out, u, false, t);
+        norm_y8(r, w, bias, y, u, mean, rstd, t);
+    }
+    if (tid == 0) {
+        hk_global_store_f32(hk_a.rstd + r.row, rstd);
+]hkm_norm_ln([[        hk_global_store_f32(hk_a.mean + r.row, mean);
+]])[    }
+}
+]hkm_norm_only([bwd])[
+// ---- phase bwd ---------------------------------------------------------------
+// s and dy of unit u as loaded (bf16: half the registers of fp32 copies; 0 past the row)
+HK_DEVICE void norm_bwd_load(const norm_row &r, const hk_bf16 *s, const hk_bf16 *dy, int u, int n, hk_bf16x8 &sv,
+                             hk_bf16x8 &dv)
+{
+    const int col = 8 * u;
+    sv = hk_global_load_bf16x8(s + col, n, r.vec);
+    dv = hk_global_load_bf16x8(dy + col, n, r.vec);
+}
+
+// xhat = (s - mean) * rstd, d = dy and g = dy * w of unit u (d and g 0 past the row, so
+// every sum over xhat is weighted by 0 there); w is re-read in each pass rather than held
+HK_DEVICE void norm_bwd_terms(const norm_row &r, hk_bf16x8 sv, hk_bf16x8 dv, const norm_w_t *w, int u, int n, float mean,
+                              float rstd, float xh[8], float g[8], float d[8])
+{
+    const int col = 8 * u;
+    float wv[8];
+    norm_load_w8(w + col, n, r.vec, wv);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        d[j] = hk_bf16_to_f32(dv[j]);
+        xh[j] = (hk_bf16_to_f32(sv[j]) - mean) * rstd;
+        g[j] = d[j] * wv[j];
+    }
+}
+
+// ds = rstd * (g - mean(g) - xhat * mean(g * xhat)) (+ the gradient of the emitted s);
+// d_residual = ds, dx = dropout'(ds)
+HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, hk_bf16 *dx, hk_bf16 *dres, int u, int n,
+                               float rstd, float ma, float mb, const float xh[8], const float g[8])
+{
+    const int col = 8 * u;
+    float ds[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        ds[j] = rstd * (g[j] - ma - xh[j] * mb);
+    if (NORM_RES) {
+        float q[8];
+        norm_load8(ds_in + col, n, r.vec, q);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            ds[j] += q[j];
+        if (NORM_DROP)
+            norm_store8(dres + col, n, r.vec, ds);
+    }
+    norm_dropout8(r, col, ds);
+    norm_store8(dx + col, n, r.vec, ds);
+}
+
+// The block's partial dweight / dbias of unit u (n valid elements): stored, or added
+// to what its scratch row holds (only this thread ever touches those columns).
+HK_DEVICE void norm_part_put8(float *dwp, float *dbp, int u, int n, const float w[8], const float b[8])
+{
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        if (j < n) {
+            hk_global_store_f32(dwp + 8 * u + j, w[j]);
+            if (NORM_LN)
+                hk_global_store_f32(dbp + 8 * u + j, b[j]);
+        }
+}
+
+HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float w[8], const float b[8])
+{
+    float tw[8], tb[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+        tw[j] = j < n ? hk_global_load_f32(dwp + 8 * u + j) + w[j] : 0.0f;
+        tb[j] = j < n && NORM_LN ? hk_global_load_f32(dbp + 8 * u + j) + b[j] : 0.0f;
+    }
+    norm_part_put8(dwp, dbp, u, n, tw, tb);
+}
+
+]hkm_kernel_begin()[
+    const int tid = hk_thread_id(), blk = hk_block_id_x();
+    HK_LDS_DECLARE(NORM_LDS);
+    const int parts = rows < NORM_PARTS ? rows : NORM_PARTS;
+    const int nunits = (hidden + 7) / 8;
+    const norm_w_t *w = hk_a.weight;
+    const hk_bf16 *ds_in0 = ]hkm_norm_res([[hk_a.ds_in]], [[(const hk_bf16 *)0]])[;
+    hk_bf16 *dres0 = ]hkm_norm_res([hkm_norm_drop([[hk_a.dres]], [[(hk_bf16 *)0]])], [[(hk_bf16 *)0]])[;
+    float *dwp = hk_a.dw_part + (long)blk * hidden;
+    float *dbp = ]hkm_norm_ln([[hk_a.db_part + (long)blk * hidden]], [[(float *)0]])[;
+    norm_row r;
+    r.hidden = hidden;
+    r.seed = ]hkm_norm_drop([[(unsigned long long)hk_a.seed]], [[0]])[;
+    r.offset = ]hkm_norm_drop([[(unsigned long long)hk_a.offset]], [[0]])[;
+    r.vec = hidden % 8 == 0 && norm_al16(hk_a.dy) && norm_al16(hk_a.s) && norm_al16(hk_a.dx)
+            && (!ds_in0 || norm_al16(ds_in0)) && (!dres0 || norm_al16(dres0)) && (sizeof(norm_w_t) == 4 || norm_al16(w));
+
+    // this block's partial dweight / dbias: registers for the first units, its scratch row for the rest
+    // Registers only on the vector path, where a unit is 8 valid elements (n = 8 folds every
+    // mask away); the element path re-reads every unit (otherwise AMD hoists the per-element
+    // masks of each held unit out of the row loop and runs out of SGPRs).
+    const int held = r.vec ? NORM_UNITS : 0;
+    float dw[NORM_UNITS][8], db[NORM_UNITS][8];
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            dw[i][j] = db[i][j] = 0.0f;
+    for (int u = tid + held * NORM_T; u < nunits; u += NORM_T)
+        norm_part_put8(dwp, dbp, u, hidden - 8 * u, dw[0], db[0]); // still zero
+
+    for (long row = blk; row < rows; row += parts) {
+        const long base = row * hidden;
+        const hk_bf16 *s = hk_a.s + base, *dy = hk_a.dy + base;
+        const hk_bf16 *ds_in = NORM_RES ? ds_in0 + base : ds_in0;
+        hk_bf16 *dx = hk_a.dx + base, *dres = dres0 ? dres0 + base : dres0;
+        r.row = row;
+        const float rstd = hk_global_load_f32(hk_a.rstd + row);
+        const float mean = ]hkm_norm_ln([[hk_global_load_f32(hk_a.mean + row)]], [[0.0f]])[;
+        hk_bf16x8 sv[NORM_UNITS], dv[NORM_UNITS];
+        float a = 0.0f, b = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            const int u = tid + i * NORM_T;
+            if (i < held && u < nunits) {
+                float xh[8], g[8], d[8];
+                norm_bwd_load(r, s, dy, u, 8, sv[i], dv[i]);
+                norm_bwd_terms(r, sv[i], dv[i], w, u, 8, mean, rstd, xh, g, d);
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    a += g[j];
+                    b += g[j] * xh[j];
+                    dw[i][j] += d[j] * xh[j];
+                    db[i][j] += d[j];
+                }
+            }
+        }
+        for (int u = tid + held * NORM_T; u < nunits; u += NORM_T) {
+            hk_bf16x8 ts, td;
+            float txh[8], tg[8], d[8];
+            norm_bwd_load(r, s, dy, u, hidden - 8 * u, ts, td);
+            norm_bwd_terms(r, ts, td, w, u, hidden - 8 * u, mean, rstd, txh, tg, d);
+            // past the row, d, g and xhat are 0: the sums need no mask
+            float pw[8], pb[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                a += tg[j];
+                b += tg[j] * txh[j];
+                pw[j] = d[j] * txh[j];
+                pb[j] = d[j];
+            }
+            norm_part_add8(dwp, dbp, u, hidden - 8 * u, pw, pb);
+        }
+        norm_sum2(hk_lds, a, b);
+        const float ma = NORM_LN ? a / (float)hidden : 0.0f, mb = b / (float)hidden;
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            const int u = tid + i * NORM_T;
+            if (i < held && u < nunits) {
+                float xh[8], g[8], d[8];
+                norm_bwd_terms(r, sv[i], dv[i], w, u, 8, mean, rstd, xh, g, d);
+                norm_bwd_store8(r, ds_in, dx, dres, u, 8, rstd, ma, mb, xh, g);
+            }
+        }
+        for (int u = tid + held * NORM_T; u < nunits; u += NORM_T) {
+            hk_bf16x8 ts, td;
+            float txh[8], tg[8], d[8];
+            norm_bwd_load(r, s, dy, u, hidden - 8 * u, ts, td);
+            norm_bwd_terms(r, ts, td, w, u, hidden - 8 * u, mean, rstd, txh, tg, d);
+            norm_bwd_store8(r, ds_in, dx, dres, u, hidden - 8 * u, rstd, ma, mb, txh, tg);
+        }
+    }
+
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        const int u = tid + i * NORM_T;
+        if (i < held && u < nunits)
+            norm_part_put8(dwp, dbp, u, 8, dw[i], db[i]);
+    }
+}
+]hkm_norm_only([bwd_reduce])[
+// ---- phase bwd_reduce --------------------------------------------------------
+// one column per thread; the partial rows added in row order (4 interleaved sums, then fixed pairs)
+HK_DEVICE float norm_col_sum(const float *p, long col, long stride, int parts)
+{
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    int q = 0;
+    for (; q + 4 <= parts; q += 4) {
+        a0 += hk_global_load_f32(p + (q + 0) * stride + col);
+        a1 += hk_global_load_f32(p + (q + 1) * stride + col);
+        a2 += hk_global_load_f32(p + (q + 2) * stride + col);
+        a3 += hk_global_load_f32(p + (q + 3) * stride + col);
+    }
+    for (; q < parts; ++q)
+        a0 += hk_global_load_f32(p + q * stride + col);
+    return (a0 + a1) + (a2 + a3);
+}
+
+]hkm_kernel_begin()[
+    const long col = (long)hk_block_id_x() * NORM_T + hk_thread_id();
+    if (col >= hidden)
+        return;
+    const int parts = rows < NORM_PARTS ? rows : NORM_PARTS;
+    hk_global_store_f32(hk_a.dweight + col, norm_col_sum(hk_a.dw_part, col, hidden, parts));
+]hkm_norm_ln([[    hk_global_store_f32(hk_a.dbias + col, norm_col_sum(hk_a.db_part, col, hidden, parts));
+]])[}
+]m4_divert(0)m4_dnl
