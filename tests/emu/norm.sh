@@ -2,10 +2,10 @@
 # emu_norm_<target>): every RMSNorm / LayerNorm kernel of norm.yaml, forward,
 # backward and the backward's reduction, run on the emulator against fp64.
 # Asserts exit status 0, exactly EXPECTED_RUNS result rows, all PASS, none
-# FAIL, and the summary line agreeing. hkgen is build/hkgen-asan (lib.sh).
+# FAIL, and the summary line agreeing. hkgen is build/hkgen-asan (lib/lib.sh).
 EMU_DIR=$(cd "$(dirname "$0")" && pwd)
 HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
-. "$EMU_DIR/../lib.sh"
+. "$EMU_DIR/../lib/lib.sh"
 
 target=${1:?usage: norm.sh gfx942|gfx950}
 # tests/emu/norm.yaml: 16 x 11 + 8 x 11 + 2 x 11 + 8 x 8 (distinct rows) = 350,
