@@ -57,6 +57,8 @@ set_tests_properties(unit_xcd_remap PROPERTIES TIMEOUT 120 LABELS "unit" ENVIRON
 # libFuzzer on the spec reader for 60 s (docs/FUZZING.md: longer runs).
 add_test(fuzz_spec sh fuzz/fuzz_run.sh 60)
 set_tests_properties(fuzz_spec PROPERTIES TIMEOUT 180 LABELS "fuzz;security" ENVIRONMENT "${HK_ENV}")
+add_test(fuzz_manifest sh fuzz/manifest_run.sh 30)
+set_tests_properties(fuzz_manifest PROPERTIES TIMEOUT 180 LABELS "fuzz;security" ENVIRONMENT "${HK_ENV}")
 
 # Builds (templates and compilers). build_all leaves the catalogues that
 # build_mfma, build_manifest and build_inspect read.

@@ -205,6 +205,12 @@ for kind in ("rmsnorm", "layernorm"):
 
 if "--no-bench" not in flags and not failures:
     import triton.testing
+    import torch._dynamo
+
+    # one compiled graph per shape, never a fallback to eager after the
+    # default recompile limit (8) is spent across the 12 shapes of a kind
+    torch._dynamo.config.recompile_limit = 256
+    torch._dynamo.config.cache_size_limit = 256
 
     def med(fn):
         return triton.testing.do_bench(fn, warmup=50, rep=300, return_mode="median")
@@ -218,7 +224,7 @@ if "--no-bench" not in flags and not failures:
             else:
                 y = sf * torch.rsqrt(sf.pow(2).mean(-1, keepdim=True) + 1e-5) * w.float()
             return y.bfloat16(), s
-        return torch.compile(f)
+        return torch.compile(f, dynamic=False)
 
     def torch_bwd(kind):
         def f(s, w, dy, ds_in):
@@ -229,7 +235,7 @@ if "--no-bench" not in flags and not failures:
             ma = g.mean(-1, keepdim=True) if kind == "layernorm" else 0.0
             ds = rstd * (g - ma - xh * (g * xh).mean(-1, keepdim=True)) + ds_in.float()
             return ds.bfloat16(), (dy.float() * xh).sum(0), dy.float().sum(0)
-        return torch.compile(f)
+        return torch.compile(f, dynamic=False)
 
     log("\n== (b) benchmarks: do_bench medians (ms); TB/s over x, residual read + y, s written")
     rows_list = (1, 8, 64, 256, 1024, 16384)
