@@ -590,6 +590,7 @@ int bd_build(spec_set *set, const bd_options *o) {
                             o->emulate ? "emu.so" : tgt_is_amd(tgt_find(it->k->target)) ? "hsaco" : "cubin");
   }
   int status = HK_EFAIL, lockfd = -1;
+  fs_sweep_tmp(); /* what a killed build left behind */
   if (!o->sources_only && bd_compilers(&c) < 0) goto out;
   if (bd_check_outdir(o->outdir) < 0) {
     status = HK_EUSAGE;

@@ -192,9 +192,8 @@ typedef struct {
 } cc_tmp;
 
 static int cc_tmp_open(cc_tmp *t, const char *in_name, const char *out_name, char **log) {
-  const char *tmp = getenv("TMPDIR");
   memset(t, 0, sizeof *t);
-  t->dir = xasprintf("%s/hkgen.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  t->dir = fs_tmp_template("hkgen");
   if (!mkdtemp(t->dir)) {
     *log = xasprintf("cannot make a temporary folder: %s", strerror(errno));
     free(t->dir);

@@ -327,8 +327,7 @@ static int et_kernel(const op_inst *k, et_devices *ds, const char *catdir, const
 }
 
 static char *et_tmpdir(void) {
-  const char *tmp = getenv("TMPDIR");
-  char *dir = xasprintf("%s/hkgen-test.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  char *dir = fs_tmp_template("hkgen-test");
   if (!mkdtemp(dir)) {
     diag_error(NULL, 0, 0, "cannot make a temporary folder: %s", strerror(errno));
     free(dir);

@@ -355,10 +355,9 @@ void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]) {
 /* Writes the skeleton's annotated copy (syncline markers) into a private
    folder; m4 reads it in place of the skeleton. Returns its path or NULL. */
 static char *skel_annotated_copy(const char *tpldir, const char *skeleton, char **dir) {
-  const char *tmp = getenv("TMPDIR");
   char *src = fs_join(tpldir, skeleton), *data = NULL, *path = NULL;
   size_t len = 0;
-  *dir = xasprintf("%s/hkgen-m4.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  *dir = fs_tmp_template("hkgen-m4");
   if (!mkdtemp(*dir)) {
     diag_error(NULL, 0, 0, "cannot make a temporary folder: %s", strerror(errno));
     free(*dir);

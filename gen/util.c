@@ -2,9 +2,11 @@
 #define _GNU_SOURCE
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,4 +396,40 @@ void fs_unlock_folder(const char *dir, int fd) {
   unlink(p); /* still held: no finished folder keeps a lock file */
   close(fd);
   free(p);
+}
+
+static const char *fs_tmp_root(void) {
+  const char *tmp = getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+char *fs_tmp_template(const char *prefix) { return xasprintf("%s/%s.%ld.XXXXXX", fs_tmp_root(), prefix, (long)getpid()); }
+
+/* hkgen.<pid>.XXXXXX (and hkgen-test., hkgen-m4.): the pid, or 0. */
+static long fs_tmp_pid(const char *name) {
+  static const char *const prefixes[] = {"hkgen.", "hkgen-test.", "hkgen-m4."};
+  for (int i = 0; i < 3; i++) {
+    size_t n = strlen(prefixes[i]);
+    if (strncmp(name, prefixes[i], n)) continue;
+    char *end;
+    long pid = strtol(name + n, &end, 10);
+    return pid > 0 && *end == '.' && strlen(end) == 7 ? pid : 0;
+  }
+  return 0;
+}
+
+void fs_sweep_tmp(void) {
+  DIR *d = opendir(fs_tmp_root());
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    long pid = fs_tmp_pid(e->d_name);
+    struct stat st;
+    char *p = pid ? fs_join(fs_tmp_root(), e->d_name) : NULL;
+    /* only our own folders, of a process that is gone (a SIGKILL) */
+    if (p && kill((pid_t)pid, 0) < 0 && errno == ESRCH && lstat(p, &st) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_uid == getuid())
+      fs_remove_tree(p);
+    free(p);
+  }
+  closedir(d);
 }

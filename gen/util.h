@@ -54,6 +54,11 @@ int fs_remove_tree(const char *path);
    the held lock, or -1 with an error said. fs_unlock_folder removes the
    lock file, then releases it. */
 int fs_lock_folder(const char *dir);
+/* "$TMPDIR/<prefix>.<pid>.XXXXXX" for mkdtemp: the pid lets a later run
+   find folders that a killed one left (fs_sweep_tmp). */
+char *fs_tmp_template(const char *prefix);
+/* Removes the temporary folders of hkgen processes that no longer run. */
+void fs_sweep_tmp(void);
 void fs_unlock_folder(const char *dir, int fd);
 char *fs_join(const char *dir, const char *name);
 char *fs_dirname(const char *path);

@@ -45,10 +45,11 @@ seed=$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')
 echo "delays from seed $seed"
 i=0
 killed=0
+mkdir -p "$T/tmp"
 while [ $i -lt 8 ]; do
   # delays between 0.05 and 1.6 s: before, during and after compiles
   ms=$(( (seed * (i + 7) * 7919) % 1550 + 50 ))
-  HKGEN_CACHE_DIR=$T/nocache-$i "$HKGEN" build -q --no-cache -j2 --target gfx942,gfx950 "$spec" -o "$out" >/dev/null 2>&1 &
+  TMPDIR=$T/tmp HKGEN_CACHE_DIR=$T/nocache-$i "$HKGEN" build -q --no-cache -j2 --target gfx942,gfx950 "$spec" -o "$out" >/dev/null 2>&1 &
   pid=$!
   sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')"
   if kill -KILL "$pid" 2>/dev/null; then killed=$((killed + 1)); fi
@@ -59,10 +60,16 @@ done
 echo "$killed of 8 builds were killed mid-way"
 [ "$killed" -ge 1 ] || fail "no build was killed: the delays are too long for this machine"
 
-run_hk "$T/final" build -q --target gfx942,gfx950 "$spec" -o "$out"
+TMPDIR=$T/tmp run_hk "$T/final" build -q --target gfx942,gfx950 "$spec" -o "$out"
 expect_rc 0 "build after the kills"
+# the temporary folders of killed builds are swept by the next one (a
+# killed compiler may still be finishing: give it a moment, then sweep again)
+sleep 2
+TMPDIR=$T/tmp run_hk "$T/again" build -q --target gfx942 "$T/first.yaml" -o "$T/other"
+left=$(ls "$T/tmp" | grep -c '^hkgen' || true)
+[ "$left" = 0 ] || fail "killed builds left $left temporary folders: $(ls "$T/tmp" | head -5)"
 [ -f "$out/manifest.json" ] || fail "no manifest after a complete build"
 check_catalogue "$out"
 n=$(jsonq -c "$out/manifest.json" 'kernels.*')
 [ "$n" -eq 20 ] || fail "final manifest lists $n kernels, expected 20"
-echo "ok: killed builds left no bad manifest; the final build is complete"
+echo "ok: killed builds left no bad manifest and no temporary folder; the final build is complete"
