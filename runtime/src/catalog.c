@@ -434,7 +434,7 @@ static hkrt_status hkrt_read_grid(const hkrt_mctx *m, hkrt_kernel *k) {
   if (g->count != 3) return hkrt_mfail(m, g, "grid must have 3 formulas, not %zu", g->count);
   int i = 0;
   for (const hkrt_json *v = g->child; v; v = v->next, i++) {
-    char what[16];
+    char what[24];
     if (v->type != HKRT_JSON_STRING) return hkrt_mfail(m, v, "grid formulas must be strings");
     snprintf(what, sizeof what, "grid[%d]", i);
     if ((st = hkrt_formula_ok(m, v, k, what, v->str))) return st;

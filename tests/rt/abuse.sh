@@ -4,7 +4,8 @@
 # rt_catalog abuse. Then code objects that are not the manifest's: changed,
 # truncated, or reached through a symbolic link (in or out of the folder),
 # each refused at load with the process alive (rt_catalog load). Then six
-# threads on one emulated device (rt_catalog threads).
+# threads on one emulated device (rt_catalog threads), and eight under
+# ThreadSanitizer (rt_tsan).
 RT_DIR=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$RT_DIR/../.." && pwd)
 HKGEN=${HKGEN:-$ROOT/build/hkgen}
@@ -27,3 +28,4 @@ rm "$obj" && cp "$T/good.so" "$obj" && mv "$T/cat/gfx942" "$T/real942" && ln -s 
 rm "$T/cat/gfx942" && mv "$T/real942" "$T/cat/gfx942"
 "$RC" load "$T/cat" - || fail "the restored catalogue"
 "$RC" threads "$T/cat" || fail "threads sharing one emulated device"
+"$RT_DIR/../build/rt_tsan" "$T/cat" || fail "rt_tsan: a data race between threads on one device and catalogue"
