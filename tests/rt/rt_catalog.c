@@ -272,6 +272,14 @@ static void test_manifest(void) {
   if (mkdir(fifo_dir, 0700) < 0 || mkfifo(fifo, 0600) < 0) t_die("mkfifo %s", fifo);
   CHECK_ERR(hkrt_catalog_open(d, fifo_dir, &none), HKRT_ERR_IO, "manifest.json: not a regular file");
   unlink(fifo);
+  /* a manifest over the reader's limit is refused whole, never cut (a
+     sparse file: no disk is used) */
+  {
+    FILE *big = fopen(fifo, "wb");
+    if (!big || ftruncate(fileno(big), (off_t)600 << 20) < 0 || fclose(big)) t_die("sparse manifest");
+    CHECK_ERR(hkrt_catalog_open(d, fifo_dir, &none), HKRT_ERR_IO, "manifest.json: the file is over");
+    unlink(fifo);
+  }
   hkrt_device_close(d);
 }
 
@@ -847,6 +855,13 @@ static void test_abuse(const char *dir) {
   CHECK(abuse_gemm(ge, 100, 77, 93) == HKRT_OK, "gemm: %s", hkrt_error());
   CHECK_ERR(abuse_gemm(ge, 64, 64, 2147483647L), HKRT_ERR_ARG, "K = 2147483647 (M, N and K at most 2^31 - 257");
   CHECK_ERR(abuse_gemm(ge, 0, 64, 64), HKRT_ERR_ARG, "M >= 1 does not hold: M = 0");
+  /* a grid the emulator would run for hours: refused at launch, saying why */
+  static unsigned short gbuf[64];
+  hkrt_arg big[] = {HKRT_PTR("A", gbuf), HKRT_PTR("B", gbuf), HKRT_PTR("C", gbuf), HKRT_INT("lda", 8),
+                    HKRT_INT("ldb", 8), HKRT_INT("ldc", 65536), HKRT_INT("M", 131072), HKRT_INT("N", 65536),
+                    HKRT_INT("K", 8)};
+  CHECK_ERR(hkrt_kernel_launch(ge, NULL, big, sizeof big / sizeof big[0], NULL), HKRT_ERR_ARG,
+            "a grid of 2097152 workgroups; the emulator runs at most 1048576 per launch");
   hkrt_catalog_close(c);
   hkrt_device_close(d);
 }
