@@ -289,27 +289,54 @@ HK_DEVICE void hk_mma_16x8x16(hk_u32x4 a, unsigned b0, unsigned b1, hk_mma_acc_t
  *   d[4i+2] = D[16w + g + 8][8i + 2t], d[4i+3] = D[16w + g + 8][8i + 2t + 1]
  *   (PTX ISA, "Register fragments and shared memory matrix layouts: wgmma .m64nNk16").
  */
-struct hk_wgmma_acc32_t {
-    float v[16];
-    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
-    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
-};
-struct hk_wgmma_acc64_t {
-    float v[32];
-    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
-    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
-};
-struct hk_wgmma_acc128_t {
-    float v[64];
-    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
-    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
-};
+/* The wgmma wrappers and their accumulators are generated, one line per shape (below),
+ * so that the asm statements cannot drift apart.  A lane's accumulator of R = N / 2
+ * floats is asm operands %0 .. %R-1: a line gives R as its tens T and ones U (the
+ * preprocessor cannot count in decimal), HK_WGMMA_OPS(T, U) lists the operands and
+ * HK_WGMMA_F<R>(0) their constraints; the line also numbers the operands after them. */
+#define HK_WGMMA_U1(t) "%" #t "0"
+#define HK_WGMMA_U2(t) HK_WGMMA_U1(t) ", %" #t "1"
+#define HK_WGMMA_U3(t) HK_WGMMA_U2(t) ", %" #t "2"
+#define HK_WGMMA_U4(t) HK_WGMMA_U3(t) ", %" #t "3"
+#define HK_WGMMA_U5(t) HK_WGMMA_U4(t) ", %" #t "4"
+#define HK_WGMMA_U6(t) HK_WGMMA_U5(t) ", %" #t "5"
+#define HK_WGMMA_U7(t) HK_WGMMA_U6(t) ", %" #t "6"
+#define HK_WGMMA_U8(t) HK_WGMMA_U7(t) ", %" #t "7"
+#define HK_WGMMA_U9(t) HK_WGMMA_U8(t) ", %" #t "8"
+#define HK_WGMMA_DEC(t) HK_WGMMA_U9(t) ", %" #t "9" /* %t0 .. %t9 */
+#define HK_WGMMA_TENS1 HK_WGMMA_DEC()                   /* %0 .. %9 */
+#define HK_WGMMA_TENS2 HK_WGMMA_TENS1 ", " HK_WGMMA_DEC(1)
+#define HK_WGMMA_TENS3 HK_WGMMA_TENS2 ", " HK_WGMMA_DEC(2)
+#define HK_WGMMA_TENS4 HK_WGMMA_TENS3 ", " HK_WGMMA_DEC(3)
+#define HK_WGMMA_TENS5 HK_WGMMA_TENS4 ", " HK_WGMMA_DEC(4)
+#define HK_WGMMA_TENS6 HK_WGMMA_TENS5 ", " HK_WGMMA_DEC(5)
+#define HK_WGMMA_TENS7 HK_WGMMA_TENS6 ", " HK_WGMMA_DEC(6)
+#define HK_WGMMA_TENS8 HK_WGMMA_TENS7 ", " HK_WGMMA_DEC(7)
+#define HK_WGMMA_TENS9 HK_WGMMA_TENS8 ", " HK_WGMMA_DEC(8)
+#define HK_WGMMA_TENS10 HK_WGMMA_TENS9 ", " HK_WGMMA_DEC(9)
+#define HK_WGMMA_TENS11 HK_WGMMA_TENS10 ", " HK_WGMMA_DEC(10)
+#define HK_WGMMA_TENS12 HK_WGMMA_TENS11 ", " HK_WGMMA_DEC(11)
+#define HK_WGMMA_OPS(T, U) HK_WGMMA_TENS##T ", " HK_WGMMA_U##U(T) /* %0 .. %(10T + U - 1) */
+#define HK_WGMMA_F8(k)                                                                                     \
+    "+f"(d.v[8 * (k)]), "+f"(d.v[8 * (k) + 1]), "+f"(d.v[8 * (k) + 2]), "+f"(d.v[8 * (k) + 3]),          \
+        "+f"(d.v[8 * (k) + 4]), "+f"(d.v[8 * (k) + 5]), "+f"(d.v[8 * (k) + 6]), "+f"(d.v[8 * (k) + 7])
+#define HK_WGMMA_F16(k) HK_WGMMA_F8(2 * (k)), HK_WGMMA_F8(2 * (k) + 1)
+#define HK_WGMMA_F32(k) HK_WGMMA_F16(2 * (k)), HK_WGMMA_F16(2 * (k) + 1)
+#define HK_WGMMA_F64(k) HK_WGMMA_F32(2 * (k)), HK_WGMMA_F32(2 * (k) + 1)
+#define HK_WGMMA_F128(k) HK_WGMMA_F64(2 * (k)), HK_WGMMA_F64(2 * (k) + 1)
+#define HK_WGMMA_ACC_OUT(T, U) HK_WGMMA_F##T##U(0) /* "+f"(d.v[0]) .. "+f"(d.v[10T + U - 1]) */
 
-struct hk_wgmma_acc256_t {
-    float v[128];
-    __device__ __forceinline__ float &operator[](int i) { return v[i]; }
-    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
-};
+/* hk_wgmma_accN_t, N = 32, 64, 128, 256: one lane's N / 2 floats. */
+#define HK_WGMMA_ACC(N)                                                                                    \
+    struct hk_wgmma_acc##N##_t {                                                                           \
+        float v[N / 2];                                                                                    \
+        __device__ __forceinline__ float &operator[](int i) { return v[i]; }                               \
+        __device__ __forceinline__ float operator[](int i) const { return v[i]; }                          \
+    };
+HK_WGMMA_ACC(32)
+HK_WGMMA_ACC(64)
+HK_WGMMA_ACC(128)
+HK_WGMMA_ACC(256)
 
 /* Shared-memory matrix descriptor: start byte offset `off' (16-byte units), leading
  * and stride byte offsets lbo, sbo (bytes; for a K-major swizzled layout sbo is the
@@ -340,69 +367,32 @@ template <int N> HK_DEVICE void hk_wgmma_wait(void)
 }
 HK_DEVICE void hk_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-HK_DEVICE void hk_wgmma_64x32x16(hk_wgmma_acc32_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-HK_DEVICE void hk_wgmma_64x64x16(hk_wgmma_acc64_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-HK_DEVICE void hk_wgmma_64x128x16(hk_wgmma_acc128_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-HK_DEVICE void hk_wgmma_64x256x16(hk_wgmma_acc256_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63]), "+f"(d.v[64]), "+f"(d.v[65]), "+f"(d.v[66]), "+f"(d.v[67]), "+f"(d.v[68]), "+f"(d.v[69]), "+f"(d.v[70]), "+f"(d.v[71]), "+f"(d.v[72]), "+f"(d.v[73]), "+f"(d.v[74]), "+f"(d.v[75]), "+f"(d.v[76]), "+f"(d.v[77]), "+f"(d.v[78]), "+f"(d.v[79]), "+f"(d.v[80]), "+f"(d.v[81]), "+f"(d.v[82]), "+f"(d.v[83]), "+f"(d.v[84]), "+f"(d.v[85]), "+f"(d.v[86]), "+f"(d.v[87]), "+f"(d.v[88]), "+f"(d.v[89]), "+f"(d.v[90]), "+f"(d.v[91]), "+f"(d.v[92]), "+f"(d.v[93]), "+f"(d.v[94]), "+f"(d.v[95]), "+f"(d.v[96]), "+f"(d.v[97]), "+f"(d.v[98]), "+f"(d.v[99]), "+f"(d.v[100]), "+f"(d.v[101]), "+f"(d.v[102]), "+f"(d.v[103]), "+f"(d.v[104]), "+f"(d.v[105]), "+f"(d.v[106]), "+f"(d.v[107]), "+f"(d.v[108]), "+f"(d.v[109]), "+f"(d.v[110]), "+f"(d.v[111]), "+f"(d.v[112]), "+f"(d.v[113]), "+f"(d.v[114]), "+f"(d.v[115]), "+f"(d.v[116]), "+f"(d.v[117]), "+f"(d.v[118]), "+f"(d.v[119]), "+f"(d.v[120]), "+f"(d.v[121]), "+f"(d.v[122]), "+f"(d.v[123]), "+f"(d.v[124]), "+f"(d.v[125]), "+f"(d.v[126]), "+f"(d.v[127])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
+/* hk_wgmma_64xNx16 and hk_wgmma_64xNx16_tb, one line each: shape N, the name's suffix
+ * (empty or _tb) and B's transpose bit, the accumulator's R = N / 2 as tens and ones, then
+ * the operand numbers of desc_a, desc_b and scale_d (R, R + 1, R + 2). */
+#define HK_WGMMA_SS(N, SUF, TB, T, U, IA, IB, IS)                                                          \
+    HK_DEVICE void hk_wgmma_64x##N##x16##SUF(hk_wgmma_acc##N##_t &d, unsigned long long desc_a,          \
+                                             unsigned long long desc_b, int scale_d)                      \
+    {                                                                                                      \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IS ", 0;\n"                                     \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                            \
+                     "{" HK_WGMMA_OPS(T, U) "}, %" #IA ", %" #IB ", p, 1, 1, 0, " #TB ";\n}\n"              \
+                     : HK_WGMMA_ACC_OUT(T, U)                                                              \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                            \
+    }
+HK_WGMMA_SS(32, , 0, 1, 6, 16, 17, 18)
+HK_WGMMA_SS(64, , 0, 3, 2, 32, 33, 34)
+HK_WGMMA_SS(128, , 0, 6, 4, 64, 65, 66)
+HK_WGMMA_SS(256, , 0, 12, 8, 128, 129, 130)
 
 /* hk_wgmma_64xNx16_tb (N = 64, 128, 256): the same with B stored MN-major (n innermost,
  * the transpose bit of B set): a GEMM's K x N row-major B.  Tiles of 64 columns
  * (128-byte rows, the 128-byte swizzle: 16-byte chunk c of k-row r at c ^ r % 8), 8 k-rows
  * per 1024-byte atom; desc_b = hk_wgmma_desc(l, off, lbo, sbo, 1) with lbo = bytes between
  * 64-column tiles, sbo = 1024 (between 8-row groups); a k step of 16 adds 16 rows (2048 bytes). */
-HK_DEVICE void hk_wgmma_64x64x16_tb(hk_wgmma_acc64_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 1;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-HK_DEVICE void hk_wgmma_64x128x16_tb(hk_wgmma_acc128_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-HK_DEVICE void hk_wgmma_64x256x16_tb(hk_wgmma_acc256_t &d, unsigned long long desc_a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 1;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63]), "+f"(d.v[64]), "+f"(d.v[65]), "+f"(d.v[66]), "+f"(d.v[67]), "+f"(d.v[68]), "+f"(d.v[69]), "+f"(d.v[70]), "+f"(d.v[71]), "+f"(d.v[72]), "+f"(d.v[73]), "+f"(d.v[74]), "+f"(d.v[75]), "+f"(d.v[76]), "+f"(d.v[77]), "+f"(d.v[78]), "+f"(d.v[79]), "+f"(d.v[80]), "+f"(d.v[81]), "+f"(d.v[82]), "+f"(d.v[83]), "+f"(d.v[84]), "+f"(d.v[85]), "+f"(d.v[86]), "+f"(d.v[87]), "+f"(d.v[88]), "+f"(d.v[89]), "+f"(d.v[90]), "+f"(d.v[91]), "+f"(d.v[92]), "+f"(d.v[93]), "+f"(d.v[94]), "+f"(d.v[95]), "+f"(d.v[96]), "+f"(d.v[97]), "+f"(d.v[98]), "+f"(d.v[99]), "+f"(d.v[100]), "+f"(d.v[101]), "+f"(d.v[102]), "+f"(d.v[103]), "+f"(d.v[104]), "+f"(d.v[105]), "+f"(d.v[106]), "+f"(d.v[107]), "+f"(d.v[108]), "+f"(d.v[109]), "+f"(d.v[110]), "+f"(d.v[111]), "+f"(d.v[112]), "+f"(d.v[113]), "+f"(d.v[114]), "+f"(d.v[115]), "+f"(d.v[116]), "+f"(d.v[117]), "+f"(d.v[118]), "+f"(d.v[119]), "+f"(d.v[120]), "+f"(d.v[121]), "+f"(d.v[122]), "+f"(d.v[123]), "+f"(d.v[124]), "+f"(d.v[125]), "+f"(d.v[126]), "+f"(d.v[127])
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
+HK_WGMMA_SS(64, _tb, 1, 3, 2, 32, 33, 34)
+HK_WGMMA_SS(128, _tb, 1, 6, 4, 64, 65, 66)
+HK_WGMMA_SS(256, _tb, 1, 12, 8, 128, 129, 130)
 
 /* ---- mbarriers and bulk tensor copies (TMA) -------------------------------------------
  * A tensor map (hk_tmap, 128 bytes) describes a 2-D to 4-D bf16 tensor to the copy
@@ -519,36 +509,28 @@ HK_DEVICE bool hk_warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
  *   hk_wgmma_rs_fence_acc64/128(d)  compiler-only fence on an accumulator (no instruction):
  *        after hk_wgmma_wait, so that reads of d are not moved above the wait.
  */
-HK_DEVICE void hk_wgmma_rs_64x64x16_tb(hk_wgmma_acc64_t &d, hk_u32x4 a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31])
-                 : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "l"(desc_b), "r"(scale_d));
-}
+/* One line per shape: N, R = N / 2 as tens and ones, then the operand numbers of the four
+ * A words, desc_b and scale_d (R .. R + 5). */
+#define HK_WGMMA_RS(N, T, U, I0, I1, I2, I3, IB, IS)                                                       \
+    HK_DEVICE void hk_wgmma_rs_64x##N##x16_tb(hk_wgmma_acc##N##_t &d, hk_u32x4 a, unsigned long long desc_b, \
+                                              int scale_d)                                                 \
+    {                                                                                                      \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IS ", 0;\n"                                     \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                            \
+                     "{" HK_WGMMA_OPS(T, U) "}, {%" #I0 ", %" #I1 ", %" #I2 ", %" #I3 "}, %" #IB            \
+                     ", p, 1, 1, 1;\n}\n"                                                                  \
+                     : HK_WGMMA_ACC_OUT(T, U)                                                              \
+                     : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "l"(desc_b), "r"(scale_d));      \
+    }
+HK_WGMMA_RS(64, 3, 2, 32, 33, 34, 35, 36, 37)
+HK_WGMMA_RS(128, 6, 4, 64, 65, 66, 67, 68, 69)
 
-HK_DEVICE void hk_wgmma_rs_64x128x16_tb(hk_wgmma_acc128_t &d, hk_u32x4 a, unsigned long long desc_b, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-                 : "+f"(d.v[0]), "+f"(d.v[1]), "+f"(d.v[2]), "+f"(d.v[3]), "+f"(d.v[4]), "+f"(d.v[5]), "+f"(d.v[6]), "+f"(d.v[7]), "+f"(d.v[8]), "+f"(d.v[9]), "+f"(d.v[10]), "+f"(d.v[11]), "+f"(d.v[12]), "+f"(d.v[13]), "+f"(d.v[14]), "+f"(d.v[15]), "+f"(d.v[16]), "+f"(d.v[17]), "+f"(d.v[18]), "+f"(d.v[19]), "+f"(d.v[20]), "+f"(d.v[21]), "+f"(d.v[22]), "+f"(d.v[23]), "+f"(d.v[24]), "+f"(d.v[25]), "+f"(d.v[26]), "+f"(d.v[27]), "+f"(d.v[28]), "+f"(d.v[29]), "+f"(d.v[30]), "+f"(d.v[31]), "+f"(d.v[32]), "+f"(d.v[33]), "+f"(d.v[34]), "+f"(d.v[35]), "+f"(d.v[36]), "+f"(d.v[37]), "+f"(d.v[38]), "+f"(d.v[39]), "+f"(d.v[40]), "+f"(d.v[41]), "+f"(d.v[42]), "+f"(d.v[43]), "+f"(d.v[44]), "+f"(d.v[45]), "+f"(d.v[46]), "+f"(d.v[47]), "+f"(d.v[48]), "+f"(d.v[49]), "+f"(d.v[50]), "+f"(d.v[51]), "+f"(d.v[52]), "+f"(d.v[53]), "+f"(d.v[54]), "+f"(d.v[55]), "+f"(d.v[56]), "+f"(d.v[57]), "+f"(d.v[58]), "+f"(d.v[59]), "+f"(d.v[60]), "+f"(d.v[61]), "+f"(d.v[62]), "+f"(d.v[63])
-                 : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "l"(desc_b), "r"(scale_d));
-}
-
-HK_DEVICE void hk_wgmma_rs_fence_acc64(hk_wgmma_acc64_t &d)
-{
-#pragma unroll
-    for (int i = 0; i < 32; ++i)
-        asm volatile("" : "+f"(d.v[i])::"memory");
-}
-
-HK_DEVICE void hk_wgmma_rs_fence_acc128(hk_wgmma_acc128_t &d)
-{
-#pragma unroll
-    for (int i = 0; i < 64; ++i)
-        asm volatile("" : "+f"(d.v[i])::"memory");
-}
+#define HK_WGMMA_FENCE_ACC(N)                                                                              \
+    HK_DEVICE void hk_wgmma_rs_fence_acc##N(hk_wgmma_acc##N##_t &d)                                        \
+    {                                                                                                      \
+        _Pragma("unroll") for (int i = 0; i < N / 2; ++i) asm volatile("" : "+f"(d.v[i])::"memory");       \
+    }
+HK_WGMMA_FENCE_ACC(64)
+HK_WGMMA_FENCE_ACC(128)
 
 #endif /* HK_SM90_H */
