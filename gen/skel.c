@@ -281,13 +281,13 @@ static int skel_line_of(const char *s, const char *at) {
 }
 
 /* m4 prints "m4:FILE:LINE: msg"; show it as "FILE:LINE: error: msg". */
-static void skel_report_m4(const char *err, const op_inst *k, const char *copy_path, const char *orig) {
+static void skel_report_m4(const char *err, const op_inst *k, const char *copy_dir, const char *tpldir) {
   char *copy = xstrdup(err);
   for (char *save = NULL, *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
     if (!strncmp(l, "m4:", 3)) l += 3;
-    char *named = NULL; /* m4 read the annotated copy: name the skeleton */
-    size_t cl = strlen(copy_path);
-    if (!strncmp(l, copy_path, cl) && l[cl] == ':') l = named = xasprintf("%s%s", orig, l + cl);
+    char *named = NULL; /* m4 read the annotated copies: name the templates */
+    size_t cl = strlen(copy_dir);
+    if (!strncmp(l, copy_dir, cl) && l[cl] == '/') l = named = xasprintf("%s%s", tpldir, l + cl);
     char *colon = strchr(l, ':');
     char *colon2 = colon ? strchr(colon + 1, ':') : NULL;
     if (colon && colon2 && colon2 > colon + 1 && strspn(colon + 1, "0123456789") == (size_t)(colon2 - colon - 1)) {
@@ -329,6 +329,36 @@ static void skel_hash_file(sha256_ctx *s, const char *dir, const char *name) {
   free(path);
 }
 
+/* The files a skeleton reads with m4_include([NAME]) (NAME under tpldir), and
+   the files those include: hashed into the source key and annotated like the
+   skeleton. A plain text scan (names of files that do not exist are left to
+   m4); m4 itself finds each file. Returns how many
+   names (caller frees), at most SKEL_MAX_INC. */
+#define SKEL_MAX_INC 8
+static int skel_includes(const char *tpldir, const char *skeleton, char *names[SKEL_MAX_INC]) {
+  static const char tag[] = "m4_include([";
+  int n = 0;
+  for (int f = -1; f < n; f++) {
+    char *path = fs_join(tpldir, f < 0 ? skeleton : names[f]), *data = NULL;
+    size_t len = 0;
+    if (fs_read_file(path, 1u << 24, &data, &len) == 0) {
+      for (const char *p = strstr(data, tag); p; p = strstr(p + 1, tag)) {
+        const char *b = p + sizeof tag - 1, *e = strstr(b, "])");
+        if (!e || e - b > 200 || memchr(b, '\n', (size_t)(e - b))) continue;
+        char *name = xasprintf("%.*s", (int)(e - b), b), *ipath = fs_join(tpldir, name);
+        int seen = !fs_exists(ipath); /* a name in a comment, or m4's own error to come */
+        free(ipath);
+        for (int i = 0; i < n; i++) seen |= !strcmp(names[i], name);
+        if (seen || n == SKEL_MAX_INC) free(name);
+        else names[n++] = name;
+      }
+    }
+    free(data);
+    free(path);
+  }
+  return n;
+}
+
 void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]) {
   skel_prologue p;
   skel_prologue_init(&p);
@@ -344,6 +374,12 @@ void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]) {
   char *hdr = xasprintf("include/%s", tgt_find(k->target)->header);
   skel_hash_file(&s, tpldir, "hk.m4");
   skel_hash_file(&s, tpldir, skeleton);
+  char *inc[SKEL_MAX_INC];
+  int ninc = skel_includes(tpldir, skeleton, inc);
+  for (int i = 0; i < ninc; i++) {
+    skel_hash_file(&s, tpldir, inc[i]);
+    free(inc[i]);
+  }
   skel_hash_file(&s, tpldir, hdr);
   sha256_final(&s, d);
   sha256_to_hex(d, key);
@@ -352,38 +388,63 @@ void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]) {
   skel_prologue_free(&p);
 }
 
-/* Writes the skeleton's annotated copy (syncline markers) into a private
-   folder; m4 reads it in place of the skeleton. Returns its path or NULL. */
-static char *skel_annotated_copy(const char *tpldir, const char *skeleton, char **dir) {
-  char *src = fs_join(tpldir, skeleton), *data = NULL, *path = NULL;
+/* Writes the annotated copy (syncline markers) of template `name' (file: NULL
+   for the skeleton, else its own name for @I markers) into dir. */
+static int skel_annotate_into(const char *tpldir, const char *dir, const char *name, const char *file) {
+  char *src = fs_join(tpldir, name), *data = NULL, *path = NULL;
   size_t len = 0;
+  int rc = -1;
+  if (fs_read_file(src, 1u << 24, &data, &len) != 0) {
+    diag_error(src, 0, 0, "cannot read the template: %s", strerror(errno));
+  } else {
+    hk_buf b;
+    buf_init(&b);
+    skel_annotate(data, len, file, &b);
+    path = fs_join(dir, name);
+    if (fs_write_file(path, b.s, b.len, 0) != 0) diag_error(path, 0, 0, "cannot write: %s", strerror(errno));
+    else rc = 0;
+    buf_free(&b);
+  }
+  free(path);
+  free(data);
+  free(src);
+  return rc;
+}
+
+/* Writes the annotated copies of the skeleton and of the files it includes
+   into a private folder, which m4 searches first. Returns the skeleton copy's
+   path or NULL; *inc and *ninc list the includes (for skel_remove_copy). */
+static char *skel_annotated_copy(const char *tpldir, const char *skeleton, char **dir, char **inc, int *ninc) {
+  *ninc = skel_includes(tpldir, skeleton, inc);
   *dir = fs_tmp_template("hkgen-m4");
   if (!mkdtemp(*dir)) {
     diag_error(NULL, 0, 0, "cannot make a temporary folder: %s", strerror(errno));
     free(*dir);
     *dir = NULL;
-  } else if (fs_read_file(src, 1u << 24, &data, &len) != 0) {
-    diag_error(src, 0, 0, "cannot read the skeleton: %s", strerror(errno));
-  } else {
-    hk_buf b;
-    buf_init(&b);
-    skel_annotate(data, len, &b);
-    path = fs_join(*dir, skeleton);
-    if (fs_write_file(path, b.s, b.len, 0) != 0) {
-      diag_error(path, 0, 0, "cannot write: %s", strerror(errno));
-      free(path);
-      path = NULL;
-    }
-    buf_free(&b);
+    return NULL;
   }
-  free(data);
-  free(src);
-  return path;
+  if (skel_annotate_into(tpldir, *dir, skeleton, NULL) != 0) return NULL;
+  for (int i = 0; i < *ninc; i++)
+    if (strchr(inc[i], '/') || skel_annotate_into(tpldir, *dir, inc[i], inc[i]) != 0) {
+      if (strchr(inc[i], '/')) diag_error(skeleton, 0, 0, "m4_include([%s]): an include is a file of templates/", inc[i]);
+      return NULL;
+    }
+  return fs_join(*dir, skeleton);
 }
 
-static void skel_remove_copy(char *dir, char *path) {
-  if (path) unlink(path);
-  if (dir) rmdir(dir);
+static void skel_remove_copy(char *dir, char *path, const char *skeleton, char **inc, int ninc) {
+  if (dir) {
+    char *p = fs_join(dir, skeleton);
+    unlink(p);
+    free(p);
+    for (int i = 0; i < ninc; i++) {
+      p = fs_join(dir, inc[i]);
+      unlink(p);
+      free(p);
+    }
+    rmdir(dir);
+  }
+  for (int i = 0; i < ninc; i++) free(inc[i]);
   free(path);
   free(dir);
 }
@@ -401,21 +462,22 @@ static char *skel_finish(const char *raw, size_t rawlen, const char *skeleton, c
 }
 
 int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
-  char *skeleton = skel_skeleton_for(tpldir, k), *tmpdir = NULL;
-  char *copy = skel_annotated_copy(tpldir, skeleton, &tmpdir);
+  char *skeleton = skel_skeleton_for(tpldir, k), *tmpdir = NULL, *inc[SKEL_MAX_INC];
+  int ninc = 0;
+  char *copy = skel_annotated_copy(tpldir, skeleton, &tmpdir, inc, &ninc);
   if (!copy) {
-    skel_remove_copy(tmpdir, copy);
+    skel_remove_copy(tmpdir, copy, skeleton, inc, ninc);
     free(skeleton);
     return -1;
   }
   skel_prologue p;
   skel_prologue_init(&p);
   skel_prologue_for(&p, k);
+  char *inc0 = xasprintf("-I%s", tmpdir); /* the annotated includes first */
   char *inc1 = xasprintf("-I%s", tpldir);
   char *inc2 = xasprintf("-I%s/include", tpldir);
-  char *orig = fs_join(tpldir, skeleton);
   const char *m4 = getenv("HKGEN_M4");
-  char *argv[] = {(char *)(m4 && *m4 ? m4 : "m4"), "-P", "--fatal-warnings", inc1, inc2,
+  char *argv[] = {(char *)(m4 && *m4 ? m4 : "m4"), "-P", "--fatal-warnings", inc0, inc1, inc2,
                   "hk.m4", "-", copy, NULL};
   hk_buf o, e;
   buf_init(&o);
@@ -425,7 +487,7 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
   if (rc < 0) {
     diag_error(NULL, 0, 0, "cannot run %s: %s (install GNU m4 or set HKGEN_M4)", argv[0], strerror(errno));
   } else if (rc != 0 || e.len) {
-    skel_report_m4(e.len ? e.s : "m4 failed without a message", k, copy, orig);
+    skel_report_m4(e.len ? e.s : "m4 failed without a message", k, tmpdir, tpldir);
   } else {
     const char *bad = skel_leftover(o.s);
     if (bad) {
@@ -446,10 +508,10 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
   }
   buf_free(&o);
   buf_free(&e);
+  free(inc0);
   free(inc1);
   free(inc2);
-  free(orig);
-  skel_remove_copy(tmpdir, copy);
+  skel_remove_copy(tmpdir, copy, skeleton, inc, ninc);
   free(skeleton);
   skel_prologue_free(&p);
   return ok ? 0 : -1;

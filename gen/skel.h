@@ -37,13 +37,14 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len);
 char *skel_skeleton_for(const char *tpldir, const op_inst *k);
 
 /* A key for k's generated source: the prologue, hk.m4, the skeleton, the
-   tile header and hkgen's version. Equal keys give equal sources, so a
+   files it includes, the tile header and hkgen's version. Equal keys give equal sources, so a
    rebuild can take the source from the cache without running m4. */
 void skel_gen_key(const char *tpldir, const op_inst *k, char key[65]);
 
 /* Copies skeleton text s with @L<line>; markers where literal template text
-   resumes (see syncline.c). */
-void skel_annotate(const char *s, size_t n, hk_buf *out);
+   resumes (see syncline.c); for a file the skeleton includes (file: its name
+   under templates/), @I<line>,<file>; markers. */
+void skel_annotate(const char *s, size_t n, const char *file, hk_buf *out);
 /* Turns m4's output s (markers, still escaped) into the source with #line
    directives: tpl names the skeleton ("templates/gemm.hip.m4"), gen the
    generated file for text that no template line holds. */

@@ -2,8 +2,9 @@
    template line, the way Bison's synclines do. m4 -s cannot: a skeleton body
    is one quoted token, so m4 numbers every line of an expansion after the
    macro call. Instead the skeleton is copied with @L<line>; markers where
-   literal template text resumes, hk.m4 adds @H<header>; and @G; (generated
-   text), and skel_synclines turns the markers into #line directives. */
+   literal template text resumes (@I<line>,<file>; in the files it includes),
+   hk.m4 adds @H<header>; and @G; (generated text), and skel_synclines turns
+   the markers into #line directives. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ static size_t sl_copy_line(const char *s, size_t n, size_t i, hk_buf *out) {
    after ]macro[) and after a run of [[ that opens multi-line text (a macro
    argument or definition that is output verbatim). m4 comments and m4_dnl
    lines are copied untouched: their brackets are not quotes. */
-void skel_annotate(const char *s, size_t n, hk_buf *out) {
+void skel_annotate(const char *s, size_t n, const char *file, hk_buf *out) {
   int q = 0, paren = 0, comments = 1, line = 1;
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
@@ -66,8 +67,10 @@ void skel_annotate(const char *s, size_t n, hk_buf *out) {
     buf_add(out, s + i, run);
     int body = q == 0 && paren == 0;
     q += (int)run;
-    if (body || (run >= 2 && sl_multiline(s, n, i + run, q)))
-      buf_printf(out, "@L%d;", line);
+    if (body || (run >= 2 && sl_multiline(s, n, i + run, q))) {
+      if (file) buf_printf(out, "@I%d,%s;", line, file); /* an included file names itself */
+      else buf_printf(out, "@L%d;", line);
+    }
     i += run - 1;
   }
 }
@@ -82,6 +85,8 @@ typedef struct {
   hk_buf *out;
   const char *tpl, *gen; /* "templates/<skeleton>", "<kernel>.hip" */
   char hdr[160];
+  char inc[8][160]; /* "templates/<include>" seen so far: sl_pos points into it */
+  int ninc;
   sl_pos want, have;
   int outline;       /* lines written so far */
   int continued;     /* the previous line ended in a backslash */
@@ -92,8 +97,19 @@ static int sl_marker(sl_state *st, const char *s, size_t n, size_t *i) {
   char kind = *i + 1 < n ? s[*i + 1] : 0;
   size_t e = *i + 2;
   while (e < n && s[e] != ';' && s[e] != '\n') e++;
-  if ((kind != 'L' && kind != 'H' && kind != 'G') || e >= n || s[e] != ';') return 0;
-  if (kind == 'L') {
+  if ((kind != 'L' && kind != 'H' && kind != 'G' && kind != 'I') || e >= n || s[e] != ';') return 0;
+  if (kind == 'I') {
+    char *comma;
+    int line = (int)strtol(s + *i + 2, &comma, 10);
+    if (*comma != ',' || comma >= s + e) return 0;
+    char name[160];
+    snprintf(name, sizeof name, "templates/%.*s", (int)(s + e - comma - 1), comma + 1);
+    int k = 0;
+    while (k < st->ninc && strcmp(st->inc[k], name)) k++;
+    if (k == st->ninc && k < 8) snprintf(st->inc[st->ninc++], sizeof st->inc[0], "%s", name);
+    st->want.file = k < 8 ? st->inc[k] : NULL; /* past 8 includes: numbered as generated text */
+    st->want.line = line;
+  } else if (kind == 'L') {
     st->want.file = st->tpl;
     st->want.line = (int)strtol(s + *i + 2, NULL, 10);
   } else if (kind == 'H') {
@@ -132,7 +148,7 @@ static void sl_emit(sl_state *st, const char *text, size_t len, int ended) {
 }
 
 void skel_synclines(const char *s, size_t n, const char *tpl, const char *gen, hk_buf *out) {
-  sl_state st = {out, tpl, gen, "", {NULL, 1}, {NULL, 1}, 0, 0};
+  sl_state st = {out, tpl, gen, "", {{0}}, 0, {NULL, 1}, {NULL, 1}, 0, 0};
   hk_buf ln;
   buf_init(&ln);
   for (size_t i = 0; i < n; i++) {

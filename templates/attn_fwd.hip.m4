@@ -2,10 +2,9 @@ m4_divert(-1)                                                   -*- C -*-
 # attn_fwd.hip.m4 - attention forward, FlashAttention-2 style, bf16 in/out,
 # fp32 softmax and accumulation, row log-sum-exp as a second output.
 #
-#   O[b][i][h][:] = sum_j softmax_j(scale * q_i . k_j) v_j     (keys j of KV head h / (Hq/Hk))
-#   LSE[b][h][i]  = log sum_j exp(scale * q_i . k_j)          (fp32, [batch][heads_q][seqlen_q])
-#   causal: key j visible iff j <= i + (seqlen_k - seqlen_q) (bottom-right aligned);
-#   a row with no visible key gives O = 0 and LSE = -inf.
+# The semantics, the parameter checks, the causal limits, the alignment
+# predicates and the log-sum-exp epilogue are attn_common.m4's (shared with
+# attn_fwd.sm90.hip.m4).
 #
 # Parameters (hkm_p_*): dtype (bf16), head_dim (64|96|128|192|256), causal (baked bool),
 # batch, seqlen_q, seqlen_k, heads_q, heads_k (baked or `any').  Kernel
@@ -50,10 +49,8 @@ m4_divert(-1)                                                   -*- C -*-
 # (hk_xcd_remap): query blocks of one head, then the heads sharing a KV head,
 # run on one XCD.  Registers are planned for HK_WAVES_PER_SIMD waves per SIMD.
 
-hkm_check_one_of([dtype], [bf16])
-hkm_check_one_of([head_dim], [64], [96], [128], [192], [256])
-hkm_if_true([causal], [], [])
-hkm_param([batch])hkm_param([seqlen_q])hkm_param([seqlen_k])hkm_param([heads_q])hkm_param([heads_k])
+m4_include([attn_common.m4])
+hkm_attn_check_params([64], [96], [128], [192], [256])
 m4_ifelse(hkm_block_size, [256], [],
       [hkm_fatal([attn_fwd needs hkm_block_size 256, got ]hkm_block_size)])
 
@@ -97,8 +94,7 @@ static constexpr int V_REGS = (V_UNITS + ATTN_THREADS - 1) / ATTN_THREADS;
 // whole-block shapes, and with it the register peak of baked ones
 // (where: the plan's main_last, gen/op_attn.c).
 static constexpr bool MAIN_LAST = ]m4_ifelse(hkm_tune([main_last]), [1], [true], [false])[;
-static constexpr float LOG2E = 1.44269504088896340736f;
-static constexpr float LN2 = 0.693147180559945309417f;
+]hkm_attn_common()[
 
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per workgroup");
 static_assert(BLOCK_N * D % (8 * ATTN_THREADS) == 0, "K block must split into 8-bf16 vectors evenly");
@@ -466,29 +462,24 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
     // 16-byte global loads need 8-element strides and 16-byte aligned bases;
     // K/V rows of a block are addressed by 32-bit byte offsets
     const long row_lim = Sk > 0 ? 0x7fffffffL / ((long)Sk + BLOCK_N) : 0;
-    const bool vec_q = (hk_a.q_stride_b % 8 == 0) && (hk_a.q_stride_s % 8 == 0) &&
-                       (hk_a.q_stride_h % 8 == 0) && ((unsigned long)hk_a.Q % 16 == 0);
-    const bool vec_k = (hk_a.k_stride_b % 8 == 0) && (x.k_ss % 8 == 0) && x.k_ss >= 0 &&
-                       x.k_ss <= row_lim && (hk_a.k_stride_h % 8 == 0) &&
-                       ((unsigned long)hk_a.K % 16 == 0);
-    const bool vec_v = (hk_a.v_stride_b % 8 == 0) && (x.v_ss % 8 == 0) && x.v_ss >= 0 &&
-                       x.v_ss <= row_lim && (hk_a.v_stride_h % 8 == 0) &&
-                       ((unsigned long)hk_a.V % 16 == 0);
+    const bool vec_q = attn_aligned<8>(hk_a.Q, hk_a.q_stride_b, hk_a.q_stride_s, hk_a.q_stride_h);
+    const bool vec_k = attn_aligned<8>(hk_a.K, hk_a.k_stride_b, x.k_ss, hk_a.k_stride_h) && x.k_ss >= 0 &&
+                       x.k_ss <= row_lim;
+    const bool vec_v = attn_aligned<8>(hk_a.V, hk_a.v_stride_b, x.v_ss, hk_a.v_stride_h) && x.v_ss >= 0 &&
+                       x.v_ss <= row_lim;
 
     HK_LDS_DECLARE(LDS_BYTES);
 
     // keys the workgroup, this wave and this lane may see
-    const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
-    const int kend = CAUSAL ? (q0 + BLOCK_M + diag < Sk ? q0 + BLOCK_M + diag : Sk) : Sk;
-    x.n_blocks = kend > 0 ? (kend + BLOCK_N - 1) / BLOCK_N : 0;
+    x.n_blocks = attn_key_blocks(attn_key_end(q0, Sq, Sk));
     const int wq0 = q0 + wave * 32;                      // wave-uniform
-    x.wave_last = CAUSAL ? (wq0 + 31 + diag < Sk - 1 ? wq0 + 31 + diag : Sk - 1) : Sk - 1;
-    x.klim = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
+    x.wave_last = attn_last_key(wq0 + 31, Sq, Sk);
+    x.klim = attn_last_key(qi, Sq, Sk);
     // blocks every query of the workgroup sees wholly: the unmasked main loop,
     // which prefetches whole blocks only: without MAIN_LAST it leaves the last
     // block and any partial one to the tail loop; with it, it stops one short
     // only when the block after it exists but is partial
-    const int wg_full = CAUSAL ? (q0 + diag < Sk - 1 ? q0 + diag : Sk - 1) : Sk - 1;
+    const int wg_full = attn_last_key(q0, Sq, Sk);
     int n_main = wg_full >= 0 ? (wg_full + 1) / BLOCK_N : 0;
     if (!MAIN_LAST) {
         n_main = n_main < x.n_blocks - 1 ? n_main : x.n_blocks - 1;
@@ -528,7 +519,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
     // epilogue: the two lane halves' sums, normalise, store.
     // O^T accumulator element r of lane l: d = dt*32 + (r/4)*8 + (l/32)*4 + r%4, query l%32
     const float l_tot = l_run + hk_swap_halves(l_run);
-    const float inv = l_tot > 0.0f ? 1.0f / l_tot : 0.0f;
+    const float inv = attn_inv_sum(l_tot);
     if (qi < Sq) {
         hk_bf16 *Oq = Oh + (long)qi * hk_a.o_stride_s;
 #pragma unroll
@@ -537,10 +528,7 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
             for (int r = 0; r < 16; ++r)
                 hk_global_store_bf16(Oq + dt * 32 + (r / 4) * 8 + half * 4 + r % 4,
                                      hk_f32_to_bf16(o[dt][r] * inv));
-        if (hk_a.LSE && half == 0)
-            hk_global_store_f32(hk_a.LSE + ((long)b * heads_q + hq) * Sq + qi,
-                                l_tot > 0.0f ? (m_run + hk_log2f(l_tot)) * LN2
-                                             : __builtin_bit_cast(float, 0xff800000u));
+        attn_store_lse(hk_a, half == 0, b, hq, heads_q, Sq, qi, m_run, l_tot);
     }
 }
 ]hkm_output_end()

@@ -3,10 +3,9 @@ m4_divert(-1)                                                   -*- C -*-
 # attn_fwd.hip.m4 on warpgroup MMA (wgmma): the same parameters and
 # semantics; d128 adds a kernel argument (tmap_q) and has a grid of its own.
 #
-#   O[b][i][h][:] = sum_j softmax_j(scale * q_i . k_j) v_j     (keys j of KV head h / (Hq/Hk))
-#   LSE[b][h][i]  = log sum_j exp(scale * q_i . k_j)          (fp32, [batch][heads_q][seqlen_q])
-#   causal: key j visible iff j <= i + (seqlen_k - seqlen_q) (bottom-right aligned);
-#   a row with no visible key gives O = 0 and LSE = -inf.
+# The semantics, the parameter checks, the causal limits, the alignment
+# predicates and the log-sum-exp epilogue are attn_common.m4's (shared with
+# attn_fwd.hip.m4).
 #
 # Parameters (hkm_p_*): dtype (bf16), head_dim (64|128), causal (baked bool),
 # batch, seqlen_q, seqlen_k, heads_q, heads_k (baked or `any').  Kernel
@@ -83,10 +82,8 @@ m4_divert(-1)                                                   -*- C -*-
 # Causal: blocks past the diagonal are never loaded; masking code runs only
 # for blocks that straddle the causal diagonal or seqlen_k.
 
-hkm_check_one_of([dtype], [bf16])
-hkm_check_one_of([head_dim], [64], [128])
-hkm_if_true([causal], [], [])
-hkm_param([batch])hkm_param([seqlen_q])hkm_param([seqlen_k])hkm_param([heads_q])hkm_param([heads_k])
+m4_include([attn_common.m4])
+hkm_attn_check_params([64], [128])
 m4_ifelse(hkm_block_size, m4_ifelse(hkm_param([head_dim]), [128], [384], [256]), [],
       [hkm_fatal([attn_fwd needs hkm_block_size 384 (d128) or 256 (d64), got ]hkm_block_size)])
 
@@ -129,9 +126,8 @@ static constexpr int PV_STEPS = BLOCK_N / 16;              // k16 steps of P V
 static constexpr int S_TILES = BLOCK_N / 8;                // n8 tiles of S
 static constexpr int O_TILES = D / 8;                      // n8 tiles of O
 static constexpr bool FOLD_SCALE = true;                   // scale > 0: FFMA softmax (attn_softmax POS)
-static constexpr float LOG2E = 1.44269504088896340736f;
-static constexpr float LN2 = 0.693147180559945309417f;
 static constexpr float LAZY_LOG2 = 8.0f;                   // rescale O only when the row max grows by > 2^8
+]hkm_attn_common()[
 
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per block");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128, "S is one m64n64 or m64n128 accumulator");
@@ -290,10 +286,7 @@ HK_DEVICE attn_tile attn_tile_at(const attn_grid &g, int t)
     w.q0 = (g.nq - 1 - (t - r * g.nqb)) * BLOCK_M;
     w.hq = r % g.Hq;
     w.b = r / g.Hq;
-    // causal: key j visible iff j <= i + (Sk - Sq); blocks past the diagonal never load
-    const int diag = g.Sk - g.Sq;
-    const int kend = CAUSAL ? (w.q0 + BLOCK_M + diag < g.Sk ? w.q0 + BLOCK_M + diag : g.Sk) : g.Sk;
-    w.n_blocks = (kend + BLOCK_N - 1) / BLOCK_N;
+    w.n_blocks = (attn_key_end(w.q0, g.Sq, g.Sk) + BLOCK_N - 1) / BLOCK_N;  // a busy tile has keys
     return w;
 }
 
@@ -343,14 +336,10 @@ HK_DEVICE attn_tile attn_empty_tile_at(const attn_grid &g, int e)
 HK_DEVICE void attn_tile_limits(const attn_grid &g, const attn_tile &w, int wg, int row0, int &wg_full,
                                 int (&klim)[2])
 {
-    const int diag = g.Sk - g.Sq;
-    const int wq0 = w.q0 + wg * WG_M;
-    wg_full = CAUSAL ? (wq0 + diag < g.Sk - 1 ? wq0 + diag : g.Sk - 1) : g.Sk - 1;
+    wg_full = attn_last_key(w.q0 + wg * WG_M, g.Sq, g.Sk);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int qi = w.q0 + row0 + 8 * h;
-        klim[h] = CAUSAL ? (qi + diag < g.Sk - 1 ? qi + diag : g.Sk - 1) : g.Sk - 1;
-    }
+    for (int h = 0; h < 2; ++h)
+        klim[h] = attn_last_key(w.q0 + row0 + 8 * h, g.Sq, g.Sk);
 }
 
 // ---- bulk tensor copies (TMA) of K and V, paced by mbarriers ------------------------
@@ -817,8 +806,8 @@ HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile 
                           const float (&m_run)[2], const float (&l_run)[2])
 {
     const int lane = hk_lane_id();
-    const float neg_inf = -__builtin_huge_valf();
     hk_bf16 *Oh = a.O + (long)w.b * a.o_stride_b + (long)w.hq * a.o_stride_h;
+    // inline, not attn_aligned: as a call ptxas compiled the prologue differently (128K 32:8 -6%)
     const bool vec_o = (a.o_stride_b % 2 == 0) && (a.o_stride_s % 2 == 0) && (a.o_stride_h % 2 == 0) &&
                        ((unsigned long)a.O % 4 == 0);
     const bool o16 = WIDE && (a.o_stride_b % 8 == 0) && (a.o_stride_s % 8 == 0) && (a.o_stride_h % 8 == 0) &&
@@ -830,10 +819,9 @@ HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile 
         l += hk_shfl_xor_f32(l, 1);
         l += hk_shfl_xor_f32(l, 2);
         const int qi = w.q0 + row0 + 8 * h;
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        if (a.LSE && (lane & 3) == 0 && qi < g.Sq)
-            hk_global_store_f32(a.LSE + ((long)w.b * g.Hq + w.hq) * g.Sq + qi,
-                                l > 0.0f ? (m_run[h] + hk_log2f(l)) * LN2 : neg_inf);
+        const float inv = attn_inv_sum(l);
+        if (a.LSE && (lane & 3) == 0 && qi < g.Sq) /* the null test first, as the kernel measured had it */
+            hk_global_store_f32(a.LSE + ((long)w.b * g.Hq + w.hq) * g.Sq + qi, attn_lse(m_run[h], l));
         if (o16) {
             // lane t holds word t of tiles 4g + k: a 4 x 4 transpose in the
             // quad (xor 2, then xor 1) gives lane t all of tile 4g + t

@@ -3,7 +3,8 @@
 # (templates/<file>.m4:LINE), through the #line directives of the generated
 # source. A copy of templates/ gets an undeclared identifier on a known line
 # of gemm.hip.m4 (clang for gfx942, comgr for gfx90a) and, when nvcc is
-# there, of attn_fwd.sm90.hip.m4; the message must name exactly that line.
+# there, of attn_fwd.sm90.hip.m4, and of attn_common.m4 (a file the attention
+# skeletons include; gfx942); the message must name exactly that line.
 . "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen # compilers dominate; ASan adds nothing here
 cp -r "$TOP/templates" "$T/tpl"
@@ -57,6 +58,22 @@ else
   echo "note: gfx90a not compiled here (no comgr?): $(head -c 200 "$T/out2")"
 fi
 
+# a file the skeleton includes (attn_common.m4) names its own lines
+c=$(break_at attn_common.m4 '    const int diag = Sk - Sq;')
+cat >"$T/attn_amd.yaml" <<'SPEC'
+hkgen: 1
+defaults:
+  dtype: bf16
+kernels:
+  - op: attn_fwd
+    name: aa
+    head_dim: 64
+    causal: false
+SPEC
+run_hk "$T/out5" build -q --no-cache --target gfx942 "$T/attn_amd.yaml" -o "$T/cat5"
+expect_rc 1 "broken attn_common.m4, gfx942"
+expect_line "$T/out5" attn_common.m4 "$c" "clang, gfx942, included file"
+
 NVCC=${HKGEN_NVCC:-/usr/local/cuda/bin/nvcc}
 if [ -x "$NVCC" ] || command -v nvcc >/dev/null 2>&1; then
   s=$(break_at attn_fwd.sm90.hip.m4 '    const int warp = hk_wave_id();')
@@ -83,4 +100,4 @@ run_hk "$T/out4" gen --target gfx942,sm_90a "$TOP/specs/gemm-any.yaml" -o "$T/ge
 expect_rc 0 "hkgen gen"
 grep -h '^#line' -r "$T/gen" | grep -v -E '^#line [0-9]+ "(templates/[a-z0-9_./]+|[a-z0-9_]+\.hip)"$' &&
   fail "a #line directive names something other than templates/... or the source itself"
-echo "ok: gemm.hip.m4:$g${s:+, attn_fwd.sm90.hip.m4:$s}"
+echo "ok: gemm.hip.m4:$g, attn_common.m4:$c${s:+, attn_fwd.sm90.hip.m4:$s}"

@@ -1,0 +1,83 @@
+# attn_common.m4 - what the attention forward skeletons share: attn_fwd.hip.m4
+# (AMD) and attn_fwd.sm90.hip.m4 (sm_90a) read it with
+# m4_include([attn_common.m4]) before hkm_output_begin, call
+# hkm_attn_check_params at their top and splice ]hkm_attn_common()[ after their
+# configuration.  Read in diversion -1 (nothing here is output but the macros'
+# text); gen/skel.c hashes it into the source key and annotates it for
+# synclines like the skeleton (templates/README.md).
+#
+# The semantics both targets implement:
+#   O[b][i][h][:] = sum_j softmax_j(scale * q_i . k_j) v_j     (keys j of KV head h / (Hq/Hk))
+#   LSE[b][h][i]  = log sum_j exp(scale * q_i . k_j)          (fp32, [batch][heads_q][seqlen_q])
+#   causal: key j visible iff j <= i + (seqlen_k - seqlen_q) (bottom-right aligned);
+#   a row with no visible key gives O = 0 and LSE = -inf.
+
+
+# hkm_attn_check_params(HEAD_DIM...)
+# ---------------------------------
+# The parameters of attn_fwd: dtype bf16, head_dim one of HEAD_DIMs (what the
+# target's skeleton implements), causal a baked boolean, and the dimensions
+# (baked or `any') defined by the prologue.
+m4_define([hkm_attn_check_params],
+[hkm_check_one_of([dtype], [bf16])hkm_check_one_of([head_dim], $@)hkm_if_true([causal], [], [])
+hkm_param([batch])hkm_param([seqlen_q])hkm_param([seqlen_k])hkm_param([heads_q])hkm_param([heads_k])])
+
+
+# hkm_attn_common()
+# ----------------
+# Device code of both targets, written once: the causal limits, the
+# alignment predicates and the log-sum-exp epilogue.  It uses the skeleton's
+# CAUSAL, BLOCK_M (queries per workgroup), BLOCK_N (keys per K/V block) and
+# struct hk_args, and only tile-header primitives.
+m4_define([hkm_attn_common], [[
+// ---- shared by the AMD and sm_90a skeletons (templates/attn_common.m4) ----
+static constexpr float LOG2E = 1.44269504088896340736f;
+static constexpr float LN2 = 0.693147180559945309417f;
+
+// Causal masks are bottom-right aligned: key j is visible to query i iff
+// j <= i + (Sk - Sq).  The last key query qi sees (clamped to Sk - 1; below 0
+// when it sees none); for the first query of a group, the last key all of
+// the group sees.
+HK_DEVICE int attn_last_key(int qi, int Sq, int Sk)
+{
+    const int diag = Sk - Sq;
+    return CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
+}
+
+// The end of the keys queries q0 .. q0 + BLOCK_M - 1 see (keys 0 .. end - 1):
+// blocks past it are never loaded.
+HK_DEVICE int attn_key_end(int q0, int Sq, int Sk)
+{
+    const int diag = Sk - Sq;
+    return CAUSAL ? (q0 + BLOCK_M + diag < Sk ? q0 + BLOCK_M + diag : Sk) : Sk;
+}
+
+// K/V blocks of BLOCK_N keys up to key end kend (0 for a tile without keys:
+// it stores O = 0 and LSE = -inf).
+HK_DEVICE int attn_key_blocks(int kend) { return kend > 0 ? (kend + BLOCK_N - 1) / BLOCK_N : 0; }
+
+// Whether a tensor at base with these batch, sequence and head strides (in
+// elements; head_dim contiguous) can be read or written E elements (2E bytes)
+// at a time: every stride a multiple of E and the base 2E-byte aligned.  E = 8
+// gates the 16-byte loads, copies and stores.
+template <int E>
+HK_DEVICE bool attn_aligned(const void *base, long sb, long ss, long sh)
+{
+    return (sb % E == 0) && (ss % E == 0) && (sh % E == 0) && ((unsigned long)base % (2 * E) == 0);
+}
+
+// The epilogue of a row from its running max m (of the base-2 scaled
+// scores) and its sum l of exp2(score - m): O is normalised by 1 / l, and
+// LSE = ln(sum exp) = (m + log2 l) ln 2; a row without visible keys (l = 0)
+// gives O = 0 and LSE = -inf.
+HK_DEVICE float attn_inv_sum(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
+HK_DEVICE float attn_lse(float m, float l) { return l > 0.0f ? (m + hk_log2f(l)) * LN2 : -__builtin_huge_valf(); }
+
+// LSE[b][hq][qi] ([batch][heads_q][seqlen_q], fp32) when the caller asked for
+// it (LSE not null) and `writes' (this lane holds the row's final sum).
+HK_DEVICE void attn_store_lse(const hk_args &a, bool writes, int b, int hq, int Hq, int Sq, int qi, float m, float l)
+{
+    if (a.LSE && writes)
+        hk_global_store_f32(a.LSE + ((long)b * Hq + hq) * Sq + qi, attn_lse(m, l));
+}
+]])
