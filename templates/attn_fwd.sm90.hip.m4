@@ -354,6 +354,24 @@ HK_DEVICE int v_empty(int s) { return BAR_OFF + 8 * (3 * STAGES + s); }
 HK_DEVICE int q_full() { return BAR_OFF + 8 * (4 * STAGES); }      // d128: Q landed (expect_tx)
 HK_DEVICE int q_empty() { return BAR_OFF + 8 * (4 * STAGES + 1); }  // d128: every consumer warp done with Q
 
+// The mbarriers of the bulk-copy path, by one thread: the rings' and, where
+// the producer loads Q (d128), q_full and q_empty; a block barrier must
+// follow before any thread uses them.
+HK_DEVICE void attn_mbar_setup(hk_lds_t lds)
+{
+    for (int s = 0; s < STAGES; ++s) {
+        hk_mbar_init(lds, k_full(s), 1);
+        hk_mbar_init(lds, v_full(s), 1);
+        hk_mbar_init(lds, k_empty(s), WARPS);
+        hk_mbar_init(lds, v_empty(s), WARPS);
+    }
+    if constexpr (PRODUCER) {
+        hk_mbar_init(lds, q_full(), 1);
+        hk_mbar_init(lds, q_empty(), WARPS);
+    }
+    hk_mbar_init_fence();
+}
+
 // The copying thread: K/V block blk (keys blk * BLOCK_N .., KV head hkv,
 // batch b) as the pos-th block of the ring at ring_off (d64: pos = blk; d128:
 // counted over the block's tiles), once the consumers have released the
@@ -956,21 +974,40 @@ HK_DEVICE void attn_run_ws_copy(hk_lds_t lds, const hk_args &a, const attn_grid 
     attn_store_empty<false>(a, g, row0);
 }
 
+// The variant a block runs, decided once for both head dims: bulk copies
+// (TMA) or asynchronous ones (VEC: 16-byte chunks), and the FFMA softmax
+// (POS) when the scale is positive.  run(attn_bool<TMA>, attn_bool<VEC>,
+// attn_bool<POS>) instantiates the block's code for it.
+template <bool B> struct attn_bool {
+    static constexpr bool value = B;
+};
+template <class F>
+HK_DEVICE void attn_dispatch(bool use_tma, bool vec, float c, const F &run)
+{
+    if (use_tma) {
+        if (FOLD_SCALE && c > 0.0f)
+            run(attn_bool<true>(), attn_bool<true>(), attn_bool<FOLD_SCALE>());
+        else
+            run(attn_bool<true>(), attn_bool<true>(), attn_bool<false>());
+    } else if (FOLD_SCALE && c > 0.0f) {
+        if (vec)
+            run(attn_bool<false>(), attn_bool<true>(), attn_bool<FOLD_SCALE>());
+        else
+            run(attn_bool<false>(), attn_bool<false>(), attn_bool<FOLD_SCALE>());
+    } else {
+        if (vec)
+            run(attn_bool<false>(), attn_bool<true>(), attn_bool<false>());
+        else
+            run(attn_bool<false>(), attn_bool<false>(), attn_bool<false>());
+    }
+}
+
 // d128: mbarriers, then the warpgroups part: the producer hands registers
 // over to the consumers and, with bulk copies, feeds the rings.
 HK_DEVICE void attn_main_ws(hk_lds_t lds, const hk_args &a, const attn_grid &g, bool use_tma, bool vec, float c)
 {
-    if (use_tma && hk_thread_id() == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            hk_mbar_init(lds, k_full(s), 1);
-            hk_mbar_init(lds, v_full(s), 1);
-            hk_mbar_init(lds, k_empty(s), WARPS);
-            hk_mbar_init(lds, v_empty(s), WARPS);
-        }
-        hk_mbar_init(lds, q_full(), 1);
-        hk_mbar_init(lds, q_empty(), WARPS);
-        hk_mbar_init_fence();
-    }
+    if (use_tma && hk_thread_id() == 0)
+        attn_mbar_setup(lds);
     hk_barrier();
     if (hk_wave_id() >= WARPS) {
         hk_regs_shrink<PROD_REGS>();
@@ -979,109 +1016,57 @@ HK_DEVICE void attn_main_ws(hk_lds_t lds, const hk_args &a, const attn_grid &g, 
         return;
     }
     hk_regs_grow<CONS_REGS>();
-    if (use_tma) {
-        if (FOLD_SCALE && c > 0.0f)
-            attn_run_ws_tma<FOLD_SCALE>(lds, a, g, c);
+    attn_dispatch(use_tma, vec, c, [&](auto tma, auto v, auto pos) {
+        if constexpr (decltype(tma)::value)
+            attn_run_ws_tma<decltype(pos)::value>(lds, a, g, c);
         else
-            attn_run_ws_tma<false>(lds, a, g, c);
-    } else if (FOLD_SCALE && c > 0.0f) {
-        if (vec)
-            attn_run_ws_copy<true, FOLD_SCALE>(lds, a, g, c);
-        else
-            attn_run_ws_copy<false, FOLD_SCALE>(lds, a, g, c);
-    } else {
-        if (vec)
-            attn_run_ws_copy<true, false>(lds, a, g, c);
-        else
-            attn_run_ws_copy<false, false>(lds, a, g, c);
-    }
+            attn_run_ws_copy<decltype(v)::value, decltype(pos)::value>(lds, a, g, c);
+    });
 }
 
 // ---- d64: a block per tile -----------------------------------------------------
-HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, int Sq, int Sk, int heads_q, int heads_k, int batch,
-                               bool use_tma, bool vec)
+// The tile helpers, barrier set-up and dispatch of d128, one tile.
+HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_grid &g, int batch, bool use_tma,
+                               bool vec)
 {
     int tile, hq, b;
-    attn_block_order(hk_grid_dim_x(), heads_q, batch, heads_q / heads_k, Sk, tile, hq, b);
+    attn_block_order(hk_grid_dim_x(), g.Hq, batch, g.group, g.Sk, tile, hq, b);
     const int q0 = tile * BLOCK_M;
-    const int hkv = hq / (heads_q / heads_k);
-    const int warp = hk_wave_id();
-    const int wg = warp / 4;                             // warpgroup
-    const int lane = hk_lane_id();
+    const attn_tile w = {q0, hq, b, attn_key_blocks(attn_key_end(q0, g.Sq, g.Sk))};
+    const int hkv = hq / g.group;
+    const int wg = hk_wave_id() / 4, row0 = attn_row0();
 
     const hk_bf16 *Qh = hk_a.Q + (long)b * hk_a.q_stride_b + (long)hq * hk_a.q_stride_h;
     const hk_bf16 *Kh = hk_a.K + (long)b * hk_a.k_stride_b + (long)hkv * hk_a.k_stride_h;
     const hk_bf16 *Vh = hk_a.V + (long)b * hk_a.v_stride_b + (long)hkv * hk_a.v_stride_h;
-
-    // keys the block, this warpgroup and this lane's rows may see
-    const int diag = Sk - Sq;                            // causal: key j visible iff j <= i + diag
-    const int kend = CAUSAL ? (q0 + BLOCK_M + diag < Sk ? q0 + BLOCK_M + diag : Sk) : Sk;
-    const int n_blocks = kend > 0 ? (kend + BLOCK_N - 1) / BLOCK_N : 0;
-    const int wq0 = q0 + wg * WG_M;                      // warpgroup-uniform
-    const int wg_full = CAUSAL ? (wq0 + diag < Sk - 1 ? wq0 + diag : Sk - 1) : Sk - 1;
-    const int row0 = wq0 + (warp % 4) * 16 + (lane >> 2);  // this lane's rows: row0, row0 + 8
-    int klim[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int qi = row0 + 8 * h;
-        klim[h] = CAUSAL ? (qi + diag < Sk - 1 ? qi + diag : Sk - 1) : Sk - 1;
-    }
+    int wg_full, klim[2];
+    attn_tile_limits(g, w, wg, row0, wg_full, klim);
 
     // With bulk copies the consumers start Q's copy first, so that it lands
     // while the block sets up (attn_kv_loop_tma waits for it), then the
     // mbarriers.
-    if (use_tma && warp < WARPS) {
-        attn_copy_tile<true, BLOCK_M>(hk_lds, Q_OFF, Qh, hk_a.q_stride_s, q0, Sq);
+    if (use_tma && hk_wave_id() < WARPS) {
+        attn_copy_tile<true, BLOCK_M>(hk_lds, Q_OFF, Qh, hk_a.q_stride_s, q0, g.Sq);
         hk_async_commit();
     }
-    if (use_tma && hk_thread_id() == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            hk_mbar_init(hk_lds, k_full(s), 1);
-            hk_mbar_init(hk_lds, v_full(s), 1);
-            hk_mbar_init(hk_lds, k_empty(s), WARPS);
-            hk_mbar_init(hk_lds, v_empty(s), WARPS);
-        }
-        hk_mbar_init_fence();
-    }
+    if (use_tma && hk_thread_id() == 0)
+        attn_mbar_setup(hk_lds);
     hk_barrier();
 
     const float c = hk_a.scale * LOG2E;                  // scores in base 2
-
     o_acc_t o;
-#pragma unroll
-    for (int i = 0; i < D / 2; ++i)
-        o[i] = 0.0f;
-    const float neg_inf = -__builtin_huge_valf();
-    float m_run[2] = {neg_inf, neg_inf}, l_run[2] = {0.0f, 0.0f};
-
-#define ATTN_LOOP(VEC, POS)                                                                                 \
-    attn_kv_loop<VEC, POS>(hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, Sq, Sk,   \
-                           n_blocks, wg, wg_full, klim, c, m_run, l_run, o)
-#define ATTN_LOOP_TMA(POS)                                                                                  \
-    attn_kv_loop_tma<POS>(hk_lds, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, n_blocks, wg, wg_full, klim, c, m_run,    \
-                          l_run, o)
-    if (use_tma) {
-        if (FOLD_SCALE && c > 0.0f)
-            ATTN_LOOP_TMA(FOLD_SCALE);
+    float m_run[2], l_run[2];
+    attn_o_init(o, m_run, l_run);
+    attn_dispatch(use_tma, vec, c, [&](auto tma, auto v, auto pos) {
+        if constexpr (decltype(tma)::value)
+            attn_kv_loop_tma<decltype(pos)::value>(hk_lds, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, w.n_blocks, wg,
+                                                   wg_full, klim, c, m_run, l_run, o);
         else
-            ATTN_LOOP_TMA(false);
-    } else if (FOLD_SCALE && c > 0.0f) {
-        if (vec)
-            ATTN_LOOP(true, FOLD_SCALE);
-        else
-            ATTN_LOOP(false, FOLD_SCALE);
-    } else {
-        if (vec)
-            ATTN_LOOP(true, false);
-        else
-            ATTN_LOOP(false, false);
-    }
-#undef ATTN_LOOP
-#undef ATTN_LOOP_TMA
-
-    // epilogue: as a persistent block's (attn_store)
-    const attn_tile w = {q0, hq, b, n_blocks};
-    attn_store<true>(hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch), w, row0 - q0, o, m_run, l_run);
+            attn_kv_loop<decltype(v)::value, decltype(pos)::value>(
+                hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, g.Sq, g.Sk, w.n_blocks,
+                wg, wg_full, klim, c, m_run, l_run, o);
+    });
+    attn_store<true>(hk_a, g, w, row0, o, m_run, l_run);     // as a persistent block's
 }
 
 // ---- kernel ------------------------------------------------------------------
@@ -1115,6 +1100,6 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, int Sq, int
     if constexpr (PERSIST)
         attn_main_ws(hk_lds, hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch), use_tma, vec, hk_a.scale * LOG2E);
     else
-        attn_block_tile(hk_lds, hk_a, Sq, Sk, heads_q, heads_k, batch, use_tma, vec);
+        attn_block_tile(hk_lds, hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch), batch, use_tma, vec);
 }
 ]hkm_output_end()
