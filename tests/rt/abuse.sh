@@ -5,7 +5,8 @@
 # truncated, or reached through a symbolic link (in or out of the folder),
 # each refused at load with the process alive (rt_catalog load). Then six
 # threads on one emulated device (rt_catalog threads), and eight under
-# ThreadSanitizer (rt_tsan).
+# ThreadSanitizer (rt_tsan). Last, a program linked without libm runs an
+# emulated attention kernel (rt_nolibm).
 RT_DIR=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$RT_DIR/../.." && pwd)
 HKGEN=${HKGEN:-$ROOT/build/hkgen}
@@ -29,3 +30,4 @@ rm "$T/cat/gfx942" && mv "$T/real942" "$T/cat/gfx942"
 "$RC" load "$T/cat" - || fail "the restored catalogue"
 "$RC" threads "$T/cat" || fail "threads sharing one emulated device"
 "$RT_DIR/../build/rt_tsan" "$T/cat" || fail "rt_tsan: a data race between threads on one device and catalogue"
+"$RT_DIR/../build/rt_nolibm" "$T/cat" || fail "a program without libm could not run an emulated attention kernel"
