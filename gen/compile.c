@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +18,6 @@
 #include "target.h"
 #include "util.h"
 
-extern char **environ;
 
 /* -O3, C++17, no GPU headers: generated sources carry their own prelude. */
 static const char *const cc_common_flags[] = {"-O3", "-std=c++17", "-nogpuinc"};
@@ -32,14 +30,11 @@ const char *cc_flags_text(void) {
 int cc_run_argv(char *const argv[], hk_buf *out) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) < 0) return -1;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int fds[3] = {null, p[1], p[1]};
   pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
+  int rc = null < 0 ? errno : fs_spawn(argv, fds, &pid);
+  if (null >= 0) close(null);
   close(p[1]);
   if (rc) {
     close(p[0]);

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +22,6 @@
 #define HK_TEMPLATE_DIR "templates"
 #endif
 
-extern char **environ;
 
 void skel_prologue_init(skel_prologue *p) {
   buf_init(&p->text);
@@ -203,14 +201,9 @@ static int skel_run(char *const argv[], const char *input, size_t inlen, hk_buf 
   if (pipe2(pin, O_CLOEXEC) < 0) return -1;
   if (pipe2(pout, O_CLOEXEC) < 0) return -1;
   if (pipe2(perr, O_CLOEXEC) < 0) return -1;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, pin[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, perr[1], 2);
+  const int io[3] = {pin[0], pout[1], perr[1]};
   pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
+  int rc = fs_spawn(argv, io, &pid);
   close(pin[0]);
   close(pout[1]);
   close(perr[1]);

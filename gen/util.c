@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static atomic_int diag_errors;
@@ -432,4 +434,42 @@ void fs_sweep_tmp(void) {
     free(p);
   }
   closedir(d);
+}
+
+int fs_spawn(char *const argv[], const int fds[3], pid_t *pid) {
+  int ep[2]; /* the child's exec errno, if exec fails; closed by exec */
+  if (pipe2(ep, O_CLOEXEC) < 0) return errno;
+  pid_t parent = getpid(), p = fork();
+  if (p < 0) {
+    int e = errno;
+    close(ep[0]);
+    close(ep[1]);
+    return e;
+  }
+  if (p == 0) {
+    /* killed with the thread that started it: a SIGKILLed hkgen leaves
+       no compiler running */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    int e = 0;
+    for (int i = 0; i < 3 && !e; i++)
+      if (dup2(fds[i], i) < 0) e = errno;
+    if (!e) execvp(argv[0], argv);
+    e = e ? e : errno;
+    if (write(ep[1], &e, sizeof e) < 0) _exit(126);
+    _exit(127);
+  }
+  close(ep[1]);
+  int e = 0;
+  ssize_t r;
+  while ((r = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR) {
+  }
+  close(ep[0]);
+  if (r == (ssize_t)sizeof e) {
+    while (waitpid(p, NULL, 0) < 0 && errno == EINTR) {
+    }
+    return e;
+  }
+  *pid = p;
+  return 0;
 }

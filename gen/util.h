@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Exit statuses of the CLI. */
 enum { HK_OK = 0, HK_EFAIL = 1, HK_EUSAGE = 2 };
@@ -59,6 +60,11 @@ int fs_lock_folder(const char *dir);
 char *fs_tmp_template(const char *prefix);
 /* Removes the temporary folders of hkgen processes that no longer run. */
 void fs_sweep_tmp(void);
+/* Starts argv[0] (searched on PATH) with fds[0..2] as its stdin, stdout and
+   stderr. The child dies with the thread that started it (PR_SET_PDEATHSIG),
+   so a killed hkgen leaves no compiler behind. 0 and *pid, else the errno
+   of the failed start (exec included). */
+int fs_spawn(char *const argv[], const int fds[3], pid_t *pid);
 void fs_unlock_folder(const char *dir, int fd);
 char *fs_join(const char *dir, const char *name);
 char *fs_dirname(const char *path);

@@ -58,6 +58,12 @@ while [ $i -lt 8 ]; do
   i=$((i + 1))
 done
 echo "$killed of 8 builds were killed mid-way"
+# their compilers die with them (PR_SET_PDEATHSIG): none still works in
+# their temporary folders
+sleep 1
+if pgrep -f "$T/tmp/hkgen\." >/dev/null 2>&1; then
+  fail "compilers of killed builds still run: $(pgrep -af "$T/tmp/hkgen\." | head -3)"
+fi
 [ "$killed" -ge 1 ] || fail "no build was killed: the delays are too long for this machine"
 
 TMPDIR=$T/tmp run_hk "$T/final" build -q --target gfx942,gfx950 "$spec" -o "$out"
