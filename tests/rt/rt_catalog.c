@@ -855,6 +855,17 @@ static void test_abuse(const char *dir) {
   CHECK(abuse_gemm(ge, 100, 77, 93) == HKRT_OK, "gemm: %s", hkrt_error());
   CHECK_ERR(abuse_gemm(ge, 64, 64, 2147483647L), HKRT_ERR_ARG, "K = 2147483647 (M, N and K at most 2^31 - 257");
   CHECK_ERR(abuse_gemm(ge, 0, 64, 64), HKRT_ERR_ARG, "M >= 1 does not hold: M = 0");
+  /* sizes that would wrap: an allocation of SIZE_MAX, a copy whose length
+     runs past the end of the address space */
+  void *huge = NULL, *small = NULL;
+  static char src[64];
+  CHECK_ERR(hkrt_alloc(d, SIZE_MAX, &huge), HKRT_ERR_NOMEM, "cannot allocate");
+  CHECK(hkrt_alloc(d, 64, &small) == HKRT_OK, "alloc 64: %s", hkrt_error());
+  CHECK_ERR(hkrt_copy_to_device(d, (char *)small + 8, src, SIZE_MAX - 4), HKRT_ERR_ARG,
+            "are not inside one hkrt_alloc block");
+  CHECK_ERR(hkrt_copy_to_host(d, src, (char *)small + 8, 57), HKRT_ERR_ARG, "are not inside one hkrt_alloc block");
+  CHECK(hkrt_copy_to_host(d, src, (char *)small + 8, 56) == HKRT_OK, "the last 56 bytes: %s", hkrt_error());
+  hkrt_free(d, small);
   /* a grid the emulator would run for hours: refused at launch, saying why */
   static unsigned short gbuf[64];
   hkrt_arg big[] = {HKRT_PTR("A", gbuf), HKRT_PTR("B", gbuf), HKRT_PTR("C", gbuf), HKRT_INT("lda", 8),
