@@ -23,7 +23,10 @@
 static const char *const cc_common_flags[] = {"-O3", "-std=c++17", "-nogpuinc"};
 
 const char *cc_flags_text(void) {
-  return "-O3 -std=c++17 -nogpuinc -fuse-cuid=none | nvcc -x cu --cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -Xptxas -v";
+  /* every compiler's flags, the emulator's host build included: a change to
+     any of them must miss the cache */
+  return "-O3 -std=c++17 -nogpuinc -fuse-cuid=none | nvcc -x cu --cubin -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -Xptxas -v"
+         " | host -x c++ -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -DHK_EMULATE -lm";
 }
 
 /* Runs argv, capturing stdout+stderr into out (may be NULL). */
