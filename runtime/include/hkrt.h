@@ -176,6 +176,12 @@ hkrt_status hkrt_kernel_args(hkrt_kernel *k, const hkrt_problem *problem, const 
                              size_t nargs, void *args_buf, size_t buf_size, size_t *args_size,
                              unsigned grid[3], unsigned block[3]);
 
+/* The kernel's function for launches with arguments packed once
+   (hkrt_kernel_args, then hkrt_launch_ex): its module is loaded at the first
+   call, once, after its bytes were checked against the manifest's sha256
+   (never loaded otherwise). Thread-safe. */
+hkrt_status hkrt_kernel_function(hkrt_kernel *k, hkrt_func **fn);
+
 /* hkrt_kernel_args, then the launch through hkrt_launch. A kernel for another
    target than the device's (when the device knows it) is refused. The
    kernel's module is loaded at its first launch, once, whatever the number

@@ -79,6 +79,7 @@ class _Lib:
         c.hkrt_kernel_args.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Arg), ctypes.c_size_t,
                                        ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
                                        ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+        c.hkrt_kernel_function.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
         c.hkrt_kernel_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Arg), ctypes.c_size_t,
                                          ctypes.c_void_p]
 
@@ -101,13 +102,10 @@ class Kernel:
 
     def _function(self):
         if self._fn is None:  # for callers that launch pre-packed arguments themselves
-            mod = ctypes.c_void_p()
-            path = os.path.join(self.cat.dir, self.entry["file"]).encode()
-            self.cat.lib.check(self.cat.lib.c.hkrt_module_load(self.cat.dev, path, ctypes.byref(mod)),
-                               "loading " + self.entry["file"])
+            # libhkrt loads the module once, after checking its sha256 against the manifest
             fn = ctypes.c_void_p()
-            self.cat.lib.check(self.cat.lib.c.hkrt_module_function(mod, self.name.encode(), ctypes.byref(fn)),
-                               "kernel " + self.name)
+            self.cat.lib.check(self.cat.lib.c.hkrt_kernel_function(self._k, ctypes.byref(fn)),
+                               "loading " + self.entry["file"])
             self._fn = fn
         return self._fn
 

@@ -371,7 +371,8 @@ static hkrt_status hkrt_read_verified(const hkrt_kernel *k, unsigned char **data
 }
 
 /* The kernel's function, its module loaded (verified) at the first call. */
-static hkrt_status hkrt_kernel_function(hkrt_kernel *k, hkrt_func **fn) {
+HKRT_API hkrt_status hkrt_kernel_function(hkrt_kernel *k, hkrt_func **fn) {
+  if (!k || !fn) return hkrt_fail(HKRT_ERR_ARG, "hkrt_kernel_function: NULL argument");
   hkrt_status st = HKRT_OK;
   pthread_mutex_lock(&k->lock);
   if (!k->fn) {

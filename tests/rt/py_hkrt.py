@@ -99,5 +99,8 @@ for bad, want in ((dict(vals, lda=10), "lda >= K does not hold: lda = 10, K = 45
         check(False, "no error for %s" % want)
     except hkrt.HkrtError as e:
         check(want in str(e), "message %r lacks %r" % (str(e), want))
+# the pre-packed path: the verified module's function, once
+fn = k._function()
+check(bool(fn.value) and k._function() is fn, "Kernel._function() gave no function, or a new one each call")
 print("rt_python: %d failed" % failures)
 sys.exit(1 if failures else 0)

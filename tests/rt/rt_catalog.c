@@ -893,6 +893,13 @@ static void test_load(const char *dir, const char *want) {
   if (!strcmp(want, "-")) CHECK(st == HKRT_OK, "a verified object: %s", hkrt_error());
   else CHECK_ERR(st, HKRT_ERR_IO, want);
   hkrt_catalog_close(c);
+  /* the pre-packed path (hkrt_kernel_function) checks the same, on a fresh catalogue */
+  if (hkrt_catalog_open(d, dir, &c) != HKRT_OK) t_die("open %s: %s", dir, hkrt_error());
+  hkrt_func *fn = NULL;
+  st = hkrt_kernel_function(abuse_kernel(c, "ab_gemm"), &fn);
+  if (!strcmp(want, "-")) CHECK(st == HKRT_OK && fn, "hkrt_kernel_function: %s", hkrt_error());
+  else CHECK_ERR(st, HKRT_ERR_IO, want);
+  hkrt_catalog_close(c);
   hkrt_device_close(d);
 }
 
