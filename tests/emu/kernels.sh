@@ -18,12 +18,4 @@ cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/ops.yaml"
 
 # Result rows: "kernel target shape... rel-err PASS|FAIL [message]".
-rows=$(awk -v t="$target" '$2 == t && ($0 ~ / PASS/ || $0 ~ / FAIL/)' "$T/out.txt" | wc -l)
-pass=$(awk -v t="$target" '$2 == t && $0 ~ /  PASS$/' "$T/out.txt" | wc -l)
-fails=$(grep -c 'FAIL' "$T/out.txt" || true)
-[ "$fails" -eq 0 ] || fail "$fails FAIL line(s) for $target"
-[ "$rows" -eq "$EXPECTED_RUNS" ] || fail "$rows result rows for $target, expected $EXPECTED_RUNS"
-[ "$pass" -eq "$EXPECTED_RUNS" ] || fail "$pass PASS rows for $target, expected $EXPECTED_RUNS"
-grep -q "^$EXPECTED_RUNS runs, 0 failed, 0 kernels not built; seed " "$T/out.txt" ||
-  fail "the summary line does not say '$EXPECTED_RUNS runs, 0 failed, 0 kernels not built'"
-echo "emu_kernels_$target: $pass of $EXPECTED_RUNS runs PASS"
+expect_emu_runs "$target" "$T/out.txt" "$EXPECTED_RUNS" "emu_kernels_$target"

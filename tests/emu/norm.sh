@@ -17,12 +17,5 @@ run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/norm.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/norm.yaml"
 
-rows=$(awk -v t="$target" '$2 == t && ($0 ~ / PASS/ || $0 ~ / FAIL/)' "$T/out.txt" | wc -l)
-pass=$(awk -v t="$target" '$2 == t && $0 ~ / PASS( |$)/' "$T/out.txt" | wc -l)
-fails=$(grep -c 'FAIL' "$T/out.txt" || true)
-[ "$fails" -eq 0 ] || fail "$fails FAIL line(s) for $target"
-[ "$rows" -eq "$EXPECTED_RUNS" ] || fail "$rows result rows for $target, expected $EXPECTED_RUNS"
-[ "$pass" -eq "$EXPECTED_RUNS" ] || fail "$pass PASS rows for $target, expected $EXPECTED_RUNS"
-grep -q "^$EXPECTED_RUNS runs, 0 failed, 0 kernels not built; seed " "$T/out.txt" ||
-  fail "the summary line does not say '$EXPECTED_RUNS runs, 0 failed, 0 kernels not built'"
-echo "emu_norm_$target: $pass of $EXPECTED_RUNS runs PASS"
+# Result rows: "kernel target shape... rel-err PASS|FAIL [message]".
+expect_emu_runs "$target" "$T/out.txt" "$EXPECTED_RUNS" "emu_norm_$target"

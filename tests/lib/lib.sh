@@ -46,3 +46,18 @@ expect_rc() {
 # through this parser, never by grepping the writer's layout; lib/jsonq.py
 # says how PATH reads (kernels[op=gemm].name, -c kernels.*, ...).
 jsonq() { python3 "$TESTS_DIR/lib/jsonq.py" "$@"; }
+
+# expect_emu_runs TARGET FILE EXPECTED NAME: the output of `hkgen test` in
+# FILE holds exactly EXPECTED result rows for TARGET, all PASS, no FAIL
+# anywhere, and the summary line agreeing.
+expect_emu_runs() {
+  rows=$(awk -v t="$1" '$2 == t && ($0 ~ / PASS/ || $0 ~ / FAIL/)' "$2" | wc -l)
+  pass=$(awk -v t="$1" '$2 == t && $0 ~ /  PASS( |$)/' "$2" | wc -l)
+  fails=$(grep -c 'FAIL' "$2" || true)
+  [ "$fails" -eq 0 ] || fail "$fails FAIL line(s) for $1"
+  [ "$rows" -eq "$3" ] || fail "$rows result rows for $1, expected $3"
+  [ "$pass" -eq "$3" ] || fail "$pass PASS rows for $1, expected $3"
+  grep -q "^$3 runs, 0 failed, 0 kernels not built; seed " "$2" ||
+    fail "the summary line does not say '$3 runs, 0 failed, 0 kernels not built'"
+  echo "$4: $pass of $3 runs PASS"
+}

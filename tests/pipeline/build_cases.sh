@@ -30,6 +30,18 @@ MFMA_gfx942=v_mfma_f32_32x32x8_bf16
 MFMA_gfx950=v_mfma_f32_32x32x16_bf16
 
 # A small spec: two GEMMs (one all run-time) and a RoPE, 9 kernels on 3 targets.
+# sources_listed DIR FILE CMD: when DIR/FILE exists, every source it lists has
+# the sha256 it gives (after `hkgen CMD` rewrote the sources, a stale FILE
+# would list the old ones).
+sources_listed() {
+  [ -f "$1/$2" ] || return 0
+  python3 -c 'import json, sys
+for k in json.load(open(sys.argv[1]))["kernels"]: print(k["source_sha256"] + "  " + k["source"])' \
+    "$1/$2" >"$T/sums"
+  (cd "$1" && sha256sum --quiet -c "$T/sums") >"$T/sumcheck" 2>&1 ||
+    fail "after 'hkgen $3' rewrote the sources, $2 still lists the old ones: $(cat "$T/sumcheck")"
+}
+
 small_spec() {
   cat >"$1" <<'YAML'
 kernels:
@@ -328,23 +340,11 @@ case_stale() {
   expect_rc 0 "build of spec a"
   run_hk "$T/2.out" gen --target gfx942 -o "$out" "$T/b.yaml"
   expect_rc 0 "gen of spec b into the same folder"
-  if [ -f "$out/manifest.json" ]; then
-    python3 -c 'import json, sys
-for k in json.load(open(sys.argv[1]))["kernels"]: print(k["source_sha256"] + "  " + k["source"])' \
-      "$out/manifest.json" >"$T/sums"
-    (cd "$out" && sha256sum --quiet -c "$T/sums") >"$T/sumcheck" 2>&1 ||
-      fail "after 'hkgen gen' rewrote the sources, manifest.json still lists the old ones: $(cat "$T/sumcheck")"
-  fi
+  sources_listed "$out" manifest.json gen
   echo "ok   gen after build: no stale manifest.json"
   run_hk "$T/3.out" build --target gfx942 -o "$out" "$T/a.yaml"
   expect_rc 0 "build of spec a again"
-  if [ -f "$out/sources.json" ]; then
-    python3 -c 'import json, sys
-for k in json.load(open(sys.argv[1]))["kernels"]: print(k["source_sha256"] + "  " + k["source"])' \
-      "$out/sources.json" >"$T/sums"
-    (cd "$out" && sha256sum --quiet -c "$T/sums") >"$T/sumcheck" 2>&1 ||
-      fail "after 'hkgen build' rewrote the sources, sources.json still lists the old ones: $(cat "$T/sumcheck")"
-  fi
+  sources_listed "$out" sources.json build
   check_manifest "$out"
   echo "ok   build after gen: no stale sources.json"
 }
