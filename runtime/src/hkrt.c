@@ -136,11 +136,11 @@ hkrt_status hkrt_read_fd(int fd, const char *what, size_t max, unsigned char **d
   *len = 0;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    return hkrt_fail(HKRT_ERR_IO, "%s is not a regular file", what);
+    return hkrt_fail(HKRT_ERR_IO, "%s: not a regular file", what);
   }
   if ((unsigned long long)st.st_size > max) {
     close(fd);
-    return hkrt_fail(HKRT_ERR_IO, "%s is over %zu bytes", what, max);
+    return hkrt_fail(HKRT_ERR_IO, "%s: the file is over %zu bytes", what, max);
   }
   size_t n = (size_t)st.st_size, got = 0;
   unsigned char *buf = malloc(n ? n : 1);

@@ -3,8 +3,6 @@
    overflow the stack; every node and string goes into one arena. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <unistd.h>
-#include <sys/stat.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -467,43 +465,13 @@ hkrt_status hkrt_json_read_file(const char *path, hkrt_json_doc **out) {
   /* non-blocking and a regular file only: a FIFO or a device in the
      manifest's place is an error, not a hang */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  struct stat st;
   if (fd < 0) return hkrt_fail(HKRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return hkrt_fail(HKRT_ERR_IO, "%s: not a regular file", path);
-  }
-  if ((unsigned long long)st.st_size > HKRT_JSON_MAX_BYTES) {
-    close(fd);
-    return hkrt_fail(HKRT_ERR_IO, "%s: the file is over %u bytes", path, HKRT_JSON_MAX_BYTES);
-  }
-  FILE *f = fdopen(fd, "rb");
-  if (!f) {
-    close(fd);
-    return hkrt_fail(HKRT_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  }
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? cap * 2 : 65536;
-      char *nb = cap <= (size_t)HKRT_JSON_MAX_BYTES + 65536 ? realloc(buf, cap) : NULL;
-      if (!nb) break;
-      buf = nb;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  int bad = ferror(f), big = len == cap && !feof(f);
-  fclose(f);
-  if (bad || big || !buf) {
-    free(buf);
-    if (big) return hkrt_fail(HKRT_ERR_IO, "%s: the file is over %u bytes", path, HKRT_JSON_MAX_BYTES);
-    return hkrt_fail(HKRT_ERR_IO, "%s: cannot read", path);
-  }
+  unsigned char *buf;
+  size_t len;
+  hkrt_status st = hkrt_read_fd(fd, path, HKRT_JSON_MAX_BYTES, &buf, &len);
+  if (st) return st;
   char err[512];
-  *out = hkrt_json_parse(buf, len, err, sizeof err);
+  *out = hkrt_json_parse((const char *)buf, len, err, sizeof err);
   free(buf);
   if (!*out) return hkrt_fail(HKRT_ERR_IO, "%s:%s", path, err);
   return HKRT_OK;
