@@ -165,32 +165,44 @@ typedef struct {
   double *lse;                         /* fp64, [b][h][i] */
 } attn_bwd_prob;
 
-static double attn_bwd_at(const unsigned short *t, const attn_layout *l, long b, long s, long h, long d) {
-  return et_from_bf16(t[b * l->sb + s * l->ss + h * l->sh + d]);
+/* Tensor t of layout l (S rows, H heads) as doubles in [b][h][s][d] order. */
+static double *attn_bwd_dense(const unsigned short *t, const attn_layout *l, long B, long S, long H, long D) {
+  double *g = malloc((size_t)(B * H * S * D) * sizeof *g + 8);
+  for (long b = 0, at = 0; b < B; b++)
+    for (long h = 0; h < H; h++)
+      for (long s = 0; s < S; s++)
+        for (long d = 0; d < D; d++) g[at++] = et_from_bf16(t[b * l->sb + s * l->ss + h * l->sh + d]);
+  return g;
 }
 
-/* fp64 gradients of one (b, h) pair (h reads KV head h / (HQ / HK)), added
-   into dq[Sq][D] and into dk, dv [Sk][D] of the pair's KV head. D_i comes
-   from the bf16 O the kernel sees. */
-static void attn_bwd_ref_head(const attn_bwd_prob *p, long b, long h, double *dq, double *dk, double *dv) {
-  long hk = h / (p->HQ / p->HK), D = p->D;
-  const double *lse = p->lse + (b * p->HQ + h) * p->Sq;
-  for (long i = 0; i < p->Sq; i++) {
+static double attn_bwd_dot(const double *x, const double *y, long n) {
+  double s = 0;
+  for (long i = 0; i < n; i++) s += x[i] * y[i];
+  return s;
+}
+
+/* fp64 gradients of one (b, h) pair (h reads KV head h / (HQ / HK)) from the
+   dense q, k, v, o, dout, added into dq[Sq][D] and into dk, dv [Sk][D] of the
+   pair's KV head. D_i comes from the bf16 O the kernel sees. */
+static void attn_bwd_ref_head(const attn_bwd_prob *p, const double *const *t, long b, long h, double *dq,
+                              double *dk, double *dv) {
+  long Sq = p->Sq, Sk = p->Sk, D = p->D, hk = h / (p->HQ / p->HK);
+  const double *q = t[0] + (b * p->HQ + h) * Sq * D, *o = t[3] + (b * p->HQ + h) * Sq * D;
+  const double *dout = t[4] + (b * p->HQ + h) * Sq * D;
+  const double *k = t[1] + (b * p->HK + hk) * Sk * D, *v = t[2] + (b * p->HK + hk) * Sk * D;
+  const double *lse = p->lse + (b * p->HQ + h) * Sq;
+  for (long i = 0; i < Sq; i++) {
     if (isinf(lse[i])) continue; /* no visible key: no gradient */
-    double di = 0;
-    for (long d = 0; d < D; d++) di += attn_bwd_at(p->dout, &p->ldo, b, i, h, d) * attn_bwd_at(p->o, &p->lo, b, i, h, d);
-    for (long j = 0; j < p->Sk; j++) {
-      if (p->causal && j > i + (p->Sk - p->Sq)) continue;
-      double s = 0, dp = 0;
+    const double *qi = q + i * D, *gi = dout + i * D;
+    double di = attn_bwd_dot(gi, o + i * D, D);
+    for (long j = 0; j < Sk; j++) {
+      if (p->causal && j > i + (Sk - Sq)) continue;
+      double pij = exp(attn_bwd_dot(qi, k + j * D, D) * p->scale - lse[i]);
+      double ds = p->scale * pij * (attn_bwd_dot(gi, v + j * D, D) - di);
       for (long d = 0; d < D; d++) {
-        s += attn_bwd_at(p->q, &p->lq, b, i, h, d) * attn_bwd_at(p->k, &p->lk, b, j, hk, d);
-        dp += attn_bwd_at(p->dout, &p->ldo, b, i, h, d) * attn_bwd_at(p->v, &p->lv, b, j, hk, d);
-      }
-      double pij = exp(s * p->scale - lse[i]), ds = pij * (dp - di);
-      for (long d = 0; d < D; d++) {
-        dv[j * D + d] += pij * attn_bwd_at(p->dout, &p->ldo, b, i, h, d);
-        dk[j * D + d] += p->scale * ds * attn_bwd_at(p->q, &p->lq, b, i, h, d);
-        dq[i * D + d] += p->scale * ds * attn_bwd_at(p->k, &p->lk, b, j, hk, d);
+        dv[j * D + d] += pij * gi[d];
+        dk[j * D + d] += ds * qi[d];
+        dq[i * D + d] += ds * k[j * D + d];
       }
     }
   }
@@ -241,15 +253,12 @@ static void *attn_bwd_put(et_ctx *c, const char *name, const void *host, size_t 
 
 /* The kernel's gradient of tensor layout l (S rows, H heads) gathered into
    [b][h][s][d] order. */
+/* The kernel's gradient of tensor layout l (S rows, H heads) in [b][h][s][d] order. */
 static double *attn_bwd_gather(et_ctx *c, const void *dev, const attn_layout *l, long B, long S, long H,
                                long D) {
   unsigned short *h = malloc((size_t)l->elems * 2 + 2);
   et_download(c, h, dev, (size_t)l->elems * 2);
-  double *g = malloc((size_t)(B * H * S * D) * sizeof *g + 8);
-  for (long b = 0, at = 0; b < B; b++)
-    for (long hh = 0; hh < H; hh++)
-      for (long s = 0; s < S; s++)
-        for (long d = 0; d < D; d++) g[at++] = et_from_bf16(h[b * l->sb + s * l->ss + hh * l->sh + d]);
+  double *g = attn_bwd_dense(h, l, B, S, H, D);
   free(h);
   return g;
 }
@@ -260,11 +269,15 @@ static double attn_bwd_compare(et_ctx *c, const attn_bwd_prob *p, void *ddq, voi
   long B = p->B, Sq = p->Sq, Sk = p->Sk, HQ = p->HQ, HK = p->HK, D = p->D;
   size_t nq = (size_t)(B * HQ * Sq * D), nk = (size_t)(B * HK * Sk * D);
   double *rq = calloc(nq + 1, sizeof *rq), *rk = calloc(nk + 1, sizeof *rk), *rv = calloc(nk + 1, sizeof *rv);
+  double *t[5] = {attn_bwd_dense(p->q, &p->lq, B, Sq, HQ, D), attn_bwd_dense(p->k, &p->lk, B, Sk, HK, D),
+                  attn_bwd_dense(p->v, &p->lv, B, Sk, HK, D), attn_bwd_dense(p->o, &p->lo, B, Sq, HQ, D),
+                  attn_bwd_dense(p->dout, &p->ldo, B, Sq, HQ, D)};
   for (long b = 0; b < B; b++)
     for (long h = 0; h < HQ; h++) {
       long kv = (b * HK + h / (HQ / HK)) * Sk * D;
-      attn_bwd_ref_head(p, b, h, rq + (b * HQ + h) * Sq * D, rk + kv, rv + kv);
+      attn_bwd_ref_head(p, (const double *const *)t, b, h, rq + (b * HQ + h) * Sq * D, rk + kv, rv + kv);
     }
+  for (int i = 0; i < 5; i++) free(t[i]);
   double *gq = attn_bwd_gather(c, ddq, &p->lq, B, Sq, HQ, D), *gk = attn_bwd_gather(c, ddk, &p->lk, B, Sk, HK, D);
   double *gv = attn_bwd_gather(c, ddv, &p->lv, B, Sk, HK, D);
   double e[3] = {et_rel_l2(rq, gq, nq), et_rel_l2(rk, gk, nk), et_rel_l2(rv, gv, nk)};

@@ -293,27 +293,25 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         dk[dt] = dv[dt] = hk_mfma_acc_zero();
 
     // steps of queries that see a key of the block: from the first query
-    // that sees key k0 (causal) to the last query
+    // that sees key k0 (causal) to the last query, for every query head of
+    // the group (one flat loop: one back edge, barriers in every trip)
     const int qfirst = CAUSAL ? (k0 - diag > 0 ? k0 - diag : 0) : 0;
-    const int n_steps = (x.Sq + Q_STEP - 1) / Q_STEP;
-    for (int g = 0; g < group; ++g) {
-        const int hq = hkv * group + g;
+    const int t0 = qfirst / Q_STEP, n_t = qfirst < x.Sq ? (x.Sq + Q_STEP - 1) / Q_STEP - t0 : 0;
+    for (int w = 0; w < group * n_t; ++w) {
+        const int hq = hkv * group + w / n_t, q0 = (t0 + w % n_t) * Q_STEP;
         const hk_bf16 *Qh = a.Q + (long)b * a.q_stride_b + (long)hq * a.q_stride_h;
         const hk_bf16 *Oh = a.O + (long)b * a.o_stride_b + (long)hq * a.o_stride_h;
         const hk_bf16 *dOh = a.dO + (long)b * a.do_stride_b + (long)hq * a.do_stride_h;
         const float *lse = a.LSE + ((long)b * x.Hq + hq) * x.Sq;
-        for (int t = qfirst / Q_STEP; t < n_steps; ++t) {
-            const int q0 = t * Q_STEP;
-            hk_barrier();                                // the previous step's tiles are read
-            bwd_kv_load(lds, a, Qh, Oh, dOh, lse, q0, x.Sq, vq, vo, vdo);
-            hk_barrier();
-            bwd_kv_rowterm(lds);
-            hk_barrier();
-            // wave-uniform: some key of the wave lies below seqlen_k and is
-            // seen by the step's last query
-            if (kw0 < x.Sk && (!CAUSAL || kw0 <= q0 + Q_STEP - 1 + diag))
-                bwd_kv_step(lds, x, q0, kw0, kop, vop, dk, dv);
-        }
+        hk_barrier();                                    // the previous step's tiles are read
+        bwd_kv_load(lds, a, Qh, Oh, dOh, lse, q0, x.Sq, vq, vo, vdo);
+        hk_barrier();
+        bwd_kv_rowterm(lds);
+        hk_barrier();
+        // every wave, even one whose keys this step's queries do not see
+        // (masked to zero): the others hold the barrier anyway, and the loop
+        // keeps one body
+        bwd_kv_step(lds, x, q0, kw0, kop, vop, dk, dv);
     }
     hk_bf16 *dKh = a.dK + (long)b * a.k_stride_b + (long)hkv * a.k_stride_h;
     hk_bf16 *dVh = a.dV + (long)b * a.v_stride_b + (long)hkv * a.v_stride_h;
@@ -377,7 +375,6 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     const float dd = part + hk_swap_halves(part);
     const float lse2 = qv ? hk_global_load_f32(a.LSE + ((long)b * x.Hq + hq) * x.Sq + qi) * LOG2E : 0.0f;
     const int klim = attn_last_key(qi, x.Sq, x.Sk);
-    const int wave_last = attn_last_key(wq0 + 31, x.Sq, x.Sk);
     hk_mfma_acc_t dq[D_TILES];
 #pragma unroll
     for (int dt = 0; dt < D_TILES; ++dt)
@@ -390,8 +387,7 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         bwd_fill(lds, Kh, a.k_stride_s, kb, x.Sk, vk, Q_K, Q_KT);
         bwd_fill(lds, Vh, a.v_stride_s, kb, x.Sk, vv, Q_V, -1);
         hk_barrier();
-        if (kb <= wave_last)                             // wave-uniform
-            bwd_q_step(lds, x, kb, qv, klim, lse2, dd, qop, doop, dq);
+        bwd_q_step(lds, x, kb, qv, klim, lse2, dd, qop, doop, dq); // masked past the wave's last key
     }
     hk_bf16 *dQh = a.dQ + (long)b * a.q_stride_b + (long)hq * a.q_stride_h;
     bwd_store_t(dQh, a.q_stride_s, qi, qv, a.scale, dq);
