@@ -1,6 +1,7 @@
 #!/bin/sh
 # emu_attn_bwd_<target>: every attn_bwd kernel of emu/attn_bwd.yaml (head_dim
-# 64 and 128, causal or not; run-time heads, GQA 12:4, MQA, one baked shape)
+# 64 and 128, causal or not; run-time heads, GQA 12:4, MQA, one baked shape;
+# 96 and 192 at one baked shape)
 # on the emulator at the op's default shapes (12/12, 6:2, 7:1, 40:8, 12:4,
 # odd lengths, Sq > Sk and Sq < Sk, several blocks with partial last ones,
 # BSHD and BHSD layouts) against the fp64 reference of gen/op_attn_bwd.c:
@@ -10,7 +11,7 @@ EMU_DIR=$(cd "$(dirname "$0")" && pwd)
 HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
 . "$EMU_DIR/../lib/lib.sh"
 target=${1:?usage: attn_bwd.sh gfx90a|gfx942|gfx950}
-EXPECTED_RUNS=57 # 8 kernels x 7 shapes + 1 baked
+EXPECTED_RUNS=61 # 8 kernels x 7 shapes + 1 baked + 4 (head_dim 96, 192)
 run_hk "$T/out.txt" test -j 2 --target "$target" "$EMU_DIR/attn_bwd.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/attn_bwd.yaml"

@@ -8,7 +8,7 @@ run_hk "$T/out" build -q -j 2 --target gfx942,gfx950 "$TESTS_DIR/emu/attn_bwd.ya
 expect_rc 0 "hkgen build --target gfx942,gfx950 emu/attn_bwd.yaml"
 m=$T/cat/manifest.json
 n=$(jsonq -c "$m" 'kernels[op=attn_bwd]')
-[ "$n" -eq 18 ] || fail "$n attention-backward kernels, expected 9 per target"
+[ "$n" -eq 26 ] || fail "$n attention-backward kernels, expected 13 per target"
 [ "$(jsonq -c "$m" 'kernels[resources.vgpr_spill=0][resources.sgpr_spill=0]')" -eq "$n" ] || fail "a kernel spills"
 [ "$(jsonq -c "$m" 'kernels[op=attn_bwd][resources.scratch=0]')" -eq "$n" ] || fail "a kernel uses scratch memory"
 run_hk "$T/inspect" inspect "$T/cat"
