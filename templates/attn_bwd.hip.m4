@@ -60,32 +60,34 @@ static constexpr int D_CHUNKS = D / 16;                     // over head_dim: 16
 static constexpr int AB_PER_CHUNK = 8 / HK_MFMA_KPL;        // operands per 8 bf16 of a lane
 static constexpr int D_TILES = D / 32;                      // d x 32 accumulators: 32-row tiles
 static constexpr int STEPS32 = 32 / HK_MFMA_K;              // MFMAs over 32 rows (queries or keys)
-// LDS: tiles of 32 rows, row-major [row][d] (rows padded by 16 bytes) or
+// LDS: tiles of R rows, row-major [row][d] (rows padded by 16 bytes) or
 // transposed [d][row] (rows in attn_vt_pos order, padded by 16 bytes)
 static constexpr int ROW_PITCH = D * 2 + 16;
-static constexpr int T_PITCH = 32 * 2 + 16;
-static constexpr int TILE_R = 32 * ROW_PITCH;
-static constexpr int TILE_T = D * T_PITCH;
-static constexpr int D_PARTS = 8;                           // threads per row of the D sums
+static constexpr int t_pitch(int rows) { return rows * 2 + 16; }
+static constexpr int Q_SUB = Q_STEP / 32;                   // 32-query subtiles of a step
+static constexpr int QT_PITCH = t_pitch(Q_STEP), KT_PITCH = t_pitch(BLOCK_N);
+static constexpr int D_PARTS = ATTN_THREADS / Q_STEP;       // threads per row of the D sums
 // KV workgroups: Q, dO, Q^T, dO^T, LSE * log2(e), D, D partial sums
-static constexpr int KV_Q = 0, KV_DO = TILE_R, KV_QT = 2 * TILE_R, KV_DOT = 2 * TILE_R + TILE_T;
-static constexpr int KV_LSE = 2 * TILE_R + 2 * TILE_T, KV_D = KV_LSE + 32 * 4, KV_DPART = KV_D + 32 * 4;
-static constexpr int KV_BYTES = KV_DPART + 32 * D_PARTS * 4;
+static constexpr int KV_TR = Q_STEP * ROW_PITCH, KV_TT = D * QT_PITCH;
+static constexpr int KV_Q = 0, KV_DO = KV_TR, KV_QT = 2 * KV_TR, KV_DOT = 2 * KV_TR + KV_TT;
+static constexpr int KV_LSE = 2 * KV_TR + 2 * KV_TT, KV_D = KV_LSE + Q_STEP * 4, KV_DPART = KV_D + Q_STEP * 4;
+static constexpr int KV_BYTES = KV_DPART + ATTN_THREADS * 4;
 // Q workgroups: K, V, K^T
-static constexpr int Q_K = 0, Q_V = TILE_R, Q_KT = 2 * TILE_R;
-static constexpr int Q_BYTES = 2 * TILE_R + TILE_T;
+static constexpr int Q_TR = BLOCK_N * ROW_PITCH;
+static constexpr int Q_K = 0, Q_V = Q_TR, Q_KT = 2 * Q_TR;
+static constexpr int Q_BYTES = 2 * Q_TR + D * KT_PITCH;
 static constexpr int LDS_BYTES = KV_BYTES > Q_BYTES ? KV_BYTES : Q_BYTES;
 ]hkm_attn_limits()[
 typedef float attn_f2 __attribute__((ext_vector_type(2)));
 ]hkm_attn_cdna_operands()[
 
 static_assert(KV_BLOCK == 32 * WAVES && BLOCK_M == 32 * WAVES, "a wave owns 32 keys or 32 queries");
-static_assert(Q_STEP == 32 && BLOCK_N == 32, "steps of one 32-row tile");
+static_assert((Q_STEP == 32 || Q_STEP == 64) && BLOCK_N == 32, "steps of 32 or 64 queries, 32 keys");
 static_assert(D % 32 == 0, "32x32 MFMA tiles");
-static_assert(ATTN_THREADS == 32 * D_PARTS, "D partial sums: 8 threads per row of a step");
+static_assert(ATTN_THREADS == Q_STEP * D_PARTS, "D partial sums: whole threads per row of a step");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
 
-// ---- global -> LDS: 32 rows r0 .. r0 + 31 of one head -----------------------
+// ---- global -> LDS: ROWS rows r0 .. r0 + ROWS - 1 of one head ----------------
 // Rows at or past n read as zero.  A unit is (row pair, 8 columns): two 16-byte
 // loads, stored row-major at roff (two 16-byte stores) and, when toff >= 0,
 // transposed at toff (8 words of two rows each; consecutive lanes take
@@ -96,15 +98,16 @@ HK_DEVICE hk_bf16x8 bwd_row8(const hk_bf16 *base, long ss, int r, int n, int c, 
     return r < n ? hk_global_load_bf16x8(base + (long)r * ss + c, 8, vec) : zero;
 }
 
+template <int ROWS>
 HK_DEVICE void bwd_fill(hk_lds_t lds, const hk_bf16 *base, long ss, int r0, int n, bool vec, int roff, int toff)
 {
-    constexpr int UNITS = 16 * (D / 8);
+    constexpr int PAIRS = ROWS / 2, UNITS = PAIRS * (D / 8), TP = t_pitch(ROWS);
     const int tid = hk_thread_id();
 #pragma unroll
     for (int j = 0; j < (UNITS + ATTN_THREADS - 1) / ATTN_THREADS; ++j) {
         const int u = tid + ATTN_THREADS * j;
         if (UNITS % ATTN_THREADS == 0 || u < UNITS) {
-            const int p = u % 16, c = (u / 16) * 8;
+            const int p = u % PAIRS, c = (u / PAIRS) * 8;
             const hk_bf16x8 x0 = bwd_row8(base, ss, r0 + 2 * p, n, c, vec);
             const hk_bf16x8 x1 = bwd_row8(base, ss, r0 + 2 * p + 1, n, c, vec);
             hk_lds_store_b128(lds, roff + 2 * p * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x0));
@@ -113,7 +116,7 @@ HK_DEVICE void bwd_fill(hk_lds_t lds, const hk_bf16 *base, long ss, int r0, int 
                 const int pos = attn_vt_pos(2 * p);
 #pragma unroll
                 for (int i = 0; i < 8; ++i)
-                    hk_lds_store_b32(lds, toff + (c + i) * T_PITCH + pos * 2,
+                    hk_lds_store_b32(lds, toff + (c + i) * TP + pos * 2,
                                      (unsigned)x0[i] | ((unsigned)x1[i] << 16));
             }
         }
@@ -160,9 +163,10 @@ HK_DEVICE void bwd_mm_d(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[D_CHUNK
                 bop[u][e], acc);
 }
 
-// acc[dt] (d x 32) += A B over 32 rows: A from the transposed LDS tile at off,
-// B the bf16 operands of a D-layout accumulator (bwd_to_b).
-HK_DEVICE void bwd_mm_t(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[STEPS32], hk_mfma_acc_t (&acc)[D_TILES])
+// acc[dt] (d x 32) += A B over rows r0 .. r0 + 31: A from the transposed LDS
+// tile at off (pitch tp), B the bf16 operands of a D-layout accumulator (bwd_to_b).
+HK_DEVICE void bwd_mm_t(hk_lds_t lds, int off, int tp, int r0, const hk_mfma_ab_t (&bop)[STEPS32],
+                        hk_mfma_acc_t (&acc)[D_TILES])
 {
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
@@ -171,7 +175,7 @@ HK_DEVICE void bwd_mm_t(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[STEPS32
 #pragma unroll
         for (int dt = 0; dt < D_TILES; ++dt)
             acc[dt] = hk_mfma_32x32(
-                hk_lds_load_mfma_ab(lds, off + (dt * 32 + row) * T_PITCH + (st * HK_MFMA_K + half * HK_MFMA_KPL) * 2),
+                hk_lds_load_mfma_ab(lds, off + (dt * 32 + row) * tp + (r0 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2),
                 bop[st], acc[dt]);
 }
 
@@ -212,8 +216,8 @@ struct bwd_dims {
 HK_DEVICE void bwd_kv_load(hk_lds_t lds, const hk_args &a, const hk_bf16 *Qh, const hk_bf16 *Oh, const hk_bf16 *dOh,
                            const float *lse, int q0, int Sq, bool vq, bool vo, bool vdo)
 {
-    bwd_fill(lds, Qh, a.q_stride_s, q0, Sq, vq, KV_Q, KV_QT);
-    bwd_fill(lds, dOh, a.do_stride_s, q0, Sq, vdo, KV_DO, KV_DOT);
+    bwd_fill<Q_STEP>(lds, Qh, a.q_stride_s, q0, Sq, vq, KV_Q, KV_QT);
+    bwd_fill<Q_STEP>(lds, dOh, a.do_stride_s, q0, Sq, vdo, KV_DO, KV_DOT);
     const int tid = hk_thread_id(), r = tid / D_PARTS, part = tid % D_PARTS;
     float s = 0.0f;
 #pragma unroll
@@ -221,7 +225,7 @@ HK_DEVICE void bwd_kv_load(hk_lds_t lds, const hk_args &a, const hk_bf16 *Qh, co
         s += bwd_dot8(bwd_row8(Oh, a.o_stride_s, q0 + r, Sq, c * 8, vo),
                       bwd_row8(dOh, a.do_stride_s, q0 + r, Sq, c * 8, vdo));
     hk_lds_store_b32(lds, KV_DPART + tid * 4, hk_f32_as_u32(s));
-    if (tid < 32)
+    if (tid < Q_STEP)
         hk_lds_store_b32(lds, KV_LSE + tid * 4,
                          hk_f32_as_u32(q0 + tid < Sq ? hk_global_load_f32(lse + q0 + tid) * LOG2E : 0.0f));
 }
@@ -229,7 +233,7 @@ HK_DEVICE void bwd_kv_load(hk_lds_t lds, const hk_args &a, const hk_bf16 *Qh, co
 HK_DEVICE void bwd_kv_rowterm(hk_lds_t lds)
 {
     const int tid = hk_thread_id();
-    if (tid < 32) {
+    if (tid < Q_STEP) {
         float s = 0.0f;
 #pragma unroll
         for (int p = 0; p < D_PARTS; ++p)
@@ -238,7 +242,8 @@ HK_DEVICE void bwd_kv_rowterm(hk_lds_t lds)
     }
 }
 
-// One wave, one step of 32 queries from q0, keys kw0 + 0..31 (the lane's: kw0 + lane % 32).
+// One wave, one step of Q_STEP queries from q0 (32-query subtiles), keys
+// kw0 + 0..31 (the lane's: kw0 + lane % 32).
 HK_DEVICE void bwd_kv_step(hk_lds_t lds, const bwd_dims &x, int q0, int kw0,
                            const hk_mfma_ab_t (&kop)[D_CHUNKS][AB_PER_CHUNK],
                            const hk_mfma_ab_t (&vop)[D_CHUNKS][AB_PER_CHUNK],
@@ -246,28 +251,39 @@ HK_DEVICE void bwd_kv_step(hk_lds_t lds, const bwd_dims &x, int q0, int kw0,
 {
     const int lane = hk_lane_id();
     const int half = lane / 32, key = kw0 + lane % 32;
-    hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
-    bwd_mm_d(lds, KV_Q, kop, s);                         // S = Q K^T
-    bwd_mm_d(lds, KV_DO, vop, dp);                       // dP = dO V^T
-    // element i: query q0 + (i/4)*8 + h*4 + i%4
+    hk_mfma_acc_t s[Q_SUB], dp[Q_SUB];
 #pragma unroll
-    for (int g = 0; g < 4; ++g) {
-        const hk_u32x4 l4 = hk_lds_load_b128(lds, KV_LSE + (g * 8 + half * 4) * 4);
-        const hk_u32x4 d4 = hk_lds_load_b128(lds, KV_D + (g * 8 + half * 4) * 4);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int i = g * 4 + j, qi = q0 + g * 8 + half * 4 + j;
-            const bool vis = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq));
-            const float p = vis ? hk_exp2f(s[i] * x.c - hk_u32_as_f32(l4[j])) : 0.0f;
-            s[i] = p;
-            dp[i] = p * (dp[i] - hk_u32_as_f32(d4[j]));
-        }
+    for (int q = 0; q < Q_SUB; ++q) {
+        s[q] = dp[q] = hk_mfma_acc_zero();
+        bwd_mm_d(lds, KV_Q + q * 32 * ROW_PITCH, kop, s[q]);   // S = Q K^T
+        bwd_mm_d(lds, KV_DO + q * 32 * ROW_PITCH, vop, dp[q]); // dP = dO V^T
     }
-    hk_mfma_ab_t pop[STEPS32], dsop[STEPS32];
-    bwd_to_b(s, pop);
-    bwd_to_b(dp, dsop);
-    bwd_mm_t(lds, KV_DOT, pop, dv);                      // dV^T += dO^T P
-    bwd_mm_t(lds, KV_QT, dsop, dk);                      // dK^T += Q^T dS
+    hk_mfma_ab_t pop[Q_SUB][STEPS32], dsop[Q_SUB][STEPS32];
+#pragma unroll
+    for (int q = 0; q < Q_SUB; ++q) {
+        // element i: query q0 + 32 q + (i/4)*8 + h*4 + i%4
+#pragma unroll
+        for (int g = 0; g < 4; ++g) {
+            const int r = q * 32 + g * 8 + half * 4;
+            const hk_u32x4 l4 = hk_lds_load_b128(lds, KV_LSE + r * 4);
+            const hk_u32x4 d4 = hk_lds_load_b128(lds, KV_D + r * 4);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int i = g * 4 + j, qi = q0 + r + j;
+                const bool vis = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq));
+                const float p = vis ? hk_exp2f(s[q][i] * x.c - hk_u32_as_f32(l4[j])) : 0.0f;
+                s[q][i] = p;
+                dp[q][i] = p * (dp[q][i] - hk_u32_as_f32(d4[j]));
+            }
+        }
+        bwd_to_b(s[q], pop[q]);
+        bwd_to_b(dp[q], dsop[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < Q_SUB; ++q) {
+        bwd_mm_t(lds, KV_DOT, QT_PITCH, q * 32, pop[q], dv);   // dV^T += dO^T P
+        bwd_mm_t(lds, KV_QT, QT_PITCH, q * 32, dsop[q], dk);   // dK^T += Q^T dS
+    }
 }
 
 HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
@@ -339,7 +355,7 @@ HK_DEVICE void bwd_q_step(hk_lds_t lds, const bwd_dims &x, int kb, bool qv, int 
     }
     hk_mfma_ab_t dsop[STEPS32];
     bwd_to_b(dp, dsop);
-    bwd_mm_t(lds, Q_KT, dsop, dq);                       // dQ^T += K^T dS^T
+    bwd_mm_t(lds, Q_KT, KT_PITCH, 0, dsop, dq);          // dQ^T += K^T dS^T
 }
 
 HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
@@ -384,8 +400,8 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     for (int t = 0; t < n_blocks; ++t) {
         const int kb = t * BLOCK_N;
         hk_barrier();                                    // the previous step's tiles are read
-        bwd_fill(lds, Kh, a.k_stride_s, kb, x.Sk, vk, Q_K, Q_KT);
-        bwd_fill(lds, Vh, a.v_stride_s, kb, x.Sk, vv, Q_V, -1);
+        bwd_fill<BLOCK_N>(lds, Kh, a.k_stride_s, kb, x.Sk, vk, Q_K, Q_KT);
+        bwd_fill<BLOCK_N>(lds, Vh, a.v_stride_s, kb, x.Sk, vv, Q_V, -1);
         hk_barrier();
         bwd_q_step(lds, x, kb, qv, klim, lse2, dd, qop, doop, dq); // masked past the wave's last key
     }
