@@ -35,9 +35,9 @@
    tests/emu/attn_bwd.yaml for gfx942 and gfx950 and fails on any spill.
    Measured (clang-22; gfx90a with comgr): with 32-query steps d64/d96 fit
    two waves on gfx942 and gfx950 (188-246 registers), d128 (276-292) and
-   d192 (368-394) one. 64-query steps (q64), gfx950 d64 and d128 only: 9%
-   fewer instructions per query in the d128 hot loop (1014 for 64 queries
-   against 557 for 32) at the same waves; d96 would drop to one wave (two
+   d192 (368-394) one. 64-row steps (q64), gfx950 d64 and d128 only, at the
+   same waves: the d128 KV loop takes 1014 instructions per 64 queries
+   against 557 per 32, the Q loop 567 per 64 keys against 355 per 32; d96 would drop to one wave (two
    spill), d192 take 493 of 512 registers; on gfx942 their LDS halves d64's
    occupancy (one workgroup per CU) and d96 spills SGPRs;
    d256 spills about 150-200 VGPRs on gfx950 (dK^T, dV^T, K^T and V^T alone
@@ -46,7 +46,7 @@
 typedef struct {
   const char *target;
   int waves[5];
-  int q64[5]; /* per head_dim: KV steps of 64 queries (where the LDS allows) */
+  int q64[5]; /* per head_dim: steps of 64 queries and of 64 keys (where the LDS allows) */
 } attn_bwd_row;
 
 static const attn_bwd_row attn_bwd_rows[] = {
@@ -117,7 +117,8 @@ static long attn_bwd_kv_lds(long d, long rows) { return 2 * rows * (2 * d + 16) 
    of 64 (one barrier set and D sum per 64 queries, two S tiles per wave)
    where the row says so and the step's LDS fits the target's, else 32 (Q,
    dO, Q^T and dO^T of a step in LDS). Q workgroups: 32 queries per wave
-   (Q_BLOCK 128), keys in steps of 32 (K, V and K^T in LDS). */
+   (Q_BLOCK 128), keys in steps of 64 or 32 alike (K, V and K^T in LDS; the
+   KV step's LDS is the larger). */
 static void attn_bwd_plan_amd(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim");
   const attn_bwd_row *row = attn_bwd_row_for(k->target);
@@ -126,7 +127,7 @@ static void attn_bwd_plan_amd(const op_inst *k, op_plan *p) {
   int q64 = row->q64[attn_bwd_dim_index(d)] && attn_bwd_kv_lds(d, 64) <= (long)tgt_find(k->target)->lds_unit;
   op_plan_tune(p, "q_step", q64 ? 64 : 32);
   op_plan_tune(p, "q_block", 128);
-  op_plan_tune(p, "k_step", 32);
+  op_plan_tune(p, "k_step", q64 ? 64 : 32);
   p->block = 256;
 }
 

@@ -65,6 +65,7 @@ static constexpr int STEPS32 = 32 / HK_MFMA_K;              // MFMAs over 32 row
 static constexpr int ROW_PITCH = D * 2 + 16;
 static constexpr int t_pitch(int rows) { return rows * 2 + 16; }
 static constexpr int Q_SUB = Q_STEP / 32;                   // 32-query subtiles of a step
+static constexpr int K_SUB = BLOCK_N / 32;                  // 32-key subtiles of a step
 static constexpr int QT_PITCH = t_pitch(Q_STEP), KT_PITCH = t_pitch(BLOCK_N);
 static constexpr int D_PARTS = ATTN_THREADS / Q_STEP;       // threads per row of the D sums
 // KV workgroups: Q, dO, Q^T, dO^T, LSE * log2(e), D, D partial sums
@@ -82,7 +83,7 @@ typedef float attn_f2 __attribute__((ext_vector_type(2)));
 ]hkm_attn_cdna_operands()[
 
 static_assert(KV_BLOCK == 32 * WAVES && BLOCK_M == 32 * WAVES, "a wave owns 32 keys or 32 queries");
-static_assert((Q_STEP == 32 || Q_STEP == 64) && BLOCK_N == 32, "steps of 32 or 64 queries, 32 keys");
+static_assert((Q_STEP == 32 || Q_STEP == 64) && (BLOCK_N == 32 || BLOCK_N == 64), "steps of 32 or 64 rows");
 static_assert(D % 32 == 0, "32x32 MFMA tiles");
 static_assert(ATTN_THREADS == Q_STEP * D_PARTS, "D partial sums: whole threads per row of a step");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
@@ -343,19 +344,28 @@ HK_DEVICE void bwd_q_step(hk_lds_t lds, const bwd_dims &x, int kb, bool qv, int 
                           const hk_mfma_ab_t (&doop)[D_CHUNKS][AB_PER_CHUNK], hk_mfma_acc_t (&dq)[D_TILES])
 {
     const int half = hk_lane_id() / 32;
-    hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
-    bwd_mm_d(lds, Q_K, qop, s);                          // S^T = K Q^T
-    bwd_mm_d(lds, Q_V, doop, dp);                        // dP^T = V dO^T
-    // element i: key kb + (i/4)*8 + h*4 + i%4
+    hk_mfma_acc_t s[K_SUB], dp[K_SUB];
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-        const bool vis = qv && kb + (i / 4) * 8 + half * 4 + i % 4 <= klim;
-        const float p = vis ? hk_exp2f(s[i] * x.c - lse2) : 0.0f;
-        dp[i] = p * (dp[i] - dd);
+    for (int t = 0; t < K_SUB; ++t) {
+        s[t] = dp[t] = hk_mfma_acc_zero();
+        bwd_mm_d(lds, Q_K + t * 32 * ROW_PITCH, qop, s[t]);   // S^T = K Q^T
+        bwd_mm_d(lds, Q_V + t * 32 * ROW_PITCH, doop, dp[t]); // dP^T = V dO^T
     }
-    hk_mfma_ab_t dsop[STEPS32];
-    bwd_to_b(dp, dsop);
-    bwd_mm_t(lds, Q_KT, KT_PITCH, 0, dsop, dq);          // dQ^T += K^T dS^T
+    hk_mfma_ab_t dsop[K_SUB][STEPS32];
+#pragma unroll
+    for (int t = 0; t < K_SUB; ++t) {
+        // element i: key kb + 32 t + (i/4)*8 + h*4 + i%4
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const bool vis = qv && kb + t * 32 + (i / 4) * 8 + half * 4 + i % 4 <= klim;
+            const float p = vis ? hk_exp2f(s[t][i] * x.c - lse2) : 0.0f;
+            dp[t][i] = p * (dp[t][i] - dd);
+        }
+        bwd_to_b(dp[t], dsop[t]);
+    }
+#pragma unroll
+    for (int t = 0; t < K_SUB; ++t)
+        bwd_mm_t(lds, Q_KT, KT_PITCH, t * 32, dsop[t], dq);  // dQ^T += K^T dS^T
 }
 
 HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
