@@ -67,12 +67,11 @@ static constexpr int t_pitch(int rows) { return rows * 2 + 16; }
 static constexpr int Q_SUB = Q_STEP / 32;                   // 32-query subtiles of a step
 static constexpr int K_SUB = BLOCK_N / 32;                  // 32-key subtiles of a step
 static constexpr int QT_PITCH = t_pitch(Q_STEP), KT_PITCH = t_pitch(BLOCK_N);
-static constexpr int D_PARTS = ATTN_THREADS / Q_STEP;       // threads per row of the D sums
 // KV workgroups: Q, dO, Q^T, dO^T, LSE * log2(e), D, D partial sums
 static constexpr int KV_TR = Q_STEP * ROW_PITCH, KV_TT = D * QT_PITCH;
 static constexpr int KV_Q = 0, KV_DO = KV_TR, KV_QT = 2 * KV_TR, KV_DOT = 2 * KV_TR + KV_TT;
 static constexpr int KV_LSE = 2 * KV_TR + 2 * KV_TT, KV_D = KV_LSE + Q_STEP * 4, KV_DPART = KV_D + Q_STEP * 4;
-static constexpr int KV_BYTES = KV_DPART + ATTN_THREADS * 4;
+static constexpr int KV_BYTES = KV_DPART + Q_STEP * (D / 8) * 4;  // partial sums of D: [row][8 columns]
 // Q workgroups: K, V, K^T
 static constexpr int Q_TR = BLOCK_N * ROW_PITCH;
 static constexpr int Q_K = 0, Q_V = Q_TR, Q_KT = 2 * Q_TR;
@@ -85,7 +84,7 @@ typedef float attn_f2 __attribute__((ext_vector_type(2)));
 static_assert(KV_BLOCK == 32 * WAVES && BLOCK_M == 32 * WAVES, "a wave owns 32 keys or 32 queries");
 static_assert((Q_STEP == 32 || Q_STEP == 64) && (BLOCK_N == 32 || BLOCK_N == 64), "steps of 32 or 64 rows");
 static_assert(D % 32 == 0, "32x32 MFMA tiles");
-static_assert(ATTN_THREADS == Q_STEP * D_PARTS, "D partial sums: whole threads per row of a step");
+static_assert(Q_STEP <= ATTN_THREADS, "one thread per row of a step for LSE and D");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
 
 // ---- global -> LDS: ROWS rows r0 .. r0 + ROWS - 1 of one head ----------------
@@ -212,23 +211,70 @@ struct bwd_dims {
 };
 
 // ---- KV workgroups -----------------------------------------------------------
-// One step's LDS: Q, dO (row-major and transposed), LSE * log2(e) and the
-// partial sums of D (8 threads per row), then D (after a barrier).
-HK_DEVICE void bwd_kv_load(hk_lds_t lds, const hk_args &a, const hk_bf16 *Qh, const hk_bf16 *Oh, const hk_bf16 *dOh,
-                           const float *lse, int q0, int Sq, bool vq, bool vo, bool vdo)
+// A step's rows in registers (issued before the step before it computes, so
+// that the loads run under its MFMAs): per unit of two rows and 8 columns,
+// Q, dO and O; and the thread's LSE.
+static constexpr int KV_PAIRS = Q_STEP / 2, KV_UNITS = KV_PAIRS * (D / 8);
+static constexpr int KV_J = (KV_UNITS + ATTN_THREADS - 1) / ATTN_THREADS;
+struct bwd_kv_rows {
+    hk_bf16x8 q[KV_J][2], g[KV_J][2], o[KV_J][2];
+    float lse;
+};
+
+HK_DEVICE void bwd_kv_fetch(bwd_kv_rows &r, const hk_args &a, const hk_bf16 *Qh, const hk_bf16 *Oh,
+                            const hk_bf16 *dOh, const float *lse, int q0, int Sq, bool vec)
 {
-    bwd_fill<Q_STEP>(lds, Qh, a.q_stride_s, q0, Sq, vq, KV_Q, KV_QT);
-    bwd_fill<Q_STEP>(lds, dOh, a.do_stride_s, q0, Sq, vdo, KV_DO, KV_DOT);
-    const int tid = hk_thread_id(), r = tid / D_PARTS, part = tid % D_PARTS;
-    float s = 0.0f;
+    const int tid = hk_thread_id();
 #pragma unroll
-    for (int c = part; c < D / 8; c += D_PARTS)
-        s += bwd_dot8(bwd_row8(Oh, a.o_stride_s, q0 + r, Sq, c * 8, vo),
-                      bwd_row8(dOh, a.do_stride_s, q0 + r, Sq, c * 8, vdo));
-    hk_lds_store_b32(lds, KV_DPART + tid * 4, hk_f32_as_u32(s));
+    for (int j = 0; j < KV_J; ++j) {
+        const int u = tid + ATTN_THREADS * j;
+        if (KV_UNITS % ATTN_THREADS == 0 || u < KV_UNITS) {
+            const int p = u % KV_PAIRS, c = (u / KV_PAIRS) * 8;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                r.q[j][h] = bwd_row8(Qh, a.q_stride_s, q0 + 2 * p + h, Sq, c, vec);
+                r.g[j][h] = bwd_row8(dOh, a.do_stride_s, q0 + 2 * p + h, Sq, c, vec);
+                r.o[j][h] = bwd_row8(Oh, a.o_stride_s, q0 + 2 * p + h, Sq, c, vec);
+            }
+        }
+    }
+    r.lse = tid < Q_STEP && q0 + tid < Sq ? hk_global_load_f32(lse + q0 + tid) * LOG2E : 0.0f;
+}
+
+// Two rows of a unit, row-major at roff and transposed at toff.
+HK_DEVICE void bwd_put_pair(hk_lds_t lds, int roff, int toff, int tp, int p, int c, hk_bf16x8 x0, hk_bf16x8 x1)
+{
+    hk_lds_store_b128(lds, roff + 2 * p * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x0));
+    hk_lds_store_b128(lds, roff + (2 * p + 1) * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x1));
+    if (toff >= 0) {
+        const int pos = attn_vt_pos(2 * p);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+            hk_lds_store_b32(lds, toff + (c + i) * tp + pos * 2, (unsigned)x0[i] | ((unsigned)x1[i] << 16));
+    }
+}
+
+// The step's tiles: Q, dO (row-major and transposed), LSE * log2(e), and
+// the partial sums of D per row and 8 columns (summed by bwd_kv_rowterm
+// after a barrier).
+HK_DEVICE void bwd_kv_put(hk_lds_t lds, const bwd_kv_rows &r)
+{
+    const int tid = hk_thread_id();
+#pragma unroll
+    for (int j = 0; j < KV_J; ++j) {
+        const int u = tid + ATTN_THREADS * j;
+        if (KV_UNITS % ATTN_THREADS == 0 || u < KV_UNITS) {
+            const int p = u % KV_PAIRS, c = (u / KV_PAIRS) * 8;
+            bwd_put_pair(lds, KV_Q, KV_QT, QT_PITCH, p, c, r.q[j][0], r.q[j][1]);
+            bwd_put_pair(lds, KV_DO, KV_DOT, QT_PITCH, p, c, r.g[j][0], r.g[j][1]);
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                hk_lds_store_b32(lds, KV_DPART + ((2 * p + h) * (D / 8) + c / 8) * 4,
+                                 hk_f32_as_u32(bwd_dot8(r.g[j][h], r.o[j][h])));
+        }
+    }
     if (tid < Q_STEP)
-        hk_lds_store_b32(lds, KV_LSE + tid * 4,
-                         hk_f32_as_u32(q0 + tid < Sq ? hk_global_load_f32(lse + q0 + tid) * LOG2E : 0.0f));
+        hk_lds_store_b32(lds, KV_LSE + tid * 4, hk_f32_as_u32(r.lse));
 }
 
 HK_DEVICE void bwd_kv_rowterm(hk_lds_t lds)
@@ -237,8 +283,8 @@ HK_DEVICE void bwd_kv_rowterm(hk_lds_t lds)
     if (tid < Q_STEP) {
         float s = 0.0f;
 #pragma unroll
-        for (int p = 0; p < D_PARTS; ++p)
-            s += hk_u32_as_f32(hk_lds_load_b32(lds, KV_DPART + (tid * D_PARTS + p) * 4));
+        for (int c = 0; c < D / 8; ++c)
+            s += hk_u32_as_f32(hk_lds_load_b32(lds, KV_DPART + (tid * (D / 8) + c) * 4));
         hk_lds_store_b32(lds, KV_D + tid * 4, hk_f32_as_u32(s));
     }
 }
@@ -298,9 +344,9 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     const hk_bf16 *Vh = a.V + (long)b * a.v_stride_b + (long)hkv * a.v_stride_h;
     const bool vk = attn_aligned<8>(a.K, a.k_stride_b, a.k_stride_s, a.k_stride_h);
     const bool vv = attn_aligned<8>(a.V, a.v_stride_b, a.v_stride_s, a.v_stride_h);
-    const bool vq = attn_aligned<8>(a.Q, a.q_stride_b, a.q_stride_s, a.q_stride_h);
-    const bool vo = attn_aligned<8>(a.O, a.o_stride_b, a.o_stride_s, a.o_stride_h);
-    const bool vdo = attn_aligned<8>(a.dO, a.do_stride_b, a.do_stride_s, a.do_stride_h);
+    const bool vec = attn_aligned<8>(a.Q, a.q_stride_b, a.q_stride_s, a.q_stride_h) &&
+                     attn_aligned<8>(a.O, a.o_stride_b, a.o_stride_s, a.o_stride_h) &&
+                     attn_aligned<8>(a.dO, a.do_stride_b, a.do_stride_s, a.do_stride_h);
     hk_mfma_ab_t kop[D_CHUNKS][AB_PER_CHUNK], vop[D_CHUNKS][AB_PER_CHUNK];
     bwd_b_ops(Kh, a.k_stride_s, key, x.Sk, vk, kop);
     bwd_b_ops(Vh, a.v_stride_s, key, x.Sk, vv, vop);
@@ -314,17 +360,27 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     // the group (one flat loop: one back edge, barriers in every trip)
     const int qfirst = CAUSAL ? (k0 - diag > 0 ? k0 - diag : 0) : 0;
     const int t0 = qfirst / Q_STEP, n_t = qfirst < x.Sq ? (x.Sq + Q_STEP - 1) / Q_STEP - t0 : 0;
+    // one step ahead: the rows of step w + 1 are loaded before step w computes
+    bwd_kv_rows rows;
+    if (n_t > 0)
+        bwd_kv_fetch(rows, a, a.Q + (long)b * a.q_stride_b + (long)hkv * group * a.q_stride_h,
+                     a.O + (long)b * a.o_stride_b + (long)hkv * group * a.o_stride_h,
+                     a.dO + (long)b * a.do_stride_b + (long)hkv * group * a.do_stride_h,
+                     a.LSE + ((long)b * x.Hq + hkv * group) * x.Sq, t0 * Q_STEP, x.Sq, vec);
     for (int w = 0; w < group * n_t; ++w) {
-        const int hq = hkv * group + w / n_t, q0 = (t0 + w % n_t) * Q_STEP;
-        const hk_bf16 *Qh = a.Q + (long)b * a.q_stride_b + (long)hq * a.q_stride_h;
-        const hk_bf16 *Oh = a.O + (long)b * a.o_stride_b + (long)hq * a.o_stride_h;
-        const hk_bf16 *dOh = a.dO + (long)b * a.do_stride_b + (long)hq * a.do_stride_h;
-        const float *lse = a.LSE + ((long)b * x.Hq + hq) * x.Sq;
+        const int q0 = (t0 + w % n_t) * Q_STEP;
         hk_barrier();                                    // the previous step's tiles are read
-        bwd_kv_load(lds, a, Qh, Oh, dOh, lse, q0, x.Sq, vq, vo, vdo);
+        bwd_kv_put(lds, rows);
         hk_barrier();
         bwd_kv_rowterm(lds);
         hk_barrier();
+        if (w + 1 < group * n_t) {                       // uniform
+            const int hq = hkv * group + (w + 1) / n_t, qn = (t0 + (w + 1) % n_t) * Q_STEP;
+            bwd_kv_fetch(rows, a, a.Q + (long)b * a.q_stride_b + (long)hq * a.q_stride_h,
+                         a.O + (long)b * a.o_stride_b + (long)hq * a.o_stride_h,
+                         a.dO + (long)b * a.do_stride_b + (long)hq * a.do_stride_h,
+                         a.LSE + ((long)b * x.Hq + hq) * x.Sq, qn, x.Sq, vec);
+        }
         // every wave, even one whose keys this step's queries do not see
         // (masked to zero): the others hold the barrier anyway, and the loop
         // keeps one body
