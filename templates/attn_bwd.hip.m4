@@ -17,7 +17,7 @@ m4_divert(-1)                                                   -*- C -*-
 # workgroup (256 threads = 4 waves), the KV ones first (they run longest):
 #  - KV workgroup kb of KV head hkv: wave w owns keys k0 + 32 w .. + 31 and
 #    keeps dK^T, dV^T (d x keys) in registers, K^T and V^T as B operands.  For
-#    every query head of the group and every step of 32 queries that sees the
+#    every query head of the group and every step of queries that sees the
 #    block, the step's Q, dO (row-major) and Q^T, dO^T (transposed, queries
 #    in B's k order) go to LDS with LSE and D = rowsum(dO * O) of its rows;
 #    then per wave:  S = Q K^T, dP = dO V^T (A from LDS, B from registers; the
@@ -27,11 +27,17 @@ m4_divert(-1)                                                   -*- C -*-
 #    operands as they are, attn_vt_pos ordering the transposed tiles).
 #  - Q workgroup of 128 queries of query head hq: wave w owns 32 queries and
 #    keeps dQ^T in registers, Q^T and dO^T as B operands and D, LSE per lane
-#    (D from its O and dO rows, once).  For each step of 32 visible keys: K,
+#    (D from its O and dO rows, once).  For each step of visible keys: K,
 #    V (row-major) and K^T (transposed) to LDS, then S^T = K Q^T,
 #    dP^T = V dO^T, dS^T = P^T (dP^T - D), dQ^T += K^T dS^T.
 # So S and dP are computed by both kinds: 7 products per tile pair instead
 # of 5, for no atomics, no fp32 dQ buffer and no second kernel.
+#
+# Steps of 32 or 64 rows (the plan's q_step and k_step).  Both loops run one
+# step ahead: the next step's rows are loaded into registers before the
+# current step's MFMAs and written to LDS after them (three barriers per KV
+# step: tiles free, tiles and D's partial sums written, D summed; two per Q
+# step).
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [96], [128], [192], [256])
@@ -87,41 +93,18 @@ static_assert(D % 32 == 0, "32x32 MFMA tiles");
 static_assert(Q_STEP <= ATTN_THREADS, "one thread per row of a step for LSE and D");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
 
-// ---- global -> LDS: ROWS rows r0 .. r0 + ROWS - 1 of one head ----------------
-// Rows at or past n read as zero.  A unit is (row pair, 8 columns): two 16-byte
-// loads, stored row-major at roff (two 16-byte stores) and, when toff >= 0,
-// transposed at toff (8 words of two rows each; consecutive lanes take
-// consecutive row pairs of one column block).
+// ---- global -> registers -> LDS ------------------------------------------------
+// Tiles move in units of (row pair, 8 columns): two 16-byte loads (rows at or
+// past n read as zero), stored row-major (two 16-byte stores) and, where a
+// transposed copy is wanted, as 8 words of two rows each (consecutive lanes
+// take consecutive row pairs of one column block).  8 bf16 of row r from
+// column c:
 HK_DEVICE hk_bf16x8 bwd_row8(const hk_bf16 *base, long ss, int r, int n, int c, bool vec)
 {
     const hk_bf16x8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
     return r < n ? hk_global_load_bf16x8(base + (long)r * ss + c, 8, vec) : zero;
 }
 
-template <int ROWS>
-HK_DEVICE void bwd_fill(hk_lds_t lds, const hk_bf16 *base, long ss, int r0, int n, bool vec, int roff, int toff)
-{
-    constexpr int PAIRS = ROWS / 2, UNITS = PAIRS * (D / 8), TP = t_pitch(ROWS);
-    const int tid = hk_thread_id();
-#pragma unroll
-    for (int j = 0; j < (UNITS + ATTN_THREADS - 1) / ATTN_THREADS; ++j) {
-        const int u = tid + ATTN_THREADS * j;
-        if (UNITS % ATTN_THREADS == 0 || u < UNITS) {
-            const int p = u % PAIRS, c = (u / PAIRS) * 8;
-            const hk_bf16x8 x0 = bwd_row8(base, ss, r0 + 2 * p, n, c, vec);
-            const hk_bf16x8 x1 = bwd_row8(base, ss, r0 + 2 * p + 1, n, c, vec);
-            hk_lds_store_b128(lds, roff + 2 * p * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x0));
-            hk_lds_store_b128(lds, roff + (2 * p + 1) * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x1));
-            if (toff >= 0) {
-                const int pos = attn_vt_pos(2 * p);
-#pragma unroll
-                for (int i = 0; i < 8; ++i)
-                    hk_lds_store_b32(lds, toff + (c + i) * TP + pos * 2,
-                                     (unsigned)x0[i] | ((unsigned)x1[i] << 16));
-            }
-        }
-    }
-}
 
 // Sum of the products of 8 bf16 pairs, fp32.
 HK_DEVICE float bwd_dot8(hk_bf16x8 x, hk_bf16x8 y)
@@ -393,7 +376,48 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
 }
 
 // ---- Q workgroups ------------------------------------------------------------
-// One wave, one step of 32 keys from kb: the lane's query (its B operands,
+// A step's keys in registers (loaded a step ahead, as bwd_kv_rows): per unit
+// of two rows and 8 columns, K and V.
+static constexpr int Q_PAIRS = BLOCK_N / 2, Q_UNITS = Q_PAIRS * (D / 8);
+static constexpr int Q_J = (Q_UNITS + ATTN_THREADS - 1) / ATTN_THREADS;
+struct bwd_q_rows {
+    hk_bf16x8 k[Q_J][2], v[Q_J][2];
+};
+
+HK_DEVICE void bwd_q_fetch(bwd_q_rows &r, const hk_args &a, const hk_bf16 *Kh, const hk_bf16 *Vh, int kb, int Sk,
+                           bool vk, bool vv)
+{
+    const int tid = hk_thread_id();
+#pragma unroll
+    for (int j = 0; j < Q_J; ++j) {
+        const int u = tid + ATTN_THREADS * j;
+        if (Q_UNITS % ATTN_THREADS == 0 || u < Q_UNITS) {
+            const int p = u % Q_PAIRS, c = (u / Q_PAIRS) * 8;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                r.k[j][h] = bwd_row8(Kh, a.k_stride_s, kb + 2 * p + h, Sk, c, vk);
+                r.v[j][h] = bwd_row8(Vh, a.v_stride_s, kb + 2 * p + h, Sk, c, vv);
+            }
+        }
+    }
+}
+
+// K (row-major and transposed) and V (row-major) of a step.
+HK_DEVICE void bwd_q_put(hk_lds_t lds, const bwd_q_rows &r)
+{
+    const int tid = hk_thread_id();
+#pragma unroll
+    for (int j = 0; j < Q_J; ++j) {
+        const int u = tid + ATTN_THREADS * j;
+        if (Q_UNITS % ATTN_THREADS == 0 || u < Q_UNITS) {
+            const int p = u % Q_PAIRS, c = (u / Q_PAIRS) * 8;
+            bwd_put_pair(lds, Q_K, Q_KT, KT_PITCH, p, c, r.k[j][0], r.k[j][1]);
+            bwd_put_pair(lds, Q_V, -1, KT_PITCH, p, c, r.v[j][0], r.v[j][1]);
+        }
+    }
+}
+
+// One wave, one step of BLOCK_N keys from kb: the lane's query (its B operands,
 // LSE * log2(e) lse2, row term dd, last visible key klim).
 HK_DEVICE void bwd_q_step(hk_lds_t lds, const bwd_dims &x, int kb, bool qv, int klim, float lse2, float dd,
                           const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
@@ -463,12 +487,17 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         dq[dt] = hk_mfma_acc_zero();
 
     const int n_blocks = attn_key_blocks(attn_key_end(q0, x.Sq, x.Sk));
+    // one step ahead: the keys of step t + 1 are loaded before step t computes
+    bwd_q_rows rows;
+    if (n_blocks > 0)
+        bwd_q_fetch(rows, a, Kh, Vh, 0, x.Sk, vk, vv);
     for (int t = 0; t < n_blocks; ++t) {
         const int kb = t * BLOCK_N;
         hk_barrier();                                    // the previous step's tiles are read
-        bwd_fill<BLOCK_N>(lds, Kh, a.k_stride_s, kb, x.Sk, vk, Q_K, Q_KT);
-        bwd_fill<BLOCK_N>(lds, Vh, a.v_stride_s, kb, x.Sk, vv, Q_V, -1);
+        bwd_q_put(lds, rows);
         hk_barrier();
+        if (t + 1 < n_blocks)                            // uniform
+            bwd_q_fetch(rows, a, Kh, Vh, kb + BLOCK_N, x.Sk, vk, vv);
         bwd_q_step(lds, x, kb, qv, klim, lse2, dd, qop, doop, dq); // masked past the wave's last key
     }
     hk_bf16 *dQh = a.dQ + (long)b * a.q_stride_b + (long)hq * a.q_stride_h;
