@@ -240,15 +240,28 @@ static void attn_bwd_ref_head(const attn_bwd_prob *p, const double *const *t, lo
   }
 }
 
+/* Rows of D + 1 elements (an odd stride: the kernel's element loads instead
+   of its 16-byte ones), BHSD or BSHD. */
+static attn_layout attn_bwd_odd_rows(long B, long S, long H, long D, int bhsd) {
+  attn_layout l;
+  long row = D + 1;
+  l.ss = bhsd ? row : H * row;
+  l.sh = bhsd ? S * row : row;
+  l.sb = bhsd ? H * l.sh : S * l.ss;
+  l.elems = B * l.sb;
+  return l;
+}
+
 /* Inputs: Q, K, V, dO random; O (bf16) and LSE (fp32 to the kernel) from the
-   fp64 forward, so that they are consistent with Q, K and V. */
+   fp64 forward, so that they are consistent with Q, K and V. One run in
+   three gives V and dO odd strides. */
 static void attn_bwd_inputs(et_ctx *c, attn_bwd_prob *p) {
-  int bhsd = (int)(et_rand(c) % 2);
+  int bhsd = (int)(et_rand(c) % 2), odd = et_rand(c) % 3 == 0;
   p->lq = attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, bhsd);
   p->lk = attn_make_layout(c, p->B, p->Sk, p->HK, p->D, bhsd);
-  p->lv = attn_make_layout(c, p->B, p->Sk, p->HK, p->D, !bhsd);
+  p->lv = odd ? attn_bwd_odd_rows(p->B, p->Sk, p->HK, p->D, !bhsd) : attn_make_layout(c, p->B, p->Sk, p->HK, p->D, !bhsd);
   p->lo = attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, bhsd);
-  p->ldo = attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, !bhsd);
+  p->ldo = odd ? attn_bwd_odd_rows(p->B, p->Sq, p->HQ, p->D, !bhsd) : attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, !bhsd);
   p->q = attn_random(c, p->lq.elems);
   p->k = attn_random(c, p->lk.elems);
   p->v = attn_random(c, p->lv.elems);
