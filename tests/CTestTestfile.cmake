@@ -163,3 +163,9 @@ add_test(build_synclines sh pipeline/build_synclines.sh)
 set_tests_properties(build_synclines PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_kernargs sh pipeline/build_kernargs.sh)
 set_tests_properties(build_kernargs PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+
+# make install (DESTDIR, PREFIX), relocated, and a consumer project built
+# from it with CMake (hkgen_add_catalog) and with pkg-config; Python from the
+# prefix; make uninstall.
+add_test(install_consumer sh pipeline/install.sh)
+set_tests_properties(install_consumer PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")

@@ -14,6 +14,8 @@ import ctypes
 import json
 import os
 
+__version__ = "0.1.0"  # hkgen's VERSION (Makefile); tests/pipeline/install.sh checks they agree
+
 _BACKENDS = {"emu": 1, "hip": 2, "cuda": 3}
 
 
@@ -22,10 +24,13 @@ def _find_lib():
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "build", "libhkrt.so"), "libhkrt.so"):
-        if os.path.exists(cand) or "/" not in cand:
+    # an installed prefix (PREFIX/lib/hkgen/python/hkrt.py beside PREFIX/lib),
+    # then a build tree (runtime/python/hkrt.py, build/libhkrt.so)
+    for cand in (os.path.join(here, "..", "..", "libhkrt.so.0"),
+                 os.path.join(here, "..", "..", "build", "libhkrt.so")):
+        if os.path.exists(cand):
             return cand
-    return "libhkrt.so"
+    return "libhkrt.so.0"
 
 
 class HkrtError(RuntimeError):
