@@ -24,7 +24,7 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 
 # Debian packages hkgen needs to build, compile kernels and run its tests.
 APT_PKGS := libyaml-dev m4 libamd-comgr-dev rocm-device-libs clang-22 lld-22 llvm-22 \
-            libclang-rt-22-dev cmake python3
+            libclang-rt-22-dev cmake python3 pkgconf python3-pip python3-setuptools python3-wheel
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps test clean example install uninstall

@@ -68,6 +68,14 @@ c = hkrt.Catalog(cat, backend="emu", target="gfx942")
 assert [k.name for k in c.kernels()] == ["consumer_rms"], [k.name for k in c.kernels()]
 PY
 
+# the Python package installs offline with Debian's pip (from a copy: pip
+# writes build folders beside pyproject.toml)
+cp -r "$TOP/runtime/python" "$T/pysrc"
+/usr/bin/python3 -m pip install -q --no-build-isolation --no-index --target "$T/pip" "$T/pysrc" \
+  >"$T/pip.txt" 2>&1 || { cat "$T/pip.txt" >&2; fail "pip install of runtime/python"; }
+PYTHONPATH="$T/pip" HKRT_LIB="$P/lib/libhkrt.so.0" python3 -c "import hkrt; assert hkrt.__version__ == '$ver'" ||
+  fail "hkrt from pip"
+
 make -s -C "$TOP" uninstall DESTDIR="$T/stage" PREFIX=/opt/hkgen >/dev/null 2>&1 || fail "make uninstall"
 left=$(find "$T/stage/opt/hkgen" -type f -o -type l | head -5)
 [ -z "$left" ] || fail "make uninstall left: $left"
