@@ -90,7 +90,7 @@ DEST     := $(DESTDIR)$(PREFIX)
 INST_FILES := bin/hkgen lib/libhkrt.a lib/libhkrt.so.$(VERSION) lib/$(SONAME) lib/libhkrt.so \
             include/hkrt.h lib/pkgconfig/hkrt.pc lib/cmake/hkgen/hkgenConfig.cmake \
             lib/cmake/hkgen/hkgenConfigVersion.cmake lib/hkgen/python/hkrt.py \
-            lib/hkgen/python/pyproject.toml
+            lib/hkgen/python/pyproject.toml share/man/man1/hkgen.1
 
 install: all
 	install -d $(DEST)/bin $(DEST)/lib/pkgconfig $(DEST)/lib/cmake/hkgen $(DEST)/include \
@@ -108,6 +108,8 @@ install: all
 	install -m 644 cmake/hkgenConfig.cmake $(DEST)/lib/cmake/hkgen/hkgenConfig.cmake
 	sed 's/@VERSION@/$(VERSION)/' cmake/hkgenConfigVersion.cmake.in > $(DEST)/lib/cmake/hkgen/hkgenConfigVersion.cmake
 	install -m 644 runtime/python/hkrt.py runtime/python/pyproject.toml $(DEST)/lib/hkgen/python/
+	install -d $(DEST)/share/man/man1
+	install -m 644 docs/hkgen.1 $(DEST)/share/man/man1/hkgen.1
 
 uninstall:
 	rm -f $(addprefix $(DEST)/,$(INST_FILES))

@@ -27,6 +27,8 @@ set(HK_BUILD_ENV
 # good ones, hostile inputs refused in bounded time.
 add_test(spec_cases sh spec/spec_cases.sh)
 set_tests_properties(spec_cases PROPERTIES TIMEOUT 240 LABELS "spec" ENVIRONMENT "${HK_ENV}")
+add_test(cli_help sh spec/cli_help.sh)
+set_tests_properties(cli_help PROPERTIES TIMEOUT 120 LABELS "spec" ENVIRONMENT "${HK_ENV}")
 add_test(spec_hostile sh spec/spec_hostile.sh)
 set_tests_properties(spec_hostile PROPERTIES TIMEOUT 120 LABELS "spec;security" ENVIRONMENT "${HK_ENV}")
 
