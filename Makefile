@@ -103,7 +103,7 @@ install: all
 	install -m 644 runtime/include/hkrt.h $(DEST)/include/hkrt.h
 	install -m 644 templates/*.m4 templates/README.md $(DEST)/share/hkgen/templates/
 	install -m 644 templates/include/*.h $(DEST)/share/hkgen/templates/include/
-	install -m 644 runtime/include/hk_emu.h runtime/include/hk_emu_abi.h $(DEST)/share/hkgen/include/
+	install -m 644 runtime/include/hk_emu.h runtime/include/hk_emu_abi.h runtime/include/hk_emu_fp8.h $(DEST)/share/hkgen/include/
 	sed 's/@VERSION@/$(VERSION)/' cmake/hkrt.pc.in > $(DEST)/lib/pkgconfig/hkrt.pc
 	install -m 644 cmake/hkgenConfig.cmake $(DEST)/lib/cmake/hkgen/hkgenConfig.cmake
 	sed 's/@VERSION@/$(VERSION)/' cmake/hkgenConfigVersion.cmake.in > $(DEST)/lib/cmake/hkgen/hkgenConfigVersion.cmake

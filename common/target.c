@@ -29,11 +29,12 @@ static const tgt_part tgt_parts_sm90[] = {
 static const tgt_info tgt_table[] = {
     {"gfx90a", "cdna2", "hk_cdna.h", "MI210/MI250X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
      TGT_CDNA_GRID, 0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2)},
-    {"gfx942", "cdna3", "hk_cdna.h", "MI300X/MI325X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
-     TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3)},
-    {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X", TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16, 64,
-     163840, 163840, TGT_CDNA_REGS, TGT_CDNA_GRID, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
-     TGT_PARTS(tgt_parts_cdna4)},
+    {"gfx942", "cdna3", "hk_cdna.h", "MI300X/MI325X", TGT_AMD | TGT_MFMA | TGT_FP8_FNUZ, 64, 65536, 65536,
+     TGT_CDNA_REGS, TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
+     TGT_PARTS(tgt_parts_cdna3)},
+    {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X",
+     TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16 | TGT_FP8_OCP, 64, 163840, 163840, TGT_CDNA_REGS,
+     TGT_CDNA_GRID, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna4)},
     /* shared memory per block with the opt-in limit; 228 KiB per SM, of
        which each resident block reserves 1 KiB; 64K registers per SM */
     {"sm_90a", "sm90", "hk_sm90.h", "H100/H200", TGT_WGMMA | TGT_TMA, 32, 232448, 233472, 65536, 256, 64, 32,
