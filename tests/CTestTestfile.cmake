@@ -164,6 +164,10 @@ add_test(build_attn sh pipeline/build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_sm90 sh pipeline/build_sm90.sh)
 set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
+# fp8 tile primitives: the gfx942/gfx950 objects hold the fp8 MFMAs and conversions; a format the
+# target lacks (OCP on gfx942, FNUZ on gfx950, any on gfx90a) is a compile error naming it.
+add_test(build_fp8 sh pipeline/build_fp8.sh)
+set_tests_properties(build_fp8 PROPERTIES TIMEOUT 120 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_synclines sh pipeline/build_synclines.sh)
 set_tests_properties(build_synclines PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_kernargs sh pipeline/build_kernargs.sh)
