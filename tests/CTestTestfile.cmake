@@ -103,6 +103,10 @@ set_tests_properties(emu_layout_mutant PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRO
 # fp8 conversions of hk_emu.h (FNUZ on gfx942, OCP on gfx950) against emu/fp8_table.py's independent table.
 add_test(emu_fp8 sh emu/fp8.sh)
 set_tests_properties(emu_fp8 PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+# One fp8 MFMA per target through hk_emu.h and libhkrt's wave collective against fp64; a gfx942
+# module's FNUZ MFMA faults on gfx950.
+add_test(emu_fp8_launch build/emu_launch fp8 build/emu)
+set_tests_properties(emu_fp8_launch PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_barrier build/emu_launch barrier build/emu)
 set_tests_properties(emu_barrier PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_oob build/emu_launch oob build/emu)
