@@ -208,6 +208,32 @@ HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v)
     hkemu_check_global(p, 16, 1);
     memcpy(p, &v, 16);
 }
+/* raw loads of 4, 8 and 16 bytes: misaligned faults as the stores do */
+HK_DEVICE void hk_emu_load_raw(void *v, const void *p, unsigned n)
+{
+    if ((size_t)p % n)
+        hkemu_check_global(NULL, n, 0);
+    hkemu_check_global(p, n, 0);
+    memcpy(v, p, n);
+}
+HK_DEVICE unsigned hk_global_load_b32(const void *p)
+{
+    unsigned v;
+    hk_emu_load_raw(&v, p, 4);
+    return v;
+}
+HK_DEVICE hk_u32x2 hk_global_load_b64(const void *p)
+{
+    hk_u32x2 v;
+    hk_emu_load_raw(&v, p, 8);
+    return v;
+}
+HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p)
+{
+    hk_u32x4 v;
+    hk_emu_load_raw(&v, p, 16);
+    return v;
+}
 
 /* ---- bf16 <-> fp32, as the hardware rounds (nearest even) -------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x)

@@ -37,6 +37,7 @@
  *   hk_global_store_f32       store 1 float to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_global_load_b32/b64/b128  load 4/8/16 raw bytes from global (naturally aligned), e.g. fp8 codes
  *   hk_u32_as_f32(u)          the float whose bit pattern is u
  *   hk_f32_as_u32(f)          the bit pattern of float f
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
@@ -230,6 +231,9 @@ HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_f32(float *p, float v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
 HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
+HK_DEVICE unsigned hk_global_load_b32(const void *p) { return *(const unsigned *)p; }
+HK_DEVICE hk_u32x2 hk_global_load_b64(const void *p) { return *(const hk_u32x2 *)p; }
+HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p) { return *(const hk_u32x4 *)p; }
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __builtin_bit_cast(float, (unsigned)x << 16); }

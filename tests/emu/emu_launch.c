@@ -302,8 +302,9 @@ static int test_oob(const char *dir) {
  * fp8_kernel.hip: one wave runs one 32x32x16 fp8 MFMA (the target's E4M3 times
  * its E5M2) through hk_emu.h and libhkrt's wave collective; D is compared with
  * fp64 of the decoded codes (hk_emu_fp8.h, checked by emu_fp8). Fresh random
- * codes (finite, |value| <= 64) each run; D poisoned with NaN first. Then the
- * gfx942 module on a gfx950 device must fault: its MFMA asks for FNUZ. */
+ * codes (finite, |value| <= 64) each run; D poisoned with NaN first. Then a
+ * misaligned operand address must fault (hk_global_load_b64), and the gfx942
+ * module on a gfx950 device must fault: its MFMA asks for FNUZ. */
 static unsigned char fp8_code(uint64_t *rng, int fmt) {
   for (;;) {
     unsigned c = (unsigned)(t_uniform(rng) * 128.0 + 128.0) & 0xffu;
@@ -358,6 +359,22 @@ static int test_fp8(const char *dir) {
   printf("seed %llu (HKGEN_TEST_SEED repeats this run)\n", (unsigned long long)rng);
   fp8_run("gfx942", dir, "fp8_kernel_gfx942.so", HKEMU_FP8_E4M3_FNUZ, HKEMU_FP8_E5M2_FNUZ, &rng);
   fp8_run("gfx950", dir, "fp8_kernel_gfx950.so", HKEMU_FP8_E4M3_OCP, HKEMU_FP8_E5M2_OCP, &rng);
+  /* hk_global_load_b64 at an address that is not 8-byte aligned faults */
+  {
+    hkrt_device *d = open_dev("gfx942");
+    hkrt_module *mod = NULL;
+    hkrt_func *fn = load_fn(d, dir, "fp8_kernel_gfx942.so", "fp8_mfma_one", &mod);
+    char *buf = dev_alloc(d, 32 * 32 * 4 + 16);
+    void *args[3] = {buf + 4, buf, buf};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+    hkrt_status st = hkrt_launch(fn, grid, block, args, sizeof args, NULL);
+    const char *msg = hkrt_error();
+    printf("  misaligned 8-byte load: %s: %s\n", hkrt_status_name(st), msg);
+    CHECK(st == HKRT_ERR_KERNEL_FAULT && strstr(msg, "global read of 8 bytes") != NULL,
+          "misaligned hk_global_load_b64: status %s, message \"%s\"", hkrt_status_name(st), msg);
+    hkrt_module_unload(mod);
+    hkrt_device_close(d);
+  }
   /* a module of the other target: its fp8 formats are refused at the MFMA */
   hkrt_device *d = open_dev("gfx950");
   hkrt_module *mod = NULL;

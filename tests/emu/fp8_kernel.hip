@@ -2,7 +2,7 @@
 // emu_fp8_launch test (tests/emu/emu_launch.c). One wave: A (32 x 16, the
 // target's E4M3, row-major codes) times B (16 x 32, its E5M2, stored
 // column-major), D (32 x 32 fp32, row-major). Each lane fetches its 8 codes of
-// A and of B as two 4-byte words (the MFMA layout of hk_cdna.h: row/column
+// A and of B with one 8-byte load (the MFMA layout of hk_cdna.h: row/column
 // l % 32, k = 8 * (l / 32) + j) and stores its 16 results by the D layout.
 // Built for the emulator twice: HK_EMU_ARCH=3 (gfx942, FNUZ) and 4 (gfx950, OCP).
 #if defined(HK_EMULATE)
@@ -17,21 +17,14 @@ struct hk_args {
     float *d;               // offset 16
 };
 
-HK_DEVICE hk_u32x2 fp8_fetch8(const unsigned char *p)
-{
-    const hk_u32x2 w = {hk_f32_as_u32(hk_global_load_f32((const float *)p)),
-                        hk_f32_as_u32(hk_global_load_f32((const float *)(p + 4)))};
-    return w;
-}
-
 #if defined(HK_EMULATE)
 HK_EMU_ENTRY(fp8_mfma_one)
 #endif
 HK_KERNEL(64) void fp8_mfma_one(struct hk_args hk_a)
 {
     const int l = hk_lane_id(), rc = l % 32, k0 = 8 * (l / 32);
-    const hk_mfma_f8_ab_t a = hk_mfma_f8_ab(fp8_fetch8(hk_a.a + rc * 16 + k0));
-    const hk_mfma_f8_ab_t b = hk_mfma_f8_ab(fp8_fetch8(hk_a.b + rc * 16 + k0));
+    const hk_mfma_f8_ab_t a = hk_mfma_f8_ab(hk_global_load_b64(hk_a.a + rc * 16 + k0));
+    const hk_mfma_f8_ab_t b = hk_mfma_f8_ab(hk_global_load_b64(hk_a.b + rc * 16 + k0));
     hk_mfma_acc_t acc = hk_mfma_acc_zero();
     acc = hk_mfma_32x32_fp8(HK_FP8_E4M3, HK_FP8_E5M2, a, b, acc);
     for (int r = 0; r < 16; ++r)

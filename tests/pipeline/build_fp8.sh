@@ -2,7 +2,8 @@
 # build_fp8: the fp8 tile primitives of hk_cdna.h compile with clang-22 for
 # gfx942 and gfx950 to the instructions they name (llvm-objdump-22: the four
 # v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8}, v_cvt_pk_{fp8,bf8}_f32,
-# v_cvt_pk_f32_{fp8,bf8}, v_cvt_f32_{fp8,bf8} and the saturating v_med3_f32),
+# v_cvt_pk_f32_{fp8,bf8}, v_cvt_f32_{fp8,bf8}, the saturating v_med3_f32, and
+# the 8- and 16-byte loads of hk_global_load_b64/b128),
 # and the same source compiles for the emulator (hk_emu.h). A format the target
 # lacks is a compile error that names it: OCP on gfx942, FNUZ on gfx950, any
 # fp8 on gfx90a, on the GPU and in the emulator alike.
@@ -27,7 +28,7 @@ for t in gfx942 gfx950; do
     fail "llvm-objdump-22 failed on the $t object"
   for insn in v_mfma_f32_32x32x16_fp8_fp8 v_mfma_f32_32x32x16_fp8_bf8 v_mfma_f32_32x32x16_bf8_fp8 \
     v_mfma_f32_32x32x16_bf8_bf8 v_cvt_pk_fp8_f32 v_cvt_pk_bf8_f32 v_cvt_pk_f32_fp8 v_cvt_pk_f32_bf8 \
-    v_cvt_f32_fp8 v_cvt_f32_bf8 v_med3_f32; do
+    v_cvt_f32_fp8 v_cvt_f32_bf8 v_med3_f32 global_load_dwordx2 global_load_dwordx4; do
     grep -q "^[[:space:]]*$insn\(_e32\|_e64\|_sdwa\)\?[[:space:]]" "$T/$t.dis" || fail "$t: no $insn in the object"
   done
   echo "ok   $t: fp8 primitives compile to the fp8/bf8 MFMAs and conversions"

@@ -20,7 +20,9 @@ HK_KERNEL(64) void fp8_prims(const unsigned *in, float *outf, unsigned *outc, co
     const hk_f32x4 xv = {x[4 * l], x[4 * l + 1], x[4 * l + 2], x[4 * l + 3]};
     outc[l] = hk_f32x4_to_fp8x4(HK_FP8_E4M3, xv) ^ hk_f32x4_to_fp8x4(HK_FP8_E5M2, xv) ^
               hk_f32_to_fp8(HK_FP8_E4M3, x[l]) ^ (hk_f32_to_fp8(HK_FP8_E5M2, x[l]) << 8);
-    const hk_u32x2 aw = {in[l], in[l + 64]}, bw = {in[l + 128], in[l + 192]};
+    const hk_u32x2 aw = hk_global_load_b64(in + 2 * l), bw = {in[l + 128], hk_global_load_b32(in + l + 192)};
+    const hk_u32x4 q = hk_global_load_b128(in + 4 * l + 256);
+    outc[l + 64] = q[0] ^ q[3];
     hk_mfma_acc_t acc = hk_mfma_acc_zero();
     acc = hk_mfma_32x32_fp8(HK_FP8_E4M3, HK_FP8_E4M3, hk_mfma_f8_ab(aw), hk_mfma_f8_ab(bw), acc);
     acc = hk_mfma_32x32_fp8(HK_FP8_E4M3, HK_FP8_E5M2, hk_mfma_f8_ab(aw), hk_mfma_f8_ab(bw), acc);
