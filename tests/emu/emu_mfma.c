@@ -24,10 +24,10 @@
  *   C/D: as v_mfma_f32_32x32x8: register r of lane l holds
  *        D[(r / 4) * 8 + (l / 32) * 4 + r % 4][l % 32]
  *
- * fp8 (kpl 8): cdna3.v_mfma_f32_32x32x16_fp8_fp8.{A,B,D}.csv, AMD's table for
- * gfx942's 32x32x16 fp8 MFMA, places the operands of all four format pairs
- * (fp8/bf8 x fp8/bf8) on gfx942 (FNUZ) and gfx950 (OCP: the same instruction
- * on the OCP formats, CDNA4 ISA); the reference decodes the codes with
+ * fp8 (kpl 8): cdna3.v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8}.{A,B,D}.csv, AMD's
+ * tables for gfx942's four 32x32x16 fp8/bf8 MFMAs, place the operands of each
+ * format pair on gfx942 (FNUZ) and gfx950 (OCP: the same instructions on the
+ * OCP formats, CDNA4 ISA); the reference decodes the codes with
  * hk_emu_fp8.h, which emu_fp8 checks against an independent table.
  *
  * Exit status: 0 all checks pass, 1 a check failed (a mismatch), 2 usage or
@@ -315,16 +315,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s layout|product DATA_DIR\n", argv[0]);
     return 2;
   }
-  static layout_set sets[4];
+  static layout_set sets[7];
+  static const char *const f8names[4] = {"fp8_fp8", "fp8_bf8", "bf8_fp8", "bf8_bf8"}; /* A x B */
   load_set(argv[2], "cdna3.v_mfma_f32_32x32x8_bf16", "cdna3 v_mfma_f32_32x32x8_bf16 (table)", 4,
            &sets[0]);
   load_set(argv[2], "cdna2.v_mfma_f32_32x32x8bf16_1k", "cdna2 v_mfma_f32_32x32x8bf16_1k (table)",
            4, &sets[1]);
   cdna4_set(&sets[2]);
-  load_set(argv[2], "cdna3.v_mfma_f32_32x32x16_fp8_fp8", "cdna3 v_mfma_f32_32x32x16_fp8_fp8 (table)", 8,
-           &sets[3]);
+  static char f8labels[4][64]; /* kept: the sets point at them */
+  for (int i = 0; i < 4; i++) {
+    char base[64];
+    snprintf(base, sizeof base, "cdna3.v_mfma_f32_32x32x16_%s", f8names[i]);
+    snprintf(f8labels[i], sizeof f8labels[i], "cdna3 v_mfma_f32_32x32x16_%s (table)", f8names[i]);
+    load_set(argv[2], base, f8labels[i], 8, &sets[3 + i]);
+  }
   if (!strcmp(argv[1], "layout")) {
-    for (int i = 0; i < 4; i++) check_layout(&sets[i]);
+    for (int i = 0; i < 7; i++) check_layout(&sets[i]);
   } else {
     const char *env = getenv("HKGEN_TEST_SEED");
     unsigned long long seed = env && *env ? strtoull(env, NULL, 0)
@@ -334,8 +340,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) check_product(&sets[i]);
     for (int fa = 0; fa < 2; fa++)
       for (int fb = 0; fb < 2; fb++) {
-        check_fp8_product(&sets[3], "gfx942", HKEMU_FP8_E4M3_FNUZ + fa, HKEMU_FP8_E4M3_FNUZ + fb);
-        check_fp8_product(&sets[3], "gfx950", HKEMU_FP8_E4M3_OCP + fa, HKEMU_FP8_E4M3_OCP + fb);
+        const layout_set *t = &sets[3 + 2 * fa + fb]; /* the table of this format pair */
+        check_fp8_product(t, "gfx942", HKEMU_FP8_E4M3_FNUZ + fa, HKEMU_FP8_E4M3_FNUZ + fb);
+        check_fp8_product(t, "gfx950", HKEMU_FP8_E4M3_OCP + fa, HKEMU_FP8_E4M3_OCP + fb);
       }
   }
   if (t_failures) {
