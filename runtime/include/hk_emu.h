@@ -336,6 +336,12 @@ HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab(hk_u32x2 w)
     memcpy(&a, &w, 8);
     return a;
 }
+/* operand i (0 or 1) of 16 bytes read at once: bytes 8i..8i+7 */
+HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab_part(hk_u32x4 v, int i)
+{
+    const hk_u32x2 w = {v[2 * i], v[2 * i + 1]};
+    return hk_mfma_f8_ab(w);
+}
 HK_DEVICE hk_mfma_f8_ab_t hk_lds_load_mfma_f8_ab(hk_lds_t l, int off)
 {
     return hk_mfma_f8_ab(hk_lds_load_b64(l, off));

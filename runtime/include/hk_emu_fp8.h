@@ -29,6 +29,11 @@
 enum { HKEMU_FP8_E4M3_OCP = 0, HKEMU_FP8_E5M2_OCP = 1, HKEMU_FP8_E4M3_FNUZ = 2, HKEMU_FP8_E5M2_FNUZ = 3 };
 
 static inline int hkemu_fp8_fnuz(int fmt) { return fmt >= HKEMU_FP8_E4M3_FNUZ; }
+static inline const char *hkemu_fp8_name(int fmt)
+{
+    static const char *const names[4] = {"E4M3_OCP", "E5M2_OCP", "E4M3_FNUZ", "E5M2_FNUZ"};
+    return fmt >= 0 && fmt < 4 ? names[fmt] : "an unknown format";
+}
 static inline int hkemu_fp8_mbits(int fmt) { return fmt == HKEMU_FP8_E4M3_OCP || fmt == HKEMU_FP8_E4M3_FNUZ ? 3 : 2; }
 static inline int hkemu_fp8_bias(int fmt)
 {

@@ -377,8 +377,8 @@ static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const un
     int f = i ? fb : fa;
     unsigned need = hkemu_fp8_fnuz(f) ? TGT_FP8_FNUZ : TGT_FP8_OCP;
     if (f < 0 || f > 3 || !(r->dev->fp8 & need))
-      emu_fault("fp8 MFMA with %s operand format %d (%s) on %s, which %s", i ? "B" : "A", f,
-                f < 0 || f > 3 ? "unknown" : hkemu_fp8_fnuz(f) ? "FNUZ" : "OCP", r->dev->target,
+      emu_fault("fp8 MFMA with its %s operand in %s on %s, which %s", i ? "B" : "A", hkemu_fp8_name(f),
+                r->dev->target,
                 r->dev->fp8 & TGT_FP8_FNUZ ? "has FNUZ fp8 only"
                 : r->dev->fp8 & TGT_FP8_OCP ? "has OCP fp8 only" : "has no fp8");
   }
@@ -469,8 +469,9 @@ static void emu_run_wave(emu_run *r, int w) {
     if (kind == EMU_COLL_MFMA_F8)
       for (int l = 1; l < 64; l++)
         if (wv->f8a[l] != wv->f8a[0] || wv->f8b[l] != wv->f8b[0]) {
-          emu_set_fault(r, "lanes of wave %d run fp8 MFMAs of different formats (lane 0: %d x %d, "
-                           "lane %d: %d x %d)", w, wv->f8a[0], wv->f8b[0], l, wv->f8a[l], wv->f8b[l]);
+          emu_set_fault(r, "lanes of wave %d run fp8 MFMAs of different formats (lane 0: %s x %s, "
+                           "lane %d: %s x %s)", w, hkemu_fp8_name(wv->f8a[0]), hkemu_fp8_name(wv->f8b[0]), l,
+                        hkemu_fp8_name(wv->f8a[l]), hkemu_fp8_name(wv->f8b[l]));
           return;
         }
     if (kind == EMU_COLL_SWAP)

@@ -13,7 +13,7 @@
  * v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8} (CDNA3 on the FNUZ formats, CDNA4 on
  * the OCP ones; hk_emu_fp8.h), 8 codes per lane: the placement above with
  * kpl 8, as AMD's calculator gives it for CDNA3 (tests/emu_layout checks the
- * table cdna3.v_mfma_f32_32x32x16_fp8_fp8). Every product of two fp8 values is
+ * tables cdna3.v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8}). Every product of two fp8 values is
  * exact in fp32; they are summed in k order onto the accumulator, as the bf16
  * form does. */
 #include <string.h>

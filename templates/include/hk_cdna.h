@@ -70,6 +70,7 @@
  *   HK_MFMA_F8_K              K of the 32x32 fp8 MFMA: 16;  HK_MFMA_F8_KPL = 8 codes per lane
  *   hk_mfma_f8_ab_t           one fp8 A/B operand: HK_MFMA_F8_KPL codes (8 bytes), k ascending from byte 0
  *   hk_mfma_f8_ab(w)          the operand holding the 8 bytes of w (hk_u32x2, low word first)
+ *   hk_mfma_f8_ab_part(v, i)  operand i (0, 1) of the 16 bytes v (hk_u32x4): bytes 8i..8i+7
  *   hk_lds_load_mfma_f8_ab    load one fp8 operand (8 bytes) from LDS
  *   hk_mfma_32x32_fp8(FA, FB, a, b, acc)  acc + A(32 x 16, format FA) * B(16 x 32, format FB), one wave;
  *                             FA, FB of the target's encoding (v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8})
@@ -91,7 +92,7 @@
  *   placement as the bf16 one with HK_MFMA_F8_KPL: A lane l holds row l % 32, k = 8 * (l / 32) + j
  *   (byte j), B col l % 32 with the same k, D as above; AMD's calculator table
  *   shared/mfma-layouts/cdna3.v_mfma_f32_32x32x16_fp8_fp8.{A,B,D}.csv ("A k: 8 * floor(lane / 32)
- *   + 4 * GPR_num + floor(GPR_bits / 8)"). gfx950 runs the same encoding of the instruction on the
+ *   + 4 * GPR_num + floor(GPR_bits / 8)"); the bf8 forms' tables are the same (tests/data). gfx950 runs the same encoding of the instruction on the
  *   OCP formats (CDNA4 ISA); gfx950's faster v_mfma_scale_f32_32x32x64_f8f6f4 is not wrapped yet.
  */
 #ifndef HK_CDNA_H
@@ -341,6 +342,12 @@ typedef long hk_mfma_f8_ab_t;
 #define HK_FP8_MAX_E5M2_FNUZ 57344.0f
 
 HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab(hk_u32x2 w) { return __builtin_bit_cast(hk_mfma_f8_ab_t, w); }
+/* operand i (0 or 1) of 16 bytes read at once: bytes 8i..8i+7 */
+HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab_part(hk_u32x4 v, int i)
+{
+    const hk_u32x2 w = {v[2 * i], v[2 * i + 1]};
+    return hk_mfma_f8_ab(w);
+}
 HK_DEVICE hk_mfma_f8_ab_t hk_lds_load_mfma_f8_ab(hk_lds_t l, int off)
 {
     return __builtin_bit_cast(hk_mfma_f8_ab_t, hk_lds_load_b64(l, off));

@@ -387,7 +387,7 @@ static int test_fp8(const char *dir) {
   printf("  gfx942 module on gfx950: %s: %s\n", hkrt_status_name(st), msg);
   CHECK(st == HKRT_ERR_KERNEL_FAULT, "gfx942 fp8 module on gfx950: status %s, expected HKRT_ERR_KERNEL_FAULT",
         hkrt_status_name(st));
-  CHECK(strstr(msg, "fp8 MFMA with A operand format 2 (FNUZ) on gfx950, which has OCP fp8 only") != NULL,
+  CHECK(strstr(msg, "fp8 MFMA with its A operand in E4M3_FNUZ on gfx950, which has OCP fp8 only") != NULL,
         "gfx942 fp8 module on gfx950: message \"%s\"", msg);
   hkrt_module_unload(mod);
   hkrt_device_close(d);

@@ -277,21 +277,20 @@ static double fp8_product_trial(const layout_set *s, int fa, int fb) {
 }
 
 static void check_fp8_product(const layout_set *s, const char *target, int fa, int fb) {
-  static const char *const names[4] = {"E4M3_OCP", "E5M2_OCP", "E4M3_FNUZ", "E5M2_FNUZ"};
   double worst = 0;
   int bad = 0;
   for (int t = 0; t < PRODUCT_TRIALS; t++) {
     double e = fp8_product_trial(s, fa, fb);
     if (!(e <= PRODUCT_TOL)) {
       bad++;
-      t_fail("%s fp8 %s x %s: trial %d: relative L2 error %.3e (tolerance %.0e)", target, names[fa],
-             names[fb], t, e, PRODUCT_TOL);
+      t_fail("%s fp8 %s x %s: trial %d: relative L2 error %.3e (tolerance %.0e)", target, hkemu_fp8_name(fa),
+             hkemu_fp8_name(fb), t, e, PRODUCT_TOL);
     }
     if (!(e <= worst)) worst = e;
   }
   printf("product %s v_mfma_f32_32x32x16 %-9s x %-9s (table) kpl 8: %d trials, worst relative L2 "
          "%.3e, %d over %.0e\n",
-         target, names[fa], names[fb], PRODUCT_TRIALS, worst, bad, PRODUCT_TOL);
+         target, hkemu_fp8_name(fa), hkemu_fp8_name(fb), PRODUCT_TRIALS, worst, bad, PRODUCT_TOL);
 }
 
 static void check_product(const layout_set *s) {

@@ -24,6 +24,7 @@ HK_KERNEL(64) void fp8_prims(const unsigned *in, float *outf, unsigned *outc, co
     const hk_u32x4 q = hk_global_load_b128(in + 4 * l + 256);
     outc[l + 64] = q[0] ^ q[3];
     hk_mfma_acc_t acc = hk_mfma_acc_zero();
+    acc = hk_mfma_32x32_fp8(HK_FP8_E4M3, HK_FP8_E4M3, hk_mfma_f8_ab_part(q, 0), hk_mfma_f8_ab_part(q, 1), acc);
     acc = hk_mfma_32x32_fp8(HK_FP8_E4M3, HK_FP8_E4M3, hk_mfma_f8_ab(aw), hk_mfma_f8_ab(bw), acc);
     acc = hk_mfma_32x32_fp8(HK_FP8_E4M3, HK_FP8_E5M2, hk_mfma_f8_ab(aw), hk_mfma_f8_ab(bw), acc);
     acc = hk_mfma_32x32_fp8(HK_FP8_E5M2, HK_FP8_E4M3, hk_mfma_f8_ab(aw), hk_mfma_f8_ab(bw), acc);
