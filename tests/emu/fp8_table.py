@@ -148,7 +148,31 @@ def inputs(fmt, table, rng):
     return out
 
 
+def self_check():
+    """Cross-checks of the definitions by other routes: OCP E5M2 is the top byte of an
+    IEEE binary16 (decoded here by the struct module's half-precision code), and each
+    FNUZ format is its OCP sibling's bit pattern at half the value (bias one higher),
+    apart from the special codes."""
+    for code in range(256):
+        half = struct.unpack("<e", bytes([0, code]))[0]
+        v = value("E5M2_OCP", code)
+        if half != half:
+            ok = v == "nan"
+        elif half in (float("inf"), float("-inf")):
+            ok = v == ("inf" if half > 0 else "-inf")
+        else:
+            ok = isinstance(v, tuple) and (-1) ** v[0] * v[1] == Fraction(half) and v[0] == (code >> 7)
+        if not ok:
+            sys.exit("fp8_table.py: E5M2_OCP code %02x is %r, binary16 says %r" % (code, v, half))
+    for ocp, fnuz in (("E4M3_OCP", "E4M3_FNUZ"), ("E5M2_OCP", "E5M2_FNUZ")):
+        for code in range(1, 128):
+            a, b = value(ocp, code), value(fnuz, code)
+            if isinstance(a, tuple) and (not isinstance(b, tuple) or b[1] * 2 != a[1]):
+                sys.exit("fp8_table.py: %s %02x is %r but %s %02x is %r" % (ocp, code, a, fnuz, code, b))
+
+
 def main():
+    self_check()
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else random.SystemRandom().getrandbits(32)
     rng = random.Random(seed)
     w = sys.stdout.write
