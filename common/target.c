@@ -23,12 +23,15 @@ static const tgt_part tgt_parts_sm90[] = {
 
 /* LDS and cache lines (tgt_mem in target.h).
    CDNA2/3: 32 banks of 4 bytes, 128 bytes a cycle (ROCm Compute Profiler's
-   LDS model, "Local data share"); 16-byte reads in 8 passes over AMD's lane
-   groups {0-3,20-23} {4-7,16-19} {8-11,28-31} {12-15,24-27} and the same +32
-   (the ROCm blog "Avoiding LDS bank conflicts on AMD GPUs using CK-Tile",
-   2025, and Composable Kernel's notes), 16-byte writes over consecutive
-   groups of 8 lanes (Composable Kernel's "LDS bank conflicts" page). The
-   CDNA2 groups are taken as CDNA3's: no source here says otherwise.
+   LDS model, "Local data share"; its MI200 example: a one-lane ds_read_b32
+   takes 2 cycles, so empty passes count); 16-byte reads in 8 passes over
+   AMD's lane groups {0-3,20-23} {4-7,16-19} {8-11,28-31} {12-15,24-27} and
+   the same +32 (the ROCm blog "Avoiding LDS bank conflicts on AMD GPUs using
+   CK-Tile", 2025; measured on MI300, with ds_read_b64 in 4 passes of 16
+   consecutive lanes, by the pyhip project's "Measuring bank-conflict
+   behaviour" notes), 16-byte writes over consecutive groups of 8 lanes
+   (Composable Kernel's "LDS bank conflicts" page). The CDNA2 groups are
+   taken as CDNA3's: no source here says otherwise.
    CDNA4: 64 banks; reads serve 256 bytes a pass (ds_read_b64: 2 passes of 32
    consecutive lanes; ds_read_b128: 4 passes, each two of the CDNA3 groups,
    {0-3,12-15,20-23,24-27} {4-11,16-19,28-31} and +32), writes 128 bytes

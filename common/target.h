@@ -22,7 +22,8 @@
    pass_bytes / max(W, bank_bytes) lanes, consecutive ones except for 16-byte
    reads, whose lane groups are AMD's (read_b128_quad: the pass of each
    group of 4 lanes). In a pass, each bank serves one dword per cycle; lanes
-   on the same dword share it (broadcast). Sources in target.c. */
+   on the same dword share it (broadcast); a pass without active lanes still
+   takes a cycle. Sources in target.c. */
 typedef struct {
   int banks;            /* dword banks */
   int bank_bytes;       /* bytes one bank serves per cycle */

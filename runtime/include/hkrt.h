@@ -82,8 +82,8 @@ typedef struct {
   unsigned bytes;               /* per lane */
   unsigned long long insts;     /* wave-level instructions */
   unsigned long long partial;   /* of which some lanes of the wave did not take part */
-  unsigned long long cycles;    /* LDS: bank cycles, summed over passes (a pass: its busiest bank) */
-  unsigned long long ideal;     /* LDS: the conflict-free count, one cycle per pass with lanes */
+  unsigned long long cycles;    /* LDS: bank cycles, summed over passes (a pass: its busiest bank, 1 without lanes) */
+  unsigned long long ideal;     /* LDS: the conflict-free count, one cycle per pass */
   unsigned long long req_bytes;  /* global: bytes the lanes asked for */
   unsigned long long line_bytes; /* global: bytes of the distinct cache lines each instruction touched */
   /* LDS: the instance with the most extra cycles, and the lanes and byte

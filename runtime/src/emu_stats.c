@@ -179,15 +179,21 @@ static void es_keep_worst(emu_stats *s, const es_inst *in, hkrt_emu_site *e, int
     }
 }
 
+/* Every pass of the instruction takes a cycle, those without active lanes
+   too: a one-lane ds_read_b32 takes two on CDNA2 (ROCm Compute Profiler's
+   LDS example); conflicts add the rest. */
 static void es_count_lds(emu_stats *s, const es_inst *in, hkrt_emu_site *e) {
   int write = e->kind == HKRT_EMU_LDS_WRITE, worst_p = -1;
   unsigned cycles = 0, ideal = 0, worst = 0;
-  uint64_t seen = 0; /* passes with lanes (a pass index is below 64) */
-  for (int l = 0; l < 64; l++)
-    if (in->mask >> l & 1) seen |= 1ull << tgt_lds_pass(s->t, write, e->bytes, l);
+  uint64_t passes = 0, seen = 0; /* all passes, and those with active lanes (an index is below 64) */
+  for (int l = 0; l < 64; l++) {
+    uint64_t bit = 1ull << tgt_lds_pass(s->t, write, e->bytes, l);
+    passes |= bit;
+    if (in->mask >> l & 1) seen |= bit;
+  }
   for (int p = 0; p < 64; p++) {
-    if (!(seen >> p & 1)) continue;
-    unsigned c = es_pass_cycles(s, in, e, p);
+    if (!(passes >> p & 1)) continue;
+    unsigned c = seen >> p & 1 ? es_pass_cycles(s, in, e, p) : 1;
     cycles += c;
     ideal++;
     if (c > worst) {
