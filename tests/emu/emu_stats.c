@@ -30,9 +30,9 @@
 
 typedef struct {
   const char *target;
-  int banks;             /* dword banks */
+  int banks;                 /* dword banks */
   int read_pass, write_pass; /* bytes one pass serves */
-  const char *b128_read; /* lane groups of a 16-byte read (lower half; the upper half is +32) */
+  const char *b128_read;     /* lane groups of a 16-byte read (lower half; the upper half is +32) */
 } rule;
 
 /* CDNA2/3: 32 banks, 128 bytes a pass; ds_read_b128 in 8 groups of 8 lanes.
@@ -115,7 +115,8 @@ typedef struct {
   const int *host_offs; /* the lane offsets a.offs points to on the device, or NULL */
 } scase;
 
-static const hkrt_emu_site *find_site(const hkrt_emu_stats *st, hkrt_emu_access kind, unsigned bytes, int nth) {
+static const hkrt_emu_site *find_site(const hkrt_emu_stats *st, hkrt_emu_access kind, unsigned bytes,
+                                      int nth) {
   for (int i = 0; i < st->nsites; i++)
     if (st->sites[i].kind == kind && st->sites[i].bytes == bytes && nth-- == 0) return &st->sites[i];
   return NULL;
@@ -192,7 +193,8 @@ static void run_case(hkrt_device *d, hkrt_func *fn, const rule *r, const scase *
     int n = 0;
     for (int l = 0; l < 64 && w * 64 + l < c->threads; l++) {
       for (unsigned long long b = 0; b < 16; b += 15) { /* a 16-byte access spans at most two lines */
-        unsigned long long line = ((unsigned long long)(uintptr_t)src + (unsigned long long)l * c->a.gstride * 2 + b) / LINE_BYTES;
+        unsigned long long line =
+            ((unsigned long long)(uintptr_t)src + (unsigned long long)l * c->a.gstride * 2 + b) / LINE_BYTES;
         int dup = 0;
         for (int i = 0; i < n; i++) dup |= seen[i] == line;
         if (!dup && n < 64) seen[n++] = line;
@@ -207,9 +209,10 @@ static void run_case(hkrt_device *d, hkrt_func *fn, const rule *r, const scase *
   CHECK(g && g->req_bytes == req && g->line_bytes == lines,
         "%s: global %llu B requested in %llu B of lines; the rule gives %llu in %llu", c->what,
         g ? g->req_bytes : 0, g ? g->line_bytes : 0, req, lines);
-  printf("  %-44s lds %6llu cycles / %6llu conflict-free (%.2fx), global %6llu B in %6llu B of lines\n", c->what,
-         st.lds_cycles, st.lds_ideal, st.lds_ideal ? (double)st.lds_cycles / (double)st.lds_ideal : 0.0,
-         st.global_req_bytes, st.global_line_bytes);
+  printf("  %-44s lds %6llu cycles / %6llu conflict-free (%.2fx), global %6llu B in %6llu B of lines\n",
+         c->what, st.lds_cycles, st.lds_ideal,
+         st.lds_ideal ? (double)st.lds_cycles / (double)st.lds_ideal : 0.0, st.global_req_bytes,
+         st.global_line_bytes);
 }
 
 /* ---- the cases -------------------------------------------------------------- */
@@ -228,7 +231,9 @@ static void random_cases(hkrt_device *d, hkrt_func *fn, const rule *r, unsigned 
     if (hkrt_copy_to_device(d, doffs, offs, sizeof offs) != HKRT_OK) t_die("copy to device");
     char what[64];
     snprintf(what, sizeof what, "%s b%d, random offsets #%d", write ? "write" : "read", width * 8, i);
-    scase c = {.what = what, .threads = 64, .a = {.write = write, .width = width, .active = 1, .reps = 1, .gstride = 8, .offs = doffs},
+    scase c = {.what = what,
+               .threads = 64,
+               .a = {.write = write, .width = width, .active = 1, .reps = 1, .gstride = 8, .offs = doffs},
                .host_offs = offs};
     run_case(d, fn, r, &c, out, src);
   }
@@ -237,7 +242,8 @@ static void random_cases(hkrt_device *d, hkrt_func *fn, const rule *r, unsigned 
 
 static void test_target(const rule *r, const char *dir) {
   hkrt_device *d = NULL;
-  if (hkrt_device_open(HKRT_BACKEND_EMU, r->target, &d) != HKRT_OK) t_die("cannot open emulator %s", r->target);
+  if (hkrt_device_open(HKRT_BACKEND_EMU, r->target, &d) != HKRT_OK)
+    t_die("cannot open emulator %s", r->target);
   char path[4096];
   snprintf(path, sizeof path, "%s/stats_kernels.so", dir);
   hkrt_module *m = NULL;
@@ -249,7 +255,9 @@ static void test_target(const rule *r, const char *dir) {
     t_die("hkrt_alloc");
 
   /* statistics off: the launch counts nothing */
-  scase off = {.what = "statistics off", .threads = 64, .a = {.width = 4, .stride = 128, .active = 1, .reps = 1, .gstride = 8}};
+  scase off = {.what = "statistics off",
+               .threads = 64,
+               .a = {.width = 4, .stride = 128, .active = 1, .reps = 1, .gstride = 8}};
   if (hkrt_emu_stats_enable(d, 0) != HKRT_OK) t_die("hkrt_emu_stats_enable");
   stats_args a = off.a;
   a.out = out;
@@ -268,15 +276,30 @@ static void test_target(const rule *r, const char *dir) {
     for (int width = 4; width <= 16; width *= 2) {
       char what[2][64];
       /* consecutive lanes on consecutive addresses: conflict-free by every rule */
-      snprintf(what[0], sizeof what[0], "%s b%d, stride %d (linear)", write ? "write" : "read", width * 8, width);
-      scase lin = {.what = what[0], .threads = 128, .a = {.write = write, .width = width, .stride = width, .active = 1, .reps = 2,
-                                  .barrier = 1, .gstride = 8}};
+      snprintf(what[0], sizeof what[0], "%s b%d, stride %d (linear)", write ? "write" : "read", width * 8,
+               width);
+      scase lin = {.what = what[0],
+                   .threads = 128,
+                   .a = {.write = write,
+                         .width = width,
+                         .stride = width,
+                         .active = 1,
+                         .reps = 2,
+                         .barrier = 1,
+                         .gstride = 8}};
       run_case(d, fn, r, &lin, out, src);
       /* a stride of the whole bank row: every lane of a pass on the same banks */
-      snprintf(what[1], sizeof what[1], "%s b%d, stride %d (one bank row)", write ? "write" : "read", width * 8,
-               r->banks * 4);
-      scase row = {.what = what[1], .threads = 128, .a = {.write = write, .width = width, .stride = r->banks * 4, .active = 1, .reps = 2,
-                                  .barrier = 0, .gstride = 64}};
+      snprintf(what[1], sizeof what[1], "%s b%d, stride %d (one bank row)", write ? "write" : "read",
+               width * 8, r->banks * 4);
+      scase row = {.what = what[1],
+                   .threads = 128,
+                   .a = {.write = write,
+                         .width = width,
+                         .stride = r->banks * 4,
+                         .active = 1,
+                         .reps = 2,
+                         .barrier = 0,
+                         .gstride = 64}};
       run_case(d, fn, r, &row, out, src);
       /* the n-way case must cost more than the linear one: the rule is not vacuous */
       long o[64];
@@ -285,20 +308,33 @@ static void test_target(const rule *r, const char *dir) {
       lds_cost(r, write, width, o, &cl, &il);
       case_offsets(&row, 0, -1, o);
       lds_cost(r, write, width, o, &cr, &ir);
-      CHECK(cl == il && cr > ir, "%s / %s: linear %llu/%llu, row %llu/%llu", what[0], what[1], cl, il, cr, ir);
+      CHECK(cl == il && cr > ir, "%s / %s: linear %llu/%llu, row %llu/%llu", what[0], what[1], cl, il, cr,
+            ir);
       if (cr / ir > (unsigned long long)worst_nway) worst_nway = (int)(cr / ir);
     }
   scase more[] = {
-      {.what = "read b32, stride 0 (broadcast)", .threads = 64, .a = {.width = 4, .stride = 0, .active = 1, .reps = 1, .gstride = 8}},
-      {.what = "read b128, stride 0 (broadcast)", .threads = 64, .a = {.width = 16, .stride = 0, .active = 1, .reps = 1, .gstride = 8}},
+      {.what = "read b32, stride 0 (broadcast)",
+       .threads = 64,
+       .a = {.width = 4, .stride = 0, .active = 1, .reps = 1, .gstride = 8}},
+      {.what = "read b128, stride 0 (broadcast)",
+       .threads = 64,
+       .a = {.width = 16, .stride = 0, .active = 1, .reps = 1, .gstride = 8}},
       /* ROCm Compute Profiler's MI200 example: one lane's ds_read_b32 takes 2 cycles */
-      {.what = "read b32, lane 0 only", .threads = 64, .a = {.width = 4, .stride = 128, .active = 64, .reps = 1, .gstride = 8}},
-      {.what = "read b64, stride 8, even lanes only", .threads = 128, .a = {.width = 8, .stride = 8, .active = 2, .reps = 3, .gstride = 8}},
-      {.what = "read b128, stride 32, every 4th lane", .threads = 64, .a = {.width = 16, .stride = 32, .active = 4, .reps = 1, .gstride = 8}},
-      {.what = "read b32, two call sites by half wave", .threads = 128, .a = {.width = 4, .stride = 256, .active = 1, .reps = 2,
-                                                      .split = 1, .gstride = 8}},
-      {.what = "write b64, stride 136, 96 threads (partial wave)", .threads = 96, .a = {.write = 1, .width = 8, .stride = 136,
-                                                                .active = 1, .reps = 1, .gstride = 2}},
+      {.what = "read b32, lane 0 only",
+       .threads = 64,
+       .a = {.width = 4, .stride = 128, .active = 64, .reps = 1, .gstride = 8}},
+      {.what = "read b64, stride 8, even lanes only",
+       .threads = 128,
+       .a = {.width = 8, .stride = 8, .active = 2, .reps = 3, .gstride = 8}},
+      {.what = "read b128, stride 32, every 4th lane",
+       .threads = 64,
+       .a = {.width = 16, .stride = 32, .active = 4, .reps = 1, .gstride = 8}},
+      {.what = "read b32, two call sites by half wave",
+       .threads = 128,
+       .a = {.width = 4, .stride = 256, .active = 1, .reps = 2, .split = 1, .gstride = 8}},
+      {.what = "write b64, stride 136, 96 threads (partial wave)",
+       .threads = 96,
+       .a = {.write = 1, .width = 8, .stride = 136, .active = 1, .reps = 1, .gstride = 2}},
   };
   for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) run_case(d, fn, r, &more[i], out, src);
   random_cases(d, fn, r, out, src);
