@@ -158,7 +158,10 @@ void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit) {
 hkrt_status emu_stats_enable(emu_device *d, int on) {
   pthread_mutex_lock(&d->lock);
   hkrt_status st = HKRT_OK;
-  if (on && !d->stats && !(d->stats = es_new(d->tgt))) st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  if (on && !d->tgt->mem)
+    st = hkrt_fail(HKRT_ERR_ARG, "emulator: the target table has no LDS or cache-line rules for %s", d->target);
+  else if (on && !d->stats && !(d->stats = es_new(d->tgt)))
+    st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
   if (st == HKRT_OK && on) es_reset(d->stats);
   if (st == HKRT_OK) d->stats_on = on != 0;
   pthread_mutex_unlock(&d->lock);
