@@ -153,7 +153,7 @@ static int cmd_check(int argc, char **argv) {
   return rc;
 }
 
-/* hkgen test: its own options (--shape, --seed, --keep) plus --target. */
+/* hkgen test: its own options (--shape, --seed, --keep, --stats) plus --target. */
 static int cmd_test(int argc, char **argv) {
   et_options o = {0};
   cli_args a = {0};
@@ -173,6 +173,8 @@ static int cmd_test(int argc, char **argv) {
       }
     } else if (!strcmp(argv[i], "--keep")) {
       o.keep = 1;
+    } else if (!strcmp(argv[i], "--stats")) {
+      o.stats = 1;
     } else if (!strcmp(argv[i], "--shape") || !strcmp(argv[i], "--seed")) {
       diag_error(NULL, 0, 0, "%s needs a value", argv[i]);
       bad = 1;

@@ -45,7 +45,7 @@ static const us_cmd us_cmds[] = {
      "For each kernel: its baked and run-time parameters, whether it is cached, and what would stop it "
      "from building here; then an estimate of the build's time.",
      {US_TARGET, US_JOBS}, "1 some kernel cannot be built on this machine"},
-    {"test", "hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep]",
+    {"test", "hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep] [--stats]",
      "run the specs' AMD kernels on the CPU emulator",
      "Builds an emulated catalogue in a temporary folder and runs every AMD kernel at the op's small "
      "problem shapes (odd ones included) through libhkrt, on fresh random inputs with poisoned outputs, "
@@ -53,7 +53,9 @@ static const us_cmd us_cmds[] = {
      "listed as not emulated.",
      {US_TARGET, {"--shape NAME=V,...", "run this problem instead of the op's shapes (repeatable)"},
       {"--seed N", "the random inputs' seed (default: from the time and process)"}, US_JOBS,
-      {"--keep", "keep the temporary catalogue and say where it is"}},
+      {"--keep", "keep the temporary catalogue and say where it is"},
+      {"--stats", "under each run, its LDS bank cycles per call site against the conflict-free count and the "
+                  "cache-line bytes of its global accesses, by the target's rules (docs/EMULATOR.md)"}},
      "1 a kernel failed its check or could not run"},
     {"list", "hkgen list", "list ops, their parameters and the targets",
      "Prints every op with its parameters (type, default, whether it may be left to run time, allowed "
