@@ -46,7 +46,8 @@ typedef struct {
   int nshapes;
   unsigned long long seed;
   int keep;              /* keep the temporary folder */
-  int jobs;              /* parallel host compiles of the emulated catalogue */
+  int jobs;              /* parallel compiles, and parallel emulated runs (one device each) */
+  int device;            /* --device: run on the GPU present instead of the emulator */
   int stats;             /* --stats: LDS bank conflicts and cache-line traffic per run */
 } et_options;
 

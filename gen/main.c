@@ -175,6 +175,8 @@ static int cmd_test(int argc, char **argv) {
       o.keep = 1;
     } else if (!strcmp(argv[i], "--stats")) {
       o.stats = 1;
+    } else if (!strcmp(argv[i], "--device")) {
+      o.device = 1;
     } else if (!strcmp(argv[i], "--shape") || !strcmp(argv[i], "--seed")) {
       diag_error(NULL, 0, 0, "%s needs a value", argv[i]);
       bad = 1;
@@ -186,6 +188,7 @@ static int cmd_test(int argc, char **argv) {
   int rc = HK_EUSAGE;
   if (!bad && cli_parse(nrest, rest, &a) == 0 && cli_load(&a, &set) == 0) {
     o.jobs = a.jobs;
+    o.targets = a.targets;
     rc = et_test(&set, &o);
   }
   spec_set_free(&set);

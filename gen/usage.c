@@ -45,14 +45,18 @@ static const us_cmd us_cmds[] = {
      "For each kernel: its baked and run-time parameters, whether it is cached, and what would stop it "
      "from building here; then an estimate of the build's time.",
      {US_TARGET, US_JOBS}, "1 some kernel cannot be built on this machine"},
-    {"test", "hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep] [--stats]",
-     "run the specs' AMD kernels on the CPU emulator",
+    {"test", "hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep] [--stats] [--device]",
+     "run the specs' kernels on the CPU emulator (or the GPU present) against fp64",
      "Builds an emulated catalogue in a temporary folder and runs every AMD kernel at the op's small "
      "problem shapes (odd ones included) through libhkrt, on fresh random inputs with poisoned outputs, "
      "against an fp64 reference (relative L2 error, tolerance 1e-2; NaN never passes). sm_90a kernels are "
-     "listed as not emulated.",
+     "listed as not emulated. With --device the same checks run on the GPU present instead (CUDA, else HIP), "
+     "on a catalogue of real code objects for the device's target. Rows come in the same order whatever -j.",
      {US_TARGET, {"--shape NAME=V,...", "run this problem instead of the op's shapes (repeatable)"},
-      {"--seed N", "the random inputs' seed (default: from the time and process)"}, US_JOBS,
+      {"--seed N", "the random inputs' seed (default: from the time and process)"},
+      {"-j N", "parallel compiles and parallel emulated runs, one emulated device each (default: the cores)"},
+      {"--device", "run on the GPU present (CUDA, else HIP; a HIP device needs --target naming its one "
+                   "target); no GPU is an error (status 1)"},
       {"--keep", "keep the temporary catalogue and say where it is"},
       {"--stats", "under each run, its LDS bank cycles per call site against the conflict-free count and the "
                   "cache-line bytes of its global accesses, by the target's rules (docs/EMULATOR.md)"}},

@@ -191,3 +191,8 @@ set_tests_properties(build_kernargs PROPERTIES TIMEOUT 300 LABELS "build" ENVIRO
 # prefix; make uninstall.
 add_test(install_consumer sh pipeline/install.sh)
 set_tests_properties(install_consumer PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+
+# hkgen test -j N: parallel emulated runs print what -j 1 prints; --device
+# without a GPU.
+add_test(emu_jobs sh emu/jobs.sh)
+set_tests_properties(emu_jobs PROPERTIES TIMEOUT 300 LABELS "emu" ENVIRONMENT "${HK_ENV}")
