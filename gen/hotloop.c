@@ -303,3 +303,22 @@ int hl_find(const char *dis, const char *kernel, const tgt_info *t, hl_loop *r) 
   hl_free(&f);
   return rc;
 }
+
+int hl_each(const char *dis, const char *kernel, const tgt_info *t, const hl_loop *l, hl_visit fn, void *ctx) {
+  int in_fn = 0;
+  for (const char *p = dis; *p;) {
+    size_t len = strcspn(p, "\n");
+    hl_inst in;
+    if (!in_fn) {
+      in_fn = hl_is_header(p, len, kernel);
+    } else if (len == 0 || p[0] != '\t') {
+      break; /* the function's end */
+    } else if (hl_parse_line(p, len, t, &in)) {
+      const char *ops = p + 1 + strlen(in.mnem), *c = strstr(ops, "// ");
+      size_t n = c && c < p + len ? (size_t)(c - ops) : (size_t)(p + len - ops);
+      fn(ctx, in.mnem, ops, n, l->found && in.addr >= l->start && in.addr <= l->end);
+    }
+    p += len + (p[len] == '\n');
+  }
+  return in_fn ? 0 : -1;
+}

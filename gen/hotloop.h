@@ -31,5 +31,11 @@ int hl_disassemble(const char *path, const char *target, hk_buf *out);
 /* The hot loop of kernel in a disassembly for target t (whose table names
    its matrix instructions); -1 when the kernel is not there. */
 int hl_find(const char *dis, const char *kernel, const tgt_info *t, hl_loop *r);
+/* Calls fn once per instruction of kernel, in address order, with its
+   mnemonic, its operands (ops[0..opslen), the text before the address
+   comment) and whether it lies in loop l (l->found, start..end). -1 when the
+   kernel is not in dis. */
+typedef void (*hl_visit)(void *ctx, const char *mnem, const char *ops, size_t opslen, int in_loop);
+int hl_each(const char *dis, const char *kernel, const tgt_info *t, const hl_loop *l, hl_visit fn, void *ctx);
 
 #endif
