@@ -39,8 +39,18 @@ typedef struct {
 
 typedef struct {
   const tgt_info *t;
-  es_mix loop, rest;
+  es_mix loop, rest; /* weighted by the share of runs that reach each instruction */
+  es_mix rest_all;   /* the rest unweighted: all of it run once */
 } es_scan;
+
+/* a + k b, mix by mix */
+static es_mix es_axpy(const es_mix *a, double k, const es_mix *b) {
+  es_mix r;
+  const double *pa = (const double *)a, *pb = (const double *)b;
+  double *pr = (double *)&r;
+  for (size_t i = 0; i < sizeof r / sizeof(double); i++) pr[i] = pa[i] + k * pb[i];
+  return r;
+}
 
 /* --- classifying instructions -------------------------------------------- */
 
@@ -99,9 +109,11 @@ static void es_wait(es_mix *x, const char *ops, size_t n) {
   else if (es_has(ops, n, "lgkmcnt")) x->lgkm_waits++;
 }
 
-static void es_visit(void *ctx, const char *m, const char *ops, size_t n, int in_loop) {
+static void es_visit(void *ctx, const char *m, const char *ops, size_t n, int in_loop, double reach) {
   es_scan *s = ctx;
-  es_mix *x = in_loop ? &s->loop : &s->rest;
+  es_mix one;
+  memset(&one, 0, sizeof one);
+  es_mix *x = &one;
   const tgt_rates *r = s->t->rates;
   if (es_prefix(m, "v_mfma") || es_prefix(m, "v_smfmac")) {
     int w;
@@ -128,36 +140,38 @@ static void es_visit(void *ctx, const char *m, const char *ops, size_t n, int in
   } else {
     x->salu_clk += 1;
   }
+  es_mix *to = in_loop ? &s->loop : &s->rest;
+  *to = es_axpy(to, reach, &one);
+  if (!in_loop) s->rest_all = es_axpy(&s->rest_all, 1, &one);
 }
 
 /* --- the model --------------------------------------------------------------- */
 
-/* a + k b, mix by mix */
-static es_mix es_axpy(const es_mix *a, double k, const es_mix *b) {
-  es_mix r;
-  const double *pa = (const double *)a, *pb = (const double *)b;
-  double *pr = (double *)&r;
-  for (size_t i = 0; i < sizeof r / sizeof(double); i++) pr[i] = pa[i] + k * pb[i];
-  return r;
-}
-
 /* Hot-loop trips per workgroup: the problem's, or its matrix work (then its
-   bytes) per wave beyond what the rest of the kernel does, over the loop's. */
+   bytes) per wave beyond what the rest of the kernel does, over the loop's.
+   Matrix work with no matrix instruction in a loop (a loop the compiler
+   unrolled whole, exits included) scales the rest of the kernel instead,
+   all of it counted (*rest_scale on rest_all), which must then do a quarter
+   to four times the problem's work. */
 static int es_trips(const es_launch *l, const hl_loop *hl, const es_scan *s, int waves, double *trips,
-                    char *msg, size_t n) {
-  double per_wave = l->blocks * waves;
+                    double *rest_scale, char *msg, size_t n) {
+  double per_wave = l->blocks * waves, need = l->work.mma_flops / per_wave;
   *trips = l->work.trips;
+  *rest_scale = 1;
   if (l->work.mma_flops > 0 && s->loop.mfma_flops + s->rest.mfma_flops == 0) {
     snprintf(msg, n, "kernel %s has no matrix instructions, but the problem has matrix work", l->kernel);
     return -1;
   }
-  /* without a loop the code must do the work straight through: a loop the
-     compiler unrolled whole, not a problem bigger than the code */
-  double done = s->rest.mfma_flops * per_wave;
-  if (l->work.mma_flops > 0 && !hl->found && (done < 0.5 * l->work.mma_flops || done > 2 * l->work.mma_flops)) {
-    snprintf(msg, n, "kernel %s has no hot loop, and its straight-line code does %.3g of the problem's %.3g "
-             "matrix FLOPs: no estimate", l->kernel, done, l->work.mma_flops);
-    return -1;
+  if (l->work.mma_flops > 0 && s->loop.mfma_flops == 0) {
+    *rest_scale = need / s->rest_all.mfma_flops;
+    if (*rest_scale < 0.25 || *rest_scale > 4) {
+      snprintf(msg, n, "kernel %s has no hot loop with matrix instructions, and its straight-line code does "
+               "%.3g of the %.3g matrix FLOPs per wave the problem needs: no estimate", l->kernel,
+               s->rest_all.mfma_flops, need);
+      return -1;
+    }
+    if (*trips == 0) *trips = hl->found ? 1 : 0; /* a waterfall loop, or none */
+    return 0;
   }
   if (*trips > 0 && !hl->found) {
     snprintf(msg, n, "kernel %s has no loop, but the problem gives %g trips", l->kernel, *trips);
@@ -168,13 +182,13 @@ static int es_trips(const es_launch *l, const hl_loop *hl, const es_scan *s, int
     *trips = 1; /* no matrix or memory work in it: a waterfall loop over a uniform value, run once */
     return 0;
   }
-  if (l->work.mma_flops > 0 && s->loop.mfma_flops > 0)
-    *trips = (l->work.mma_flops / per_wave - s->rest.mfma_flops) / s->loop.mfma_flops;
-  else if (l->work.bytes > 0 && s->loop.vm_bytes > 0)
+  if (l->work.mma_flops > 0)
+    *trips = (need - s->rest.mfma_flops) / s->loop.mfma_flops;
+  else if (l->work.bytes > 0)
     *trips = (l->work.bytes / per_wave - s->rest.vm_bytes) / s->loop.vm_bytes;
   else {
-    snprintf(msg, n, "kernel %s: its hot loop's trip count cannot be told (no matrix work or memory traffic in "
-             "it to scale; give trips=N)", l->kernel);
+    snprintf(msg, n, "kernel %s: its hot loop's trip count cannot be told (no matrix work or bytes in the "
+             "problem to scale it by; give trips=N)", l->kernel);
     return -1;
   }
   if (*trips < 0) *trips = 0;
@@ -272,8 +286,14 @@ int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, si
     snprintf(msg, n, "kernel %s is not in the disassembly", l->kernel);
     return -1;
   }
-  if (es_trips(l, &hl, &s, waves, &r->trips, msg, n) < 0) return -1;
-  es_mix w = es_axpy(&s.rest, r->trips, &s.loop);
+  double scale;
+  if (es_trips(l, &hl, &s, waves, &r->trips, &scale, msg, n) < 0) return -1;
+  es_mix none, rest;
+  memset(&none, 0, sizeof none);
+  rest = scale != 1 || s.loop.mfma_flops == 0 ? es_axpy(&none, scale, l->work.mma_flops > 0 && s.loop.mfma_flops == 0
+                                                                          ? &s.rest_all : &s.rest)
+                                              : s.rest;
+  es_mix w = es_axpy(&rest, r->trips, &s.loop);
   es_consts k[512];
   int nk = es_consts_from_env(k, 512);
   if (nk < 1) {
