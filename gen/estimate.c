@@ -41,6 +41,10 @@ typedef struct {
   const tgt_info *t;
   es_mix loop, rest; /* weighted by the share of runs that reach each instruction */
   es_mix rest_all;   /* the rest unweighted: all of it run once */
+  /* a wait costs only when something it waits for is in flight: pass 0
+     notes whether the loop issues global (vm) and LDS/scalar (lgkm) work,
+     in flight again at its head on every trip after the first */
+  int pass, loop_vm, loop_lgkm, pend_vm, pend_lgkm, was_in_loop;
 } es_scan;
 
 /* a + k b, mix by mix */
@@ -104,13 +108,37 @@ static int es_has(const char *ops, size_t n, const char *w) {
   return 0;
 }
 
-static void es_wait(es_mix *x, const char *ops, size_t n) {
-  if (es_has(ops, n, "vmcnt")) x->vm_waits++;
-  else if (es_has(ops, n, "lgkmcnt")) x->lgkm_waits++;
+static void es_wait(es_scan *s, es_mix *x, const char *ops, size_t n) {
+  if (es_has(ops, n, "vmcnt") && s->pend_vm) {
+    x->vm_waits++;
+    s->pend_vm = 0;
+    s->pend_lgkm &= !es_has(ops, n, "lgkmcnt");
+  } else if (es_has(ops, n, "lgkmcnt") && s->pend_lgkm) {
+    x->lgkm_waits++;
+    s->pend_lgkm = 0;
+  }
+}
+
+/* Pass 0: what the loop has in flight at its head. */
+static void es_note(es_scan *s, const char *m, int in_loop) {
+  if (!in_loop) return;
+  if (es_prefix(m, "buffer_") || es_prefix(m, "global_") || es_prefix(m, "flat_")) s->loop_vm = 1;
+  if (es_prefix(m, "ds_") || es_prefix(m, "s_load") || es_prefix(m, "s_buffer_load")) s->loop_lgkm = 1;
 }
 
 static void es_visit(void *ctx, const char *m, const char *ops, size_t n, int in_loop, double reach) {
   es_scan *s = ctx;
+  if (s->pass == 0) {
+    es_note(s, m, in_loop);
+    return;
+  }
+  if (in_loop && !s->was_in_loop) { /* at the loop's head: work from before it is waited for once */
+    s->rest.vm_waits += s->pend_vm && !s->loop_vm;
+    s->rest.lgkm_waits += s->pend_lgkm && !s->loop_lgkm;
+    s->pend_vm = s->loop_vm;
+    s->pend_lgkm = s->loop_lgkm;
+  }
+  s->was_in_loop = in_loop;
   es_mix one;
   memset(&one, 0, sizeof one);
   es_mix *x = &one;
@@ -124,17 +152,22 @@ static void es_visit(void *ctx, const char *m, const char *ops, size_t n, int in
     x->valu_clk += es_is_trans(m) ? r->trans_clk : r->valu_clk;
   } else if (es_prefix(m, "ds_")) {
     x->lds_ops++;
+    s->pend_lgkm = 1;
     double lanes = strstr(m, "read2") || strstr(m, "write2") ? 128 : 64;
     x->lds_bytes += lanes * es_width(m);
   } else if (es_prefix(m, "buffer_") || es_prefix(m, "global_") || es_prefix(m, "flat_")) {
     double b = 64 * es_width(m);
     x->vm_ops++;
     x->vm_bytes += b;
+    s->pend_vm = 1;
     if (es_has(ops, n, " lds")) x->lds_bytes += b; /* a direct load into LDS writes it too */
   } else if (!strcmp(m, "s_waitcnt")) {
-    es_wait(x, ops, n);
+    es_wait(s, x, ops, n);
   } else if (!strcmp(m, "s_barrier")) {
     x->barriers++;
+  } else if (es_prefix(m, "s_load") || es_prefix(m, "s_buffer_load")) {
+    s->pend_lgkm = 1;
+    x->salu_clk += 1;
   } else if (!strcmp(m, "s_nop")) {
     x->salu_clk += 1 + strtol(ops, NULL, 0);
   } else {
@@ -282,7 +315,8 @@ int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, si
   es_scan s;
   memset(&s, 0, sizeof s);
   s.t = l->t;
-  if (hl_find(dis, l->kernel, l->t, &hl) < 0 || hl_each(dis, l->kernel, l->t, &hl, es_visit, &s) < 0) {
+  if (hl_find(dis, l->kernel, l->t, &hl) < 0 || hl_each(dis, l->kernel, l->t, &hl, es_visit, &s) < 0 ||
+      (s.pass = 1, hl_each(dis, l->kernel, l->t, &hl, es_visit, &s) < 0)) {
     snprintf(msg, n, "kernel %s is not in the disassembly", l->kernel);
     return -1;
   }

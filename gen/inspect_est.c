@@ -139,12 +139,12 @@ static int ie_read_object(const char *path, const char **target, cg_kernel_meta 
   int elf = len >= 52 && !memcmp(p, "\177ELF", 4) && p[4] == 2;
   const tgt_info *t = elf && (p[18] | p[19] << 8) == 224 ? tgt_from_elf_mach((p[48] | (unsigned)p[49] << 8) & 0xff)
                                                           : NULL; /* EM_AMDGPU */
-  int n = t ? cg_read_meta(data, len, m, max) : -1;
+  int n = t ? cg_read_meta(data, len, m, max) : -1, cubin = elf && (p[18] | p[19] << 8) == 190; /* EM_CUDA */
   free(data);
   *target = t ? t->name : NULL;
   if (!t) {
     diag_error(path, 0, 0, "not an AMD code object: the estimate reads AMD code objects only%s",
-               elf && (p[18] | p[19] << 8) == 190 ? " (this is a CUDA cubin)" : "");
+               cubin ? " (this is a CUDA cubin)" : "");
     return -1;
   }
   if (n < 0) diag_error(path, 0, 0, "cannot read the kernels' metadata%s", cg_identity() ? "" : " (comgr not found)");
