@@ -91,9 +91,8 @@ def err(pred, pub):
 
 
 def score(errs):
-    """The fit's objective: the median absolute relative error, the worst as a tie-break."""
-    a = sorted(abs(e) for e in errs)
-    return (a[len(a) // 2], a[-1])
+    """The fit's objective: least squares of the log of predicted over published."""
+    return sum(math.log(1 + e) ** 2 for e in errs)
 
 
 def fit(hkgen, pts, fit_idx):
@@ -106,7 +105,7 @@ def fit(hkgen, pts, fit_idx):
                     preds[j + k].append(err(t, pub))
         return min(range(len(grid)), key=lambda g: score(preds[g]))
 
-    grid = [(c / 100, w, l) for c in range(60, 101, 5) for w in range(0, 2001, 100) for l in range(0, 17, 2)]
+    grid = [(c / 100, w, l) for c in range(50, 101, 5) for w in range(0, 2001, 100) for l in range(0, 31, 2)]
     best = grid[search(grid)]
     c0, w0, l0 = best
     grid = [(c0 + dc / 100, max(0, w0 + dw), max(0, l0 + dl)) for dc in range(-4, 5) for dw in range(-90, 91, 15)
