@@ -31,7 +31,7 @@ typedef struct {
 
 typedef struct {
   double seconds;
-  double rate;        /* TFLOP/s when work.flops > 0, else TB/s */
+  double rate;        /* TFLOP/s when the work has matrix FLOPs, else TB/s */
   int rate_is_tbs;
   const char *limiter;
   double trips;       /* hot-loop iterations per workgroup used */

@@ -317,8 +317,9 @@ static int *hl_skips(const hl_fn *f, const hl_loop *l) {
   if (!d) return NULL;
   for (size_t i = 0; i < f->n; i++) {
     const hl_inst *in = &f->v[i];
+    /* s_cbranch_execz skips a block only when no lane is active: taken as never */
     if ((in->kind != HL_COND && in->kind != HL_JUMP) || in->target <= in->addr + 4 ||
-        hl_crosses(l, in->addr, in->target))
+        hl_crosses(l, in->addr, in->target) || !strcmp(in->mnem, "s_cbranch_execz"))
       continue;
     long t = hl_at(f, in->target);
     if (t < 0) continue;

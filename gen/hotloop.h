@@ -36,7 +36,8 @@ int hl_find(const char *dis, const char *kernel, const tgt_info *t, hl_loop *r);
    comment), whether it lies in loop l (l->found, start..end) and the share
    of runs that reach it by a static guess: 1/2 for each forward branch that
    can skip it (an arm of an if, a guarded block), counting only branches
-   that stay on one side of the loop's bounds. -1 when the kernel is not in
+   that stay on one side of the loop's bounds and not s_cbranch_execz (it
+   skips only when no lane is active, taken here as never). -1 when the kernel is not in
    dis. */
 typedef void (*hl_visit)(void *ctx, const char *mnem, const char *ops, size_t opslen, int in_loop, double reach);
 int hl_each(const char *dis, const char *kernel, const tgt_info *t, const hl_loop *l, hl_visit fn, void *ctx);

@@ -222,18 +222,20 @@ static int ie_inst(const ie_entry *e, op_inst *k) {
   return 0;
 }
 
-/* The problem: baked values, then --shape for the run-time ones. */
-static int ie_problem(op_inst *k, ie_shape *s, long *shape) {
+/* The problem: baked values, then --shape for the run-time ones. -1 (a
+   message) when a run-time one is missing; 1 (a row saying so) when the
+   kernel bakes another value than --shape gives: it does not serve it. */
+static int ie_problem(op_inst *k, ie_shape *s, long *shape, const char *part) {
   op_shape_baked(k, shape);
   int bad = 0;
   for (int i = 0; i < k->op->nparams; i++) {
     double v = 0;
     int given = ie_shape_get(s, k->op->params[i].name, &v);
     if (!op_is_any(k, k->op->params[i].name)) {
-      if (given && (long)v != shape[i]) {
-        diag_error(NULL, 0, 0, "kernel %s: %s is %ld in the kernel, not %.0f", k->name, k->op->params[i].name,
-                   shape[i], v);
-        bad = 1;
+      if (given && (long)v != shape[i] && !bad) {
+        printf("%-48s %-7s %-7s %6s %5s  not this problem: %s is %ld in the kernel, not %.0f\n", k->name,
+               k->target, part, "-", "-", k->op->params[i].name, shape[i], v);
+        return 1;
       }
       continue;
     }
@@ -270,7 +272,7 @@ static int ie_entry_estimate(const char *dir, const ie_entry *e, const tgt_info 
   int rc = -1;
   if (!k.op->work) {
     diag_error(NULL, 0, 0, "kernel %s: op %s does not describe its work for the estimate", e->name, e->op);
-  } else if (ie_problem(&k, s, shape) == 0 && ie_grid(&k, shape, &l.blocks) == 0) {
+  } else if ((rc = ie_problem(&k, s, shape, part->name)) == 0 && (rc = -1, ie_grid(&k, shape, &l.blocks) == 0)) {
     if (k.op->work(&k, shape, &l.work, msg, sizeof msg) < 0) {
       diag_error(NULL, 0, 0, "%s", msg);
     } else {
@@ -309,7 +311,7 @@ static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *par
   free(mpath);
   ie_entry e;
   memset(&e, 0, sizeof e);
-  int bad = 0, rows = 0;
+  int bad = 0, rows = 0, done = 0;
   for (const char *p = text; *p;) {
     size_t n = strcspn(p, "\n"), ind = strspn(p, " ");
     const char *l = p + ind;
@@ -320,7 +322,9 @@ static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *par
       ie_field(l, ll, "target", e.target, sizeof e.target);
       ie_field(l, ll, "params", e.params, sizeof e.params);
       if (ie_field(l, ll, "file", e.file, sizeof e.file) && !strcmp(e.target, pt->name)) {
-        bad |= ie_entry_estimate(dir, &e, pt, part, s) < 0;
+        int r = ie_entry_estimate(dir, &e, pt, part, s);
+        bad |= r < 0;
+        done += r == 0;
         rows++;
       }
     }
@@ -328,7 +332,8 @@ static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *par
   }
   free(text);
   if (!rows) diag_error(dir, 0, 0, "no %s kernel in this catalogue to estimate on %s", pt->name, part->name);
-  return bad || !rows ? -1 : 0;
+  else if (!done && !bad) diag_error(dir, 0, 0, "no kernel in this catalogue serves the problem --shape gives");
+  return bad || !done ? -1 : 0;
 }
 
 static int ie_part(const char *name, const tgt_info **t, const tgt_part **p) {
