@@ -42,6 +42,12 @@ typedef struct {
    loop when trips are expected, work that does not fit the code, a part
    without the figures) and no number. */
 int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, size_t n);
+/* The estimate of kernel k (an op_inst with its plan) whose code object is
+   at obj, for problem shape (one value per parameter) on part: the work
+   from the op's descriptor, the grid from its plan, the occupancy from the
+   object (inspect_est.c). -1 with a message. */
+int ie_kernel_estimate(const char *obj, const op_inst *k, const long *shape, const tgt_part *part, es_launch *l,
+                       es_result *r, char *msg, size_t n);
 /* One line: "12.3 us  1015 TFLOP/s  MFMA pipe". */
 void es_format(const es_result *r, char *out, size_t n);
 

@@ -75,15 +75,20 @@ static void ie_header(void) {
          "rate, limiter");
 }
 
+static void ie_print(const es_launch *l, const es_result *r) {
+  char line[128];
+  es_format(r, line, sizeof line);
+  printf("%-48s %-7s %-7s %6d %5.0f  %s\n", l->kernel, l->t->name, l->part->name, l->waves_simd, r->trips, line);
+}
+
 static int ie_row(const char *dis, es_launch *l) {
   es_result r;
-  char msg[512], line[128];
+  char msg[512];
   if (es_estimate(dis, l, &r, msg, sizeof msg) < 0) {
     diag_error(NULL, 0, 0, "%s", msg);
     return -1;
   }
-  es_format(&r, line, sizeof line);
-  printf("%-48s %-7s %-7s %6d %5.0f  %s\n", l->kernel, l->t->name, l->part->name, l->waves_simd, r.trips, line);
+  ie_print(l, &r);
   return 0;
 }
 
@@ -117,22 +122,22 @@ static int ie_object_kernel(const char *dis, const cg_kernel_meta *m, es_launch 
   return ie_row(dis, &l);
 }
 
-static char *ie_disassemble(const char *path, const char *target) {
+static char *ie_disassemble(const char *path, const char *target, char *msg, size_t n) {
   hk_buf dis;
   buf_init(&dis);
   if (hl_disassemble(path, target, &dis) == 0) return buf_steal(&dis);
   buf_free(&dis);
-  diag_error(path, 0, 0, "%s", hl_objdump() ? "llvm-objdump failed on it" :
-             "no llvm-objdump for amdgcn (install llvm-22, or set HKGEN_OBJDUMP): no estimate without the code");
+  snprintf(msg, n, "%s", hl_objdump() ? "llvm-objdump failed on it" :
+           "no llvm-objdump for amdgcn (install llvm-22, or set HKGEN_OBJDUMP): no estimate without the code");
   return NULL;
 }
 
 /* The target and kernels of an AMD code object; -1 with a message. */
-static int ie_read_object(const char *path, const char **target, cg_kernel_meta *m, int max) {
+static int ie_read_object(const char *path, const char **target, cg_kernel_meta *m, int max, char *msg, size_t mn) {
   char *data;
   size_t len;
   if (fs_read_file(path, 1u << 30, &data, &len) < 0) {
-    diag_error(path, 0, 0, "cannot read: %s", strerror(errno));
+    snprintf(msg, mn, "cannot read: %s", strerror(errno));
     return -1;
   }
   const unsigned char *p = (const unsigned char *)data;
@@ -142,22 +147,26 @@ static int ie_read_object(const char *path, const char **target, cg_kernel_meta 
   int n = t ? cg_read_meta(data, len, m, max) : -1, cubin = elf && (p[18] | p[19] << 8) == 190; /* EM_CUDA */
   free(data);
   *target = t ? t->name : NULL;
-  if (!t) {
-    diag_error(path, 0, 0, "not an AMD code object: the estimate reads AMD code objects only%s",
-               cubin ? " (this is a CUDA cubin)" : "");
-    return -1;
-  }
-  if (n < 0) diag_error(path, 0, 0, "cannot read the kernels' metadata%s", cg_identity() ? "" : " (comgr not found)");
-  return n;
+  if (!t)
+    snprintf(msg, mn, "not an AMD code object: the estimate reads AMD code objects only%s",
+             cubin ? " (this is a CUDA cubin)" : "");
+  else if (n < 0)
+    snprintf(msg, mn, "cannot read the kernels' metadata%s", cg_identity() ? "" : " (comgr not found)");
+  return t ? n : -1;
 }
 
 static int ie_object(const char *path, const tgt_info *pt, const tgt_part *part, ie_shape *s) {
   const char *target;
   cg_kernel_meta m[64];
-  int n = ie_read_object(path, &target, m, 64);
+  char msg[256];
+  int n = ie_read_object(path, &target, m, 64, msg, sizeof msg);
+  if (n < 0) diag_error(path, 0, 0, "%s", msg);
   if (n < 0 || ie_target_ok(path, target, pt, part->name) < 0) return -1;
-  char *dis = ie_disassemble(path, target);
-  if (!dis) return -1;
+  char *dis = ie_disassemble(path, target, msg, sizeof msg);
+  if (!dis) {
+    diag_error(path, 0, 0, "%s", msg);
+    return -1;
+  }
   int bad = 0;
   es_launch l = {pt, part, NULL, 0, 0, 0, {0, 0, 0, 0}};
   for (int i = 0; i < n; i++) bad |= ie_object_kernel(dis, &m[i], l, s) < 0;
@@ -249,49 +258,59 @@ static int ie_problem(op_inst *k, ie_shape *s, long *shape, const char *part) {
   return bad ? -1 : 0;
 }
 
-static int ie_grid(const op_inst *k, const long *shape, double *blocks) {
-  *blocks = 1;
+
+int ie_kernel_estimate(const char *obj, const op_inst *k, const long *shape, const tgt_part *part, es_launch *l,
+                       es_result *r, char *msg, size_t n) {
+  const tgt_info *t = tgt_find(k->target);
+  memset(l, 0, sizeof *l);
+  l->t = t;
+  l->part = part;
+  l->kernel = k->name;
+  if (!k->op->work) {
+    snprintf(msg, n, "kernel %s: op %s does not describe its work for the estimate", k->name, k->op->name);
+    return -1;
+  }
+  l->blocks = 1;
   for (int a = 0; a < 3; a++) {
     long v;
     if (op_eval(k, shape, k->plan->grid[a], &v) < 0) {
-      diag_error(NULL, 0, 0, "kernel %s: its grid '%s' cannot be evaluated here", k->name, k->plan->grid[a]);
+      snprintf(msg, n, "kernel %s: its grid '%s' cannot be evaluated here", k->name, k->plan->grid[a]);
       return -1;
     }
-    *blocks *= (double)v;
+    l->blocks *= (double)v;
   }
-  return 0;
+  if (k->op->work(k, shape, &l->work, msg, n) < 0) return -1;
+  const char *target;
+  cg_kernel_meta m[64];
+  int nk = ie_read_object(obj, &target, m, 64, msg, n), rc = -1;
+  for (int i = 0; i < nk; i++) {
+    if (strcmp(m[i].name, k->name)) continue;
+    m[i].lds += k->plan->dynamic_lds;
+    l->block = k->plan->block;
+    l->waves_simd = bd_waves_per_simd(target, &m[i], l->block);
+    char *dis = ie_disassemble(obj, target, msg, n);
+    rc = dis ? es_estimate(dis, l, r, msg, n) : -1;
+    free(dis);
+    return rc;
+  }
+  if (nk >= 0) snprintf(msg, n, "kernel %s is not in its object %s", k->name, obj);
+  return -1;
 }
 
-static int ie_entry_estimate(const char *dir, const ie_entry *e, const tgt_info *pt, const tgt_part *part,
-                             ie_shape *s) {
+static int ie_entry_estimate(const char *dir, const ie_entry *e, const tgt_part *part, ie_shape *s) {
   op_inst k;
   long shape[OP_MAX_PARAMS];
-  char msg[256];
-  es_launch l = {pt, part, e->name, 0, 0, 0, {0, 0, 0, 0}};
+  char msg[512];
   if (ie_inst(e, &k) < 0) return -1;
-  int rc = -1;
-  if (!k.op->work) {
-    diag_error(NULL, 0, 0, "kernel %s: op %s does not describe its work for the estimate", e->name, e->op);
-  } else if ((rc = ie_problem(&k, s, shape, part->name)) == 0 && (rc = -1, ie_grid(&k, shape, &l.blocks) == 0)) {
-    if (k.op->work(&k, shape, &l.work, msg, sizeof msg) < 0) {
-      diag_error(NULL, 0, 0, "%s", msg);
-    } else {
-      char *obj = fs_join(dir, e->file), *dis = NULL;
-      const char *target;
-      cg_kernel_meta m[64];
-      int n = ie_read_object(obj, &target, m, 64);
-      for (int i = 0; i < n; i++)
-        if (!strcmp(m[i].name, e->name)) {
-          m[i].lds += k.plan->dynamic_lds;
-          l.block = k.plan->block;
-          l.waves_simd = bd_waves_per_simd(target, &m[i], l.block);
-          dis = ie_disassemble(obj, target);
-          rc = dis ? ie_row(dis, &l) : -1;
-        }
-      if (n >= 0 && !l.block) diag_error(obj, 0, 0, "kernel %s is not in its object", e->name);
-      free(dis);
-      free(obj);
-    }
+  int rc = ie_problem(&k, s, shape, part->name);
+  if (rc == 0) {
+    es_launch l;
+    es_result r;
+    char *obj = fs_join(dir, e->file);
+    rc = ie_kernel_estimate(obj, &k, shape, part, &l, &r, msg, sizeof msg);
+    if (rc < 0) diag_error(NULL, 0, 0, "%s", msg);
+    else ie_print(&l, &r);
+    free(obj);
   }
   op_inst_free(&k);
   return rc;
@@ -322,7 +341,7 @@ static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *par
       ie_field(l, ll, "target", e.target, sizeof e.target);
       ie_field(l, ll, "params", e.params, sizeof e.params);
       if (ie_field(l, ll, "file", e.file, sizeof e.file) && !strcmp(e.target, pt->name)) {
-        int r = ie_entry_estimate(dir, &e, pt, part, s);
+        int r = ie_entry_estimate(dir, &e, part, s);
         bad |= r < 0;
         done += r == 0;
         rows++;

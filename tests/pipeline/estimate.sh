@@ -125,4 +125,30 @@ expect_msg "$T/o" "K is a run-time parameter: give it with --shape K=V"
 run_hk "$T/o" inspect "$T/cat" --estimate MI300X --shape M=8192,N=8192,K=2048
 expect_rc 2 "a catalogue without the part's target"
 expect_msg "$T/o" "no gfx942 kernel in this catalogue to estimate on MI300X"
+run_hk "$T/o" inspect "$T/cat" --shape M=1
+expect_rc 2 "--shape without --estimate"
+expect_msg "$T/o" "shape goes with --estimate PART"
+
+# a baked kernel: a row saying it does not serve another problem; explain's estimate line
+cat >"$T/baked.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: gemm
+    name: gb
+    layout: nt
+    M: 4096
+    N: 4096
+    K: 4096
+    target: gfx950
+SPEC
+run_hk "$T/build" build "$T/baked.yaml" -o "$T/bcat" -q
+expect_rc 0 "hkgen build (baked)"
+run_hk "$T/o" inspect "$T/bcat" --estimate MI355X --shape M=1024
+expect_rc 2 "no kernel serves the problem"
+expect_msg "$T/o" "gb .* not this problem: M is 4096 in the kernel, not 1024"
+expect_msg "$T/o" "no kernel in this catalogue serves the problem"
+run_hk "$T/o" explain "$T/baked.yaml" "$T/gemm.yaml"
+expect_rc 0 "hkgen explain"
+[ "$(grep -c '^  estimate on MI355X: .* TFLOP/s  ' "$T/o")" = 1 ] ||
+  { cat "$T/o" >&2; fail "explain: one estimate line expected (the baked, cached kernel only)"; }
 echo "PASS estimate"
