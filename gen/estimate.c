@@ -129,6 +129,10 @@ static void es_note(es_scan *s, const char *m, int in_loop) {
   if (es_prefix(m, "ds_") || es_prefix(m, "s_load") || es_prefix(m, "s_buffer_load")) s->loop_lgkm = 1;
 }
 
+static void es_cost(es_scan *s, es_mix *x, const char *m, const char *ops, size_t n);
+
+/* hl_visit: pass 0 notes the loop's work in flight; pass 1 adds each
+   instruction's cost, weighted by its reach, to the loop's or the rest's mix. */
 static void es_visit(void *ctx, const char *m, const char *ops, size_t n, int in_loop, double reach) {
   es_scan *s = ctx;
   if (s->pass == 0) {
@@ -144,7 +148,14 @@ static void es_visit(void *ctx, const char *m, const char *ops, size_t n, int in
   s->was_in_loop = in_loop;
   es_mix one;
   memset(&one, 0, sizeof one);
-  es_mix *x = &one;
+  es_cost(s, &one, m, ops, n);
+  es_mix *to = in_loop ? &s->loop : &s->rest;
+  *to = es_axpy(to, reach, &one);
+  if (!in_loop) s->rest_all = es_axpy(&s->rest_all, 1, &one);
+}
+
+/* The cost of one instruction for one wave, into x; notes what is in flight. */
+static void es_cost(es_scan *s, es_mix *x, const char *m, const char *ops, size_t n) {
   const tgt_rates *r = s->t->rates;
   if (es_prefix(m, "v_mfma") || es_prefix(m, "v_smfmac")) {
     int w;
@@ -176,9 +187,6 @@ static void es_visit(void *ctx, const char *m, const char *ops, size_t n, int in
   } else {
     x->salu_clk += 1;
   }
-  es_mix *to = in_loop ? &s->loop : &s->rest;
-  *to = es_axpy(to, reach, &one);
-  if (!in_loop) s->rest_all = es_axpy(&s->rest_all, 1, &one);
 }
 
 /* --- the model --------------------------------------------------------------- */
