@@ -96,6 +96,7 @@ static void ex_params(const op_inst *k, int runtime, char *out, size_t n) {
 }
 
 int cmd_explain_set(const spec_set *set, int jobs) {
+  if (!skel_template_dir()) return 1;
   cc_cache cache;
   cc_cache_open(&cache, 1);
   size_t cached = 0, todo = 0, blocked = 0;

@@ -7,6 +7,8 @@
  * that wait for all 64 lanes of the wave; barriers wait for the workgroup.
  * LDS and global accesses are bounds-checked: a bad one stops the launch with
  * the kernel, workgroup, lane and address.
+ * Primitives: those listed in hk_cdna.h, the fp8 ones included (their
+ * conversions are hk_emu_fp8.h's model, docs/FP8.md).
  */
 #ifndef HK_EMU_H
 #define HK_EMU_H
@@ -20,6 +22,7 @@
 #endif
 
 #include "hk_emu_abi.h"
+#include "hk_emu_fp8.h"
 
 /* Filled by libhkrt when it loads this module. */
 extern "C" __attribute__((visibility("default"))) hkemu_api_t hkemu_api{};
@@ -33,6 +36,7 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define hkemu_check_global(p, n, w) (hkemu_api.check_global((p), (n), (w)))
 #define hkemu_mfma_32x32_bf16(kpl, a, b, c, d) (hkemu_api.mfma_32x32_bf16((kpl), (a), (b), (c), (d)))
 #define hkemu_swap_halves_b32(v) (hkemu_api.swap_halves_b32(v))
+#define hkemu_mfma_32x32_f8(fa, fb, a, b, c, d) (hkemu_api.mfma_32x32_f8((fa), (fb), (a), (b), (c), (d)))
 
 #define __global__
 #define __device__
@@ -204,6 +208,32 @@ HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v)
     hkemu_check_global(p, 16, 1);
     memcpy(p, &v, 16);
 }
+/* raw loads of 4, 8 and 16 bytes: misaligned faults as the stores do */
+HK_DEVICE void hk_emu_load_raw(void *v, const void *p, unsigned n)
+{
+    if ((size_t)p % n)
+        hkemu_check_global(NULL, n, 0);
+    hkemu_check_global(p, n, 0);
+    memcpy(v, p, n);
+}
+HK_DEVICE unsigned hk_global_load_b32(const void *p)
+{
+    unsigned v;
+    hk_emu_load_raw(&v, p, 4);
+    return v;
+}
+HK_DEVICE hk_u32x2 hk_global_load_b64(const void *p)
+{
+    hk_u32x2 v;
+    hk_emu_load_raw(&v, p, 8);
+    return v;
+}
+HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p)
+{
+    hk_u32x4 v;
+    hk_emu_load_raw(&v, p, 16);
+    return v;
+}
 
 /* ---- bf16 <-> fp32, as the hardware rounds (nearest even) -------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x)
@@ -276,6 +306,137 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_ac
     memcpy(&acc, d, sizeof d);
     return acc;
 }
+
+/* ---- fp8: the names and formats of hk_cdna.h, computed by hk_emu_fp8.h (the
+ * conversions) and by libhkrt (the MFMA, a wave collective). A format the
+ * emulated target lacks is the same compile error as on the GPU. ---------------- */
+typedef float hk_f32x4 __attribute__((ext_vector_type(4)));
+typedef long hk_mfma_f8_ab_t;
+#define HK_MFMA_F8_K 16
+#define HK_MFMA_F8_KPL 8
+#define HK_MFMA_F8_AB_BYTES 8
+
+#define HK_FP8_CAT_(a, b) a##b
+#define HK_FP8_CAT(a, b) HK_FP8_CAT_(a, b)
+#define hk_fp8_max(F) HK_FP8_CAT(HK_FP8_MAX_, F)
+#define hk_fp8_to_f32(F, c) HK_FP8_CAT(hk_fp8_to_f32_, F)(c)
+#define hk_fp8x4_to_f32x4(F, w) HK_FP8_CAT(hk_fp8x4_to_f32x4_, F)(w)
+#define hk_f32_to_fp8(F, x) HK_FP8_CAT(hk_f32_to_fp8_, F)(x)
+#define hk_f32x4_to_fp8x4(F, v) HK_FP8_CAT(hk_f32x4_to_fp8x4_, F)(v)
+#define hk_mfma_32x32_fp8(FA, FB, a, b, acc) \
+    HK_FP8_CAT(HK_FP8_CAT(HK_FP8_CAT(hk_mfma_32x32x16_, FA), _), FB)(a, b, acc)
+#define HK_FP8_MAX_E4M3_OCP 448.0f
+#define HK_FP8_MAX_E5M2_OCP 57344.0f
+#define HK_FP8_MAX_E4M3_FNUZ 240.0f
+#define HK_FP8_MAX_E5M2_FNUZ 57344.0f
+
+HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab(hk_u32x2 w)
+{
+    hk_mfma_f8_ab_t a;
+    memcpy(&a, &w, 8);
+    return a;
+}
+/* operand i (0 or 1) of 16 bytes read at once: bytes 8i..8i+7 */
+HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab_part(hk_u32x4 v, int i)
+{
+    const hk_u32x2 w = {v[2 * i], v[2 * i + 1]};
+    return hk_mfma_f8_ab(w);
+}
+HK_DEVICE hk_mfma_f8_ab_t hk_lds_load_mfma_f8_ab(hk_lds_t l, int off)
+{
+    return hk_mfma_f8_ab(hk_lds_load_b64(l, off));
+}
+
+#define HK_FP8_CONVERSIONS(F)                                                                  \
+    HK_DEVICE float hk_fp8_to_f32_##F(unsigned c) { return hkemu_fp8_decode(c & 0xffu, HKEMU_FP8_##F); } \
+    HK_DEVICE hk_f32x4 hk_fp8x4_to_f32x4_##F(unsigned w)                                       \
+    {                                                                                          \
+        hk_f32x4 r;                                                                            \
+        for (int j = 0; j < 4; ++j)                                                            \
+            r[j] = hkemu_fp8_decode((w >> (8 * j)) & 0xffu, HKEMU_FP8_##F);                    \
+        return r;                                                                              \
+    }                                                                                          \
+    HK_DEVICE unsigned hk_f32_to_fp8_##F(float x) { return hkemu_fp8_encode(x, HKEMU_FP8_##F); } \
+    HK_DEVICE unsigned hk_f32x4_to_fp8x4_##F(hk_f32x4 v)                                       \
+    {                                                                                          \
+        unsigned w = 0;                                                                        \
+        for (int j = 0; j < 4; ++j)                                                            \
+            w |= hkemu_fp8_encode(v[j], HKEMU_FP8_##F) << (8 * j);                             \
+        return w;                                                                              \
+    }
+#define HK_FP8_UNAVAILABLE(F, WHY)                                                             \
+    HK_DEVICE float hk_fp8_to_f32_##F(unsigned) __attribute__((unavailable(WHY)));             \
+    HK_DEVICE hk_f32x4 hk_fp8x4_to_f32x4_##F(unsigned) __attribute__((unavailable(WHY)));      \
+    HK_DEVICE unsigned hk_f32_to_fp8_##F(float) __attribute__((unavailable(WHY)));             \
+    HK_DEVICE unsigned hk_f32x4_to_fp8x4_##F(hk_f32x4) __attribute__((unavailable(WHY)));
+#define HK_FP8_MFMA(FA, FB)                                                                    \
+    HK_DEVICE hk_mfma_acc_t hk_mfma_32x32x16_##FA##_##FB(hk_mfma_f8_ab_t a, hk_mfma_f8_ab_t b, \
+                                                         hk_mfma_acc_t acc)                    \
+    {                                                                                          \
+        float c[16], d[16];                                                                    \
+        memcpy(c, &acc, sizeof c);                                                             \
+        hkemu_mfma_32x32_f8(HKEMU_FP8_##FA, HKEMU_FP8_##FB, (const unsigned char *)&a,         \
+                            (const unsigned char *)&b, c, d);                                  \
+        memcpy(&acc, d, sizeof d);                                                             \
+        return acc;                                                                            \
+    }
+#define HK_FP8_MFMA_UNAVAILABLE(FA, FB, WHY)                                                   \
+    HK_DEVICE hk_mfma_acc_t hk_mfma_32x32x16_##FA##_##FB(hk_mfma_f8_ab_t, hk_mfma_f8_ab_t,     \
+                                                         hk_mfma_acc_t)                        \
+        __attribute__((unavailable(WHY)));
+#define HK_FP8_ALL_MFMA_UNAVAILABLE(A, B, WHY)                                                 \
+    HK_FP8_MFMA_UNAVAILABLE(A, A, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(A, B, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(B, A, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(B, B, WHY)
+
+#define HK_FP8_NO_OCP_ "hk_cdna.h: gfx942 has the FNUZ fp8 formats (E4M3_FNUZ, E5M2_FNUZ), not OCP"
+#define HK_FP8_NO_FNUZ_ "hk_cdna.h: gfx950 has the OCP fp8 formats (E4M3_OCP, E5M2_OCP), not FNUZ"
+#define HK_FP8_NONE_ "hk_cdna.h: gfx90a has no fp8 conversions or fp8 MFMA"
+
+#if HK_EMU_ARCH == 3
+#define HK_FP8_FNUZ 1
+#define HK_FP8_OCP 0
+#define HK_FP8_E4M3 E4M3_FNUZ
+#define HK_FP8_E5M2 E5M2_FNUZ
+HK_FP8_CONVERSIONS(E4M3_FNUZ)
+HK_FP8_CONVERSIONS(E5M2_FNUZ)
+HK_FP8_MFMA(E4M3_FNUZ, E4M3_FNUZ)
+HK_FP8_MFMA(E4M3_FNUZ, E5M2_FNUZ)
+HK_FP8_MFMA(E5M2_FNUZ, E4M3_FNUZ)
+HK_FP8_MFMA(E5M2_FNUZ, E5M2_FNUZ)
+HK_FP8_UNAVAILABLE(E4M3_OCP, HK_FP8_NO_OCP_)
+HK_FP8_UNAVAILABLE(E5M2_OCP, HK_FP8_NO_OCP_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_OCP, E5M2_OCP, HK_FP8_NO_OCP_)
+#elif HK_EMU_ARCH == 4
+#define HK_FP8_FNUZ 0
+#define HK_FP8_OCP 1
+#define HK_FP8_E4M3 E4M3_OCP
+#define HK_FP8_E5M2 E5M2_OCP
+HK_FP8_CONVERSIONS(E4M3_OCP)
+HK_FP8_CONVERSIONS(E5M2_OCP)
+HK_FP8_MFMA(E4M3_OCP, E4M3_OCP)
+HK_FP8_MFMA(E4M3_OCP, E5M2_OCP)
+HK_FP8_MFMA(E5M2_OCP, E4M3_OCP)
+HK_FP8_MFMA(E5M2_OCP, E5M2_OCP)
+HK_FP8_UNAVAILABLE(E4M3_FNUZ, HK_FP8_NO_FNUZ_)
+HK_FP8_UNAVAILABLE(E5M2_FNUZ, HK_FP8_NO_FNUZ_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_FNUZ, E5M2_FNUZ, HK_FP8_NO_FNUZ_)
+#else
+#define HK_FP8_FNUZ 0
+#define HK_FP8_OCP 0
+#define HK_FP8_E4M3 E4M3_NONE
+#define HK_FP8_E5M2 E5M2_NONE
+HK_FP8_UNAVAILABLE(E4M3_NONE, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_NONE, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E4M3_OCP, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_OCP, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E4M3_FNUZ, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_FNUZ, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_NONE, E5M2_NONE, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_OCP, E5M2_OCP, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_FNUZ, E5M2_FNUZ, HK_FP8_NONE_)
+#endif
 
 /* ---- fast math (host libm) and cross-lane exchange (a wave collective) ---------- */
 HK_DEVICE float hk_exp2f(float x) { return exp2f(x); }

@@ -25,6 +25,10 @@ typedef struct {
                           const float *c, float *d);
   /* appended, same ABI version (a module built before leaves them unused) */
   unsigned (*swap_halves_b32)(unsigned v); /* wave collective: v of lane l ^ 32 */
+  /* the 32x32x16 fp8 MFMA: formats HKEMU_FP8_* (hk_emu_fp8.h) of A and B, 8 codes
+     of A and of B for this lane, c/d: 16 floats */
+  void (*mfma_32x32_f8)(int fmt_a, int fmt_b, const unsigned char *a, const unsigned char *b,
+                        const float *c, float *d);
 } hkemu_api_t;
 
 #ifdef __cplusplus

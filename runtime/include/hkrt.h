@@ -182,6 +182,13 @@ hkrt_status hkrt_kernel_args(hkrt_kernel *k, const hkrt_problem *problem, const 
    (never loaded otherwise). Thread-safe. */
 hkrt_status hkrt_kernel_function(hkrt_kernel *k, hkrt_func **fn);
 
+/* Where pointer argument `name' lies in the bytes hkrt_kernel_args packs,
+   and the alignment its element needs, for callers that pack once and then
+   patch only pointers before each hkrt_launch_ex (hkrt.py's Kernel.bind).
+   HKRT_ERR_NOT_FOUND: no such argument; HKRT_ERR_ARG: not a pointer, or
+   one a tensor map also holds (sm_90a: the map must be built again). */
+hkrt_status hkrt_kernel_pointer_slot(const hkrt_kernel *k, const char *name, size_t *offset, size_t *align);
+
 /* hkrt_kernel_args, then the launch through hkrt_launch. A kernel for another
    target than the device's (when the device knows it) is refused. The
    kernel's module is loaded at its first launch, once, whatever the number

@@ -24,6 +24,7 @@
 #include "emu_fiber.h"
 #include "target.h"
 #include "hk_emu_abi.h"
+#include "hk_emu_fp8.h"
 #include "hkrt_int.h"
 
 #define EMU_STACK (256u << 10)
@@ -40,6 +41,7 @@ typedef struct {
 struct emu_device {
   char target[16];
   int kpl;             /* k per lane of the 32x32 bf16 MFMA */
+  unsigned fp8;        /* TGT_FP8_FNUZ / TGT_FP8_OCP: the fp8 formats its MFMA takes */
   unsigned lds_limit;
   int units;           /* compute units (emu_targets) */
   unsigned long long seed;
@@ -68,7 +70,7 @@ typedef struct {
 
 /* The wave collectives: a lane that reaches one deposits its operands and
    waits (TS_WAVE) until all 64 lanes of its wave are there. */
-typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP } emu_coll;
+typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP, EMU_COLL_MFMA_F8 } emu_coll;
 
 typedef struct {
   int kpl;
@@ -76,6 +78,7 @@ typedef struct {
   unsigned short a[64][8], b[64][8];
   float c[64][16], d[64][16];
   unsigned xv[64], xr[64]; /* swap_halves: deposited and returned words */
+  int f8a[64], f8b[64];     /* fp8 MFMA: the formats each lane asked for */
 } emu_wave;
 
 typedef struct {
@@ -106,6 +109,8 @@ static void hkemu_check_global(const void *p, size_t n, int write);
 static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
                                   const float *c, float *d);
 static unsigned hkemu_swap_halves_b32(unsigned v);
+static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const unsigned char *b,
+                                const float *c, float *d);
 
 /* The emulator's model of a target comes from the target table: its MFMA
    layout (k per lane), its LDS limit, and the compute units of its largest
@@ -125,6 +130,7 @@ hkrt_status emu_open(const char *target, emu_device **out) {
   if (!d) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
   snprintf(d->target, sizeof d->target, "%s", t->name);
   d->kpl = t->emu_kpl;
+  d->fp8 = t->features & (TGT_FP8_FNUZ | TGT_FP8_OCP);
   d->lds_limit = t->lds_bytes;
   d->units = tgt_largest_part(t)->units;
   d->seed = 1;
@@ -209,6 +215,8 @@ static void emu_bind(hkemu_api_t *api, size_t have) {
   api->mfma_32x32_bf16 = hkemu_mfma_32x32_bf16;
   if (have >= offsetof(hkemu_api_t, swap_halves_b32) + sizeof api->swap_halves_b32)
     api->swap_halves_b32 = hkemu_swap_halves_b32;
+  if (have >= offsetof(hkemu_api_t, mfma_32x32_f8) + sizeof api->mfma_32x32_f8)
+    api->mfma_32x32_f8 = hkemu_mfma_32x32_f8;
 }
 
 /* dlopen of the very bytes given (verified by the caller): through an
@@ -359,6 +367,33 @@ static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsign
   memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
 }
 
+/* The fp8 MFMA takes the formats of its target only: FNUZ on gfx942, OCP on
+   gfx950 (hk_emu.h refuses the others at compile time; this catches a module
+   built for another target). */
+static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const unsigned char *b,
+                                const float *c, float *d) {
+  emu_run *r = emu_cur;
+  for (int i = 0; i < 2; i++) {
+    int f = i ? fb : fa;
+    unsigned need = hkemu_fp8_fnuz(f) ? TGT_FP8_FNUZ : TGT_FP8_OCP;
+    if (f < 0 || f > 3 || !(r->dev->fp8 & need))
+      emu_fault("fp8 MFMA with its %s operand in %s on %s, which %s", i ? "B" : "A", hkemu_fp8_name(f),
+                r->dev->target,
+                r->dev->fp8 & TGT_FP8_FNUZ ? "has FNUZ fp8 only"
+                : r->dev->fp8 & TGT_FP8_OCP ? "has OCP fp8 only" : "has no fp8");
+  }
+  int w = r->cur / 64, l = r->cur % 64;
+  emu_wave *wv = &r->waves[w];
+  wv->kind[l] = EMU_COLL_MFMA_F8;
+  wv->f8a[l] = fa;
+  wv->f8b[l] = fb;
+  memcpy(wv->a[l], a, 8);
+  memcpy(wv->b[l], b, 8);
+  memcpy(wv->c[l], c, 16 * sizeof(float));
+  emu_yield(TS_WAVE);
+  memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
+}
+
 /* Cross-lane exchange: each lane gets the word of lane l ^ 32. */
 static unsigned hkemu_swap_halves_b32(unsigned v) {
   emu_run *r = emu_cur;
@@ -431,8 +466,19 @@ static void emu_run_wave(emu_run *r, int w) {
                     what, at_wave, w);
       return;
     }
+    if (kind == EMU_COLL_MFMA_F8)
+      for (int l = 1; l < 64; l++)
+        if (wv->f8a[l] != wv->f8a[0] || wv->f8b[l] != wv->f8b[0]) {
+          emu_set_fault(r, "lanes of wave %d run fp8 MFMAs of different formats (lane 0: %s x %s, "
+                           "lane %d: %s x %s)", w, hkemu_fp8_name(wv->f8a[0]), hkemu_fp8_name(wv->f8b[0]), l,
+                        hkemu_fp8_name(wv->f8a[l]), hkemu_fp8_name(wv->f8b[l]));
+          return;
+        }
     if (kind == EMU_COLL_SWAP)
       for (int l = 0; l < 64; l++) wv->xr[l] = wv->xv[l ^ 32];
+    else if (kind == EMU_COLL_MFMA_F8)
+      hkemu_mfma_wave_32x32_f8(wv->f8a[0], wv->f8b[0], (const unsigned char(*)[16])wv->a,
+                               (const unsigned char(*)[16])wv->b, (const float(*)[16])wv->c, wv->d);
     else
       hkemu_mfma_wave_32x32_bf16(wv->kpl, (const unsigned short(*)[8])wv->a,
                                  (const unsigned short(*)[8])wv->b, (const float(*)[16])wv->c, wv->d);

@@ -110,5 +110,10 @@ HKRT_API void hkemu_mfma_layout(emu_operand which, int kpl, int lane, int i, int
 HKRT_API void hkemu_mfma_wave_32x32_bf16(int kpl, const unsigned short (*a)[8],
                                          const unsigned short (*b)[8], const float (*c)[16],
                                          float (*d)[16]);
+/* One 32x32x16 fp8 MFMA for a whole wave: formats HKEMU_FP8_* of A and B,
+   a[lane][0..7], b[lane][0..7] the codes, c/d[lane][16]. */
+HKRT_API void hkemu_mfma_wave_32x32_f8(int fmt_a, int fmt_b, const unsigned char (*a)[16],
+                                       const unsigned char (*b)[16], const float (*c)[16],
+                                       float (*d)[16]);
 
 #endif
