@@ -236,18 +236,17 @@ static int ie_inst(const ie_entry *e, op_inst *k) {
    kernel bakes another value than --shape gives: it does not serve it. */
 static int ie_problem(op_inst *k, ie_shape *s, long *shape, const char *part) {
   op_shape_baked(k, shape);
-  int bad = 0;
+  int bad = 0, other = 0;
   for (int i = 0; i < k->op->nparams; i++) {
     double v = 0;
-    int given = ie_shape_get(s, k->op->params[i].name, &v);
+    int given = ie_shape_get(s, k->op->params[i].name, &v); /* marks the name used, whatever follows */
     if (!op_is_any(k, k->op->params[i].name)) {
-      if (given && (long)v != shape[i] && !bad) {
+      if (given && (long)v != shape[i] && !other++)
         printf("%-48s %-7s %-7s %6s %5s  not this problem: %s is %ld in the kernel, not %.0f\n", k->name,
                k->target, part, "-", "-", k->op->params[i].name, shape[i], v);
-        return 1;
-      }
       continue;
     }
+    if (other) continue;
     if (!given) {
       diag_error(NULL, 0, 0, "kernel %s: %s is a run-time parameter: give it with --shape %s=V", k->name,
                  k->op->params[i].name, k->op->params[i].name);
@@ -255,7 +254,7 @@ static int ie_problem(op_inst *k, ie_shape *s, long *shape, const char *part) {
     }
     shape[i] = (long)v;
   }
-  return bad ? -1 : 0;
+  return other ? 1 : bad ? -1 : 0;
 }
 
 

@@ -151,4 +151,30 @@ run_hk "$T/o" explain "$T/baked.yaml" "$T/gemm.yaml"
 expect_rc 0 "hkgen explain"
 [ "$(grep -c '^  estimate on MI355X: .* TFLOP/s  ' "$T/o")" = 1 ] ||
   { cat "$T/o" >&2; fail "explain: one estimate line expected (the baked, cached kernel only)"; }
+
+# attention and RoPE through their descriptors' work: a causal mask halves the
+# time of a long sequence; RoPE's rate is in TB/s
+cat >"$T/attn.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_fwd
+    name: a
+    head_dim: 64
+    causal: [true, false]
+    target: gfx950
+  - op: rope
+    name: r
+    target: gfx950
+SPEC
+run_hk "$T/build" build "$T/attn.yaml" -o "$T/acat" -q
+expect_rc 0 "hkgen build (attention, rope)"
+run_hk "$T/a" inspect "$T/acat" --estimate MI355X \
+  --shape batch=4,seqlen_q=8192,seqlen_k=8192,heads_q=32,heads_k=8,seq_len=4096,head_dim=128
+expect_rc 0 "head_dim baked in attention, given for RoPE: RoPE is estimated"
+expect_msg "$T/a" "a_c1 .* not this problem: head_dim is 64 in the kernel, not 128"
+grep -q '^r .* TB/s  ' "$T/a" || { cat "$T/a" >&2; fail "rope: no estimate in TB/s"; }
+run_hk "$T/a" inspect "$T/acat" --estimate MI355X --shape batch=4,seqlen_q=8192,seqlen_k=8192,heads_q=32,heads_k=8,seq_len=4096,head_dim=64
+expect_rc 0 "estimate of attention and rope"
+ratio_in "$(seconds "$T/a" a_c0)" "$(seconds "$T/a" a_c1)" 0.4 0.7 ||
+  fail "causal against full attention: $(seconds "$T/a" a_c1) s against $(seconds "$T/a" a_c0) s"
 echo "PASS estimate"
