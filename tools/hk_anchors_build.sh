@@ -2,7 +2,7 @@
 # hk_anchors_build.sh HK_DIR HK_CDNA3_DIR HIP_ROOT OUT_DIR: compiles the HipKittens kernels
 # whose published MI355X / MI325X figures calibrate `hkgen inspect --estimate`
 # (docs/MODEL.md), device code only, with clang-22, one object per kernel and
-# problem, named as tools/calibrate.sh expects.
+# problem, named as tools/calibrate.py expects.
 #   HK_DIR   a checkout of HazyResearch/HipKittens (main, f09e968)
 #   HK_CDNA3_DIR  its `cdna3` branch (the MI325X GEMM needs that branch's include/)
 #   HIP_ROOT a folder laid out as a ROCm install for clang's --rocm-path:
