@@ -319,8 +319,9 @@ int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, si
     return -1;
   }
   int waves = (l->block + l->t->wave_size - 1) / l->t->wave_size;
-  if (l->waves_simd < 1 || l->blocks < 1) {
-    snprintf(msg, n, "kernel %s: %s", l->kernel, l->blocks < 1 ? "the grid is empty" : "no workgroup fits a CU");
+  if (l->waves_simd < 1 || l->blocks < 1 || waves < 1) {
+    snprintf(msg, n, "kernel %s: %s", l->kernel,
+             l->blocks < 1 ? "the grid is empty" : waves < 1 ? "a workgroup has no threads" : "no workgroup fits a CU");
     return -1;
   }
   hl_loop hl;

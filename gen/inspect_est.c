@@ -102,19 +102,24 @@ static int ie_target_ok(const char *path, const char *target, const tgt_info *pt
 /* ---- one code object, the problem given whole -------------------------- */
 
 static int ie_object_kernel(const char *dis, const cg_kernel_meta *m, es_launch l, ie_shape *s) {
-  double v = 0, lds = 0; /* mma_flops: matrix FLOPs issued, 0 when not given */
+  double v = 0, lds = 0;
   if (!ie_shape_get(s, "blocks", &l.blocks)) {
     diag_error(NULL, 0, 0, "kernel %s: an object outside a catalogue needs --shape blocks=N (workgroups), and "
                "flops= or bytes=", m->name);
     return -1;
   }
   l.block = m->max_wg_size > 0 ? m->max_wg_size : 1024;
-  if (ie_shape_get(s, "block", &v)) l.block = (int)v;
+  if (ie_shape_get(s, "block", &v)) l.block = v >= 1 && v <= 1024 ? (int)v : 0;
   ie_shape_get(s, "lds", &lds); /* dynamic LDS per workgroup */
+  if (!l.block || lds > (double)l.t->lds_bytes) {
+    diag_error(NULL, 0, 0, "kernel %s: --shape block must be 1 to 1024 threads and lds at most %u bytes (%s)",
+               m->name, l.t->lds_bytes, l.t->name);
+    return -1;
+  }
   ie_shape_get(s, "flops", &l.work.flops);
   ie_shape_get(s, "bytes", &l.work.bytes);
   ie_shape_get(s, "trips", &l.work.trips);
-  ie_shape_get(s, "mma_flops", &l.work.mma_flops);
+  ie_shape_get(s, "mma_flops", &l.work.mma_flops); /* 0 when not given: no matrix work */
   cg_kernel_meta occ = *m;
   occ.lds = m->lds + (int)lds;
   l.waves_simd = bd_waves_per_simd(l.t->name, &occ, l.block);
