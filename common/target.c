@@ -1,24 +1,29 @@
 /* target.c: the target table and the occupancy rule. Figures of parts are
-   the vendors' published ones (shared/anchors/amd-published.md for AMD). */
+   the vendors' published ones (shared/anchors/amd-published.md for AMD).
+   The last three columns of AMD parts (LDS bytes/clock/CU, L2 bytes/clock
+   per XCD, L2 MiB per XCD) are from AMD's CDNA 2, CDNA 3 and CDNA 4 white
+   papers: LDS 128 B/clk (CDNA 2/3), read bandwidth doubled with the 160 KiB
+   LDS of CDNA 4; L2 of 16 channels x 128 B/clk per XCD (CDNA 3/4), 8 MiB
+   with 32 channels x 64 B/clk per GCD (CDNA 2). NVIDIA rows leave them 0. */
 #include "target.h"
 
 #include <string.h>
 
 static const tgt_part tgt_parts_cdna2[] = {
-    {"MI210", 104, 1, 1700, 1.6, 181.0},
-    {"MI250X", 110, 1, 1700, 1.6, 191.5}, /* one GCD: the device a process sees */
+    {"MI210", 104, 1, 1700, 1.6, 181.0, 128, 2048, 8},
+    {"MI250X", 110, 1, 1700, 1.6, 191.5, 128, 2048, 8}, /* one GCD: the device a process sees */
 };
 static const tgt_part tgt_parts_cdna3[] = {
-    {"MI300X", 304, 8, 2100, 5.3, 1307.0},
-    {"MI325X", 304, 8, 2100, 6.0, 1307.0},
+    {"MI300X", 304, 8, 2100, 5.3, 1307.0, 128, 2048, 4},
+    {"MI325X", 304, 8, 2100, 6.0, 1307.0, 128, 2048, 4},
 };
 static const tgt_part tgt_parts_cdna4[] = {
-    {"MI350X", 256, 8, 2200, 8.0, 2300.0},
-    {"MI355X", 256, 8, 2400, 8.0, 2517.0},
+    {"MI350X", 256, 8, 2200, 8.0, 2300.0, 256, 2048, 4},
+    {"MI355X", 256, 8, 2400, 8.0, 2517.0, 256, 2048, 4},
 };
 static const tgt_part tgt_parts_sm90[] = {
-    {"H100", 132, 1, 1980, 3.35, 989.0},
-    {"H200", 132, 1, 1980, 4.8, 989.0},
+    {"H100", 132, 1, 1980, 3.35, 989.0, 0, 0, 0},
+    {"H200", 132, 1, 1980, 4.8, 989.0, 0, 0, 0},
 };
 
 /* LDS and cache lines (tgt_mem in target.h).
@@ -43,6 +48,17 @@ static const tgt_part tgt_parts_sm90[] = {
 static const tgt_mem tgt_mem_cdna3 = {32, 4, 128, 128, {0, 1, 2, 3, 1, 0, 3, 2, 4, 5, 6, 7, 5, 4, 7, 6}, 128};
 static const tgt_mem tgt_mem_cdna4 = {64, 4, 256, 128, {0, 1, 1, 0, 1, 0, 0, 1, 2, 3, 3, 2, 3, 2, 2, 3}, 128};
 
+/* Matrix rates are each part's dense peak / (CUs x 4 SIMDs x clock): they
+   give the pass counts of AMD's ISA guides (CDNA 3: v_mfma_f32_32x32x8_bf16
+   8 passes of 4 clocks; CDNA 4: v_mfma_f32_32x32x16_bf16 8 passes,
+   16x16x32 4), as LLVM's scheduling model (llvm-mca-22) also has them. VALU:
+   a wave64 instruction over a 16-lane SIMD, 4 clocks; transcendentals at
+   quarter rate on CDNA 2/3 (ISA guides), twice that rate on CDNA 4 (white
+   paper). */
+static const tgt_rates tgt_rates_cdna2 = {{512, 256, 64}, 4, 16};
+static const tgt_rates tgt_rates_cdna3 = {{1024, 512, 64}, 4, 16};
+static const tgt_rates tgt_rates_cdna4 = {{2048, 1024, 64}, 4, 8};
+
 #define TGT_PARTS(p) p, (int)(sizeof p / sizeof p[0])
 #define TGT_CDNA_REGS 512, 8, 8, 32, 4, 0 /* VGPRs+AGPRs per lane, granule, waves/SIMD, blocks, SIMDs */
 #define TGT_CDNA_GRID {0, 0, 0}, {4294967295LL, 4294967295LL, 4294967295LL}
@@ -50,16 +66,20 @@ static const tgt_mem tgt_mem_cdna4 = {64, 4, 256, 128, {0, 1, 1, 0, 1, 0, 0, 1, 
 
 static const tgt_info tgt_table[] = {
     {"gfx90a", "cdna2", "hk_cdna.h", "MI210/MI250X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
-     TGT_CDNA_GRID, 0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2), &tgt_mem_cdna3},
-    {"gfx942", "cdna3", "hk_cdna.h", "MI300X/MI325X", TGT_AMD | TGT_MFMA | TGT_FP8_FNUZ, 64, 65536, 65536, TGT_CDNA_REGS,
-     TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3), &tgt_mem_cdna3},
-    {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X", TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16 | TGT_FP8_OCP, 64,
-     163840, 163840, TGT_CDNA_REGS, TGT_CDNA_GRID, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
-     TGT_PARTS(tgt_parts_cdna4), &tgt_mem_cdna4},
+     TGT_CDNA_GRID, 0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2),
+     &tgt_mem_cdna3, &tgt_rates_cdna2},
+    {"gfx942", "cdna3", "hk_cdna.h", "MI300X/MI325X", TGT_AMD | TGT_MFMA | TGT_FP8_FNUZ, 64, 65536, 65536,
+     TGT_CDNA_REGS, TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
+     TGT_PARTS(tgt_parts_cdna3), &tgt_mem_cdna3, &tgt_rates_cdna3},
+    {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X",
+     TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16 | TGT_FP8_OCP, 64, 163840, 163840, TGT_CDNA_REGS,
+     TGT_CDNA_GRID, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna4),
+     &tgt_mem_cdna4, &tgt_rates_cdna4},
     /* shared memory per block with the opt-in limit; 228 KiB per SM, of
        which each resident block reserves 1 KiB; 64K registers per SM */
     {"sm_90a", "sm90", "hk_sm90.h", "H100/H200", TGT_WGMMA | TGT_TMA, 32, 232448, 233472, 65536, 256, 64, 32,
-     4, 1024, TGT_CUDA_GRID, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90), NULL},
+     4, 1024, TGT_CUDA_GRID, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90),
+     NULL, NULL},
 };
 
 #define TGT_N (sizeof tgt_table / sizeof tgt_table[0])

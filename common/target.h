@@ -43,7 +43,19 @@ typedef struct {
   int clock_mhz;      /* peak engine clock */
   double hbm_tbs;     /* memory bandwidth, TB/s */
   double bf16_tflops; /* dense bf16 matrix peak */
+  /* for `hkgen inspect --estimate` (docs/MODEL.md); 0 where not known */
+  int lds_bw;         /* LDS bytes per clock per CU */
+  int l2_bw;          /* L2 bytes per clock per XCD (all its channels) */
+  int l2_mib;         /* L2 per XCD, MiB */
 } tgt_part;
+
+/* Issue rates of one ISA, for the estimate: matrix FLOPs per clock per
+   SIMD by input width (8-bit, 16-bit, 32-bit and wider), and the clocks a
+   wave64 VALU and a transcendental VALU instruction hold a SIMD. */
+typedef struct {
+  int mma_flops_clk[3];
+  int valu_clk, trans_clk;
+} tgt_rates;
 
 typedef struct {
   const char *name;    /* gfx942: what specs, manifests and devices say */
@@ -72,6 +84,7 @@ typedef struct {
   const tgt_part *parts;
   int nparts;
   const tgt_mem *mem;    /* LDS banks and cache lines; NULL where not modelled */
+  const tgt_rates *rates; /* AMD: for the estimate; NULL elsewhere */
 } tgt_info;
 
 const tgt_info *tgt_all(size_t *n);

@@ -20,6 +20,7 @@
 #endif
 
 int cmd_inspect_path(const char *path);
+int cmd_inspect_estimate(const char *path, const char *part, const char *shape);
 int cmd_explain_set(const spec_set *set, int jobs);
 int sh_parse(const char *text, int *k, int *n);
 void sh_select(spec_set *set, int k, int n);
@@ -270,12 +271,28 @@ static int cmd_list(int argc, char **argv) {
   return HK_OK;
 }
 
+/* hkgen inspect PATH [--estimate PART [--shape NAME=V,...]] */
 static int cmd_inspect(int argc, char **argv) {
-  if (argc != 1) {
-    diag_error(NULL, 0, 0, "inspect takes one catalogue folder or .hsaco file");
+  const char *path = NULL, *part = NULL, *shape = NULL;
+  for (int i = 0; i < argc; i++) {
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if ((!strcmp(argv[i], "--estimate") || !strcmp(argv[i], "--shape")) && !next) {
+      diag_error(NULL, 0, 0, "%s needs a value", argv[i]);
+      return HK_EUSAGE;
+    }
+    if (!strcmp(argv[i], "--estimate")) part = argv[++i];
+    else if (!strcmp(argv[i], "--shape")) shape = argv[++i];
+    else if (argv[i][0] == '-' || path) {
+      diag_error(NULL, 0, 0, "inspect takes one catalogue folder or .hsaco file, --estimate PART and --shape "
+                 "NAME=V,... (got '%s')", argv[i]);
+      return HK_EUSAGE;
+    } else path = argv[i];
+  }
+  if (!path || (shape && !part)) {
+    diag_error(NULL, 0, 0, path ? "--shape goes with --estimate PART" : "inspect takes one catalogue folder or .hsaco file");
     return HK_EUSAGE;
   }
-  return cmd_inspect_path(argv[0]);
+  return part ? cmd_inspect_estimate(path, part, shape) : cmd_inspect_path(path);
 }
 
 static const struct {

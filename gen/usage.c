@@ -43,7 +43,8 @@ static const us_cmd us_cmds[] = {
      {US_TARGET}, NULL},
     {"explain", "hkgen explain SPEC... [--target LIST]", "say how each kernel would be served",
      "For each kernel: its baked and run-time parameters, whether it is cached, and what would stop it "
-     "from building here; then an estimate of the build's time.",
+     "from building here (a cached AMD kernel with every parameter baked: its estimated time on its "
+     "target's fastest part, as inspect --estimate); then an estimate of the build's time.",
      {US_TARGET, US_JOBS}, "1 some kernel cannot be built on this machine"},
     {"test", "hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep] [--stats] [--device]",
      "run the specs' kernels on the CPU emulator (or the GPU present) against fp64",
@@ -65,10 +66,15 @@ static const us_cmd us_cmds[] = {
      "Prints every op with its parameters (type, default, whether it may be left to run time, allowed "
      "values) and every target with its compiler on this machine.",
      {{NULL, NULL}}, NULL},
-    {"inspect", "hkgen inspect DIR|FILE.hsaco", "show the resources of code objects",
+    {"inspect", "hkgen inspect DIR|FILE.hsaco [--estimate PART [--shape NAME=V,...]]",
+     "show the resources of code objects, or their estimated time",
      "For each AMD kernel of a catalogue (or one .hsaco): VGPR, AGPR, SGPR, LDS, scratch, spills, waves "
-     "per SIMD and the hot loop's length and MFMA share.",
-     {{NULL, NULL}}, "1 a code object could not be read"},
+     "per SIMD and the hot loop's length and MFMA share. With --estimate: each kernel's predicted time, "
+     "TFLOP/s or TB/s and limiting resource on the part, from its code and the problem (docs/MODEL.md).",
+     {{"--estimate PART", "MI300X, MI325X, MI350X or MI355X; the kernels must be for its target"},
+      {"--shape NAME=V,...", "the problem: a catalogue's run-time parameters; for a lone object blocks=, "
+                             "block=, lds=, flops=, mma_flops=, bytes=, trips="}},
+     "1 a code object could not be read (with --estimate: 2 for input it cannot estimate)"},
     {"merge", "hkgen merge SHARD_DIR... -o DIR", "join --shard K/N builds into one catalogue",
      "Checks that the shards come from the same specs and cover every kernel once, then writes one "
      "catalogue.",

@@ -186,6 +186,11 @@ set_tests_properties(build_synclines PROPERTIES TIMEOUT 300 LABELS "build" ENVIR
 add_test(build_kernargs sh pipeline/build_kernargs.sh)
 set_tests_properties(build_kernargs PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 
+# The performance estimate (hkgen inspect --estimate): bad input refused
+# with status 2, and the model's sanity on synthetic and generated kernels.
+add_test(estimate sh pipeline/estimate.sh)
+set_tests_properties(estimate PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+
 # make install (DESTDIR, PREFIX), relocated, and a consumer project built
 # from it with CMake (hkgen_add_catalog) and with pkg-config; Python from the
 # prefix; make uninstall.
