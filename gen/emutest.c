@@ -159,6 +159,10 @@ void et_note(et_ctx *c, const char *fmt, ...) {
   va_end(ap);
 }
 
+void et_args_clear(et_ctx *c) { c->nargs = 0; }
+
+void et_note_get(const et_ctx *c, char *out, size_t n) { snprintf(out, n, "%s", c->msg); }
+
 /* Through hkrt_kernel_launch: libhkrt checks the arguments against the
    manifest, evaluates the launch rules and the grid, packs and launches. */
 int et_launch(et_ctx *c) {

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #if !defined(HK_EMU_ARCH) || (HK_EMU_ARCH < 2 || HK_EMU_ARCH > 4)
@@ -33,6 +34,8 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define hkemu_check_global(p, n, w) (hkemu_api.check_global((p), (n), (w)))
 #define hkemu_mfma_32x32_bf16(kpl, a, b, c, d) (hkemu_api.mfma_32x32_bf16((kpl), (a), (b), (c), (d)))
 #define hkemu_swap_halves_b32(v) (hkemu_api.swap_halves_b32(v))
+#define hkemu_grid_dim(axis) (hkemu_api.grid_dim(axis))
+#define hkemu_fault_kernel(what) (hkemu_api.fault_kernel(what))
 
 #define __global__
 #define __device__
@@ -67,6 +70,7 @@ HK_DEVICE int hk_thread_id(void) { return hkemu_thread_id(); }
 HK_DEVICE int hk_block_id_x(void) { return hkemu_block_id(0); }
 HK_DEVICE int hk_block_id_y(void) { return hkemu_block_id(1); }
 HK_DEVICE int hk_block_id_z(void) { return hkemu_block_id(2); }
+HK_DEVICE int hk_grid_blocks_x(void) { return hkemu_grid_dim(0); }
 HK_DEVICE int hk_lane_id(void) { return hk_thread_id() & (HK_WAVE_SIZE - 1); }
 HK_DEVICE int hk_wave_id(void) { return hk_thread_id() / HK_WAVE_SIZE; }
 
@@ -178,6 +182,11 @@ HK_DEVICE float hk_global_load_f32(const float *p)
     hkemu_check_global(p, 4, 0);
     return *p;
 }
+HK_DEVICE int hk_global_load_i32(const int *p)
+{
+    hkemu_check_global(p, 4, 0);
+    return *p;
+}
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v)
 {
     hkemu_check_global(p, 2, 1);
@@ -204,6 +213,32 @@ HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v)
     hkemu_check_global(p, 16, 1);
     memcpy(p, &v, 16);
 }
+
+/* ---- device-scope ordering and atomics: workgroups run one after another
+ * and work-items are fibers switched only at barriers and collectives, so a
+ * checked read-modify-write is atomic and a fence has nothing to do ---------- */
+HK_DEVICE void hk_fence_device(void) {}
+HK_DEVICE int hk_atomic_add_i32(int *p, int v)
+{
+    hkemu_check_global(p, 4, 1);
+    const int old = *p;
+    *p = (int)((unsigned)old + (unsigned)v);
+    return old;
+}
+HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v)
+{
+    hkemu_check_global(p, 4, 1);
+    const unsigned old = *p;
+    *p = v < old ? v : old;
+    return old;
+}
+/* A kernel's own check failed: the launch stops with the message. */
+#define hk_report_fault(fmt, a, b, c, d)                                                         \
+    do {                                                                                         \
+        char hk_emu_what_[384];                                                                  \
+        snprintf(hk_emu_what_, sizeof hk_emu_what_, fmt, (long)(a), (long)(b), (long)(c), (long)(d)); \
+        hkemu_fault_kernel(hk_emu_what_);                                                        \
+    } while (0)
 
 /* ---- bf16 <-> fp32, as the hardware rounds (nearest even) -------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x)

@@ -25,6 +25,8 @@ typedef struct {
                           const float *c, float *d);
   /* appended, same ABI version (a module built before leaves them unused) */
   unsigned (*swap_halves_b32)(unsigned v); /* wave collective: v of lane l ^ 32 */
+  int (*grid_dim)(int axis);               /* workgroups in the grid along axis */
+  void (*fault_kernel)(const char *what);  /* a kernel's own check failed: stop the launch */
 } hkemu_api_t;
 
 #ifdef __cplusplus

@@ -106,6 +106,8 @@ static void hkemu_check_global(const void *p, size_t n, int write);
 static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
                                   const float *c, float *d);
 static unsigned hkemu_swap_halves_b32(unsigned v);
+static int hkemu_grid_dim(int axis);
+static void hkemu_fault_kernel(const char *what);
 
 /* The emulator's model of a target comes from the target table: its MFMA
    layout (k per lane), its LDS limit, and the compute units of its largest
@@ -209,6 +211,10 @@ static void emu_bind(hkemu_api_t *api, size_t have) {
   api->mfma_32x32_bf16 = hkemu_mfma_32x32_bf16;
   if (have >= offsetof(hkemu_api_t, swap_halves_b32) + sizeof api->swap_halves_b32)
     api->swap_halves_b32 = hkemu_swap_halves_b32;
+  if (have >= offsetof(hkemu_api_t, fault_kernel) + sizeof api->fault_kernel) {
+    api->grid_dim = hkemu_grid_dim;
+    api->fault_kernel = hkemu_fault_kernel;
+  }
 }
 
 /* dlopen of the very bytes given (verified by the caller): through an
@@ -317,6 +323,8 @@ static void emu_yield(emu_tstate s) {
 static int hkemu_thread_id(void) { return emu_cur->cur; }
 static int hkemu_block_id(int axis) { return (int)emu_cur->bid[axis]; }
 static void hkemu_barrier(void) { emu_yield(TS_BARRIER); }
+static int hkemu_grid_dim(int axis) { return (int)emu_cur->grid[axis]; }
+static void hkemu_fault_kernel(const char *what) { emu_fault("%s", what); }
 
 static unsigned char *hkemu_lds(unsigned bytes, unsigned *size) {
   emu_run *r = emu_cur;
