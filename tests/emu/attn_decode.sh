@@ -1,0 +1,21 @@
+#!/bin/sh
+# attn_decode.sh TARGET (CTest emu_attn_decode_<target>): every attn_decode
+# kernel of emu/attn_decode.yaml on the emulator at the op's default shapes
+# (GQA 8, 3, 5, 1, 24 in three row groups; q_tokens 1 to 16; random page
+# permutations; lengths that fill the table, end inside the first page or
+# mid-page; up to 24 splits) against the fp64 reference of
+# gen/op_attn_decode.c, which gathers the pages. The check_tables kernel's
+# runs also corrupt one sequence's table, which the emulator must report
+# naming the sequence. hkgen is build/hkgen-asan (lib/lib.sh).
+EMU_DIR=$(cd "$(dirname "$0")" && pwd)
+HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
+. "$EMU_DIR/../lib/lib.sh"
+
+target=${1:?usage: attn_decode.sh gfx942|gfx950}
+EXPECTED_RUNS=42 # (4 run-time kernels + check_tables + baked 8:1) x 7 shapes
+run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/attn_decode.yaml"
+cat "$T/out.txt"
+expect_rc 0 "hkgen test --target $target emu/attn_decode.yaml"
+expect_emu_runs "$target" "$T/out.txt" "$EXPECTED_RUNS" "emu_attn_decode_$target"
+reported=$(grep -c '^emu_dec_chk .*  PASS  corrupt table reported: sequence [0-9]' "$T/out.txt" || true)
+[ "$reported" -eq 7 ] || fail "$reported of 7 check_tables runs reported the corrupt table"
