@@ -272,7 +272,9 @@ static void dec_upload(et_ctx *c, const op_inst *k, const dec_prob *p, dec_dev *
   et_upload(c, d->lens, p->lens, (size_t)p->B * 4);
 }
 
-static int dec_launch(et_ctx *c, const op_inst *k, const dec_prob *p, const dec_dev *d, double scale) {
+/* ws_bytes / cnt_len: the sizes given for the workspace and the counters. */
+static int dec_launch_sized(et_ctx *c, const op_inst *k, const dec_prob *p, const dec_dev *d, double scale,
+                            long ws_bytes, long cnt_len) {
   et_args_clear(c);
   et_arg_ptr(c, "Q", d->q);
   et_arg_ptr(c, "KV", d->kv);
@@ -281,15 +283,36 @@ static int dec_launch(et_ctx *c, const op_inst *k, const dec_prob *p, const dec_
   et_arg_ptr(c, "O", d->o);
   et_arg_ptr(c, "LSE", d->lse);
   et_arg_ptr(c, "workspace", d->ws);
-  et_arg_int(c, "workspace_bytes", d->ws_bytes);
+  et_arg_int(c, "workspace_bytes", ws_bytes);
   et_arg_ptr(c, "counters", d->cnt);
-  et_arg_int(c, "counters_len", d->cnt_len);
+  et_arg_int(c, "counters_len", cnt_len);
   et_arg_float(c, "scale", scale);
   long vals[] = {p->B, p->QT, p->HQ, p->HK, p->MB, p->NB};
   for (int i = 0; i < 6; i++)
     if (op_is_any(k, dec_dim_names[i])) et_arg_int(c, dec_dim_names[i], vals[i]);
   if (d->err) et_arg_ptr(c, "table_error", d->err);
   return et_launch(c);
+}
+
+static int dec_launch(et_ctx *c, const op_inst *k, const dec_prob *p, const dec_dev *d, double scale) {
+  return dec_launch_sized(c, k, p, d, scale, d->ws_bytes, d->cnt_len);
+}
+
+/* A workspace or counter array given as too small (0) is refused at launch,
+   the message naming the argument. Returns 0, or -1 with a note. */
+static int dec_refused(et_ctx *c, const op_inst *k, const dec_prob *p, const dec_dev *d, double scale) {
+  static const char *const names[] = {"workspace_bytes", "counters_len"};
+  for (int i = 0; i < 2; i++) {
+    char note[1024];
+    int rc = dec_launch_sized(c, k, p, d, scale, i == 0 ? 0 : d->ws_bytes, i == 1 ? 0 : d->cnt_len);
+    et_note_get(c, note, sizeof note);
+    if (rc == 0 || !strstr(note, names[i])) {
+      et_note(c, "%s = 0 was not refused by name: %s", names[i], rc == 0 ? "it launched" : note);
+      return -1;
+    }
+  }
+  et_note(c, "%s", "");
+  return 0;
 }
 
 /* Compares the downloaded O and LSE with the reference; *err is the larger
@@ -396,7 +419,7 @@ static int dec_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *e
   for (long i = 0; i < 2 * p.NB * p.BS * p.HK * p.D; i++) p.kv[i] = et_to_bf16(et_uniform(c) * 2.0);
   dec_dev d;
   dec_upload(c, k, &p, &d);
-  int rc = dec_launch(c, k, &p, &d, scale);
+  int rc = dec_refused(c, k, &p, &d, scale) < 0 ? -1 : dec_launch(c, k, &p, &d, scale);
   if (rc == 0) {
     dec_compare(c, &p, &d, scale, err);
     if (dec_after(c, &d) < 0) *err = INFINITY;

@@ -348,7 +348,7 @@ HK_DEVICE void dec_record_fault(const hk_args &a, int b)
     // check_tables reports a length outside it)
     const int *table = hk_a.block_tables + (long)b * max_blocks;
     const int cap = max_blocks * BS;
-    int len = hk_global_load_i32(hk_a.seq_lens + b);
+    int len = hk_uniform_i32(hk_global_load_i32(hk_a.seq_lens + b));
     bool bad = false;
     if (CHECK && (len < 0 || len > cap)) {
         if (tid == 0) {
@@ -380,7 +380,7 @@ HK_DEVICE void dec_record_fault(const hk_args &a, int b)
             }
         }
         hk_barrier();
-        if (hk_lds_load_b32(hk_lds, LDS_FLAGS))
+        if (hk_uniform_i32((int)hk_lds_load_b32(hk_lds, LDS_FLAGS)))
             x.k1 = k0;                                   // a bad sequence reads no key
     }
 
@@ -467,7 +467,7 @@ HK_DEVICE void dec_record_fault(const hk_args &a, int b)
         hk_lds_store_b32(hk_lds, LDS_FLAGS + 4, last ? 1u : 0u);
     }
     hk_barrier();
-    if (!hk_lds_load_b32(hk_lds, LDS_FLAGS + 4))
+    if (!hk_uniform_i32((int)hk_lds_load_b32(hk_lds, LDS_FLAGS + 4)))
         return;
     hk_fence_device();                                   // the other splits' partials, after the count
     dec_merge_ctx m;

@@ -73,6 +73,7 @@ HK_DEVICE int hk_block_id_z(void) { return hkemu_block_id(2); }
 HK_DEVICE int hk_grid_blocks_x(void) { return hkemu_grid_dim(0); }
 HK_DEVICE int hk_lane_id(void) { return hk_thread_id() & (HK_WAVE_SIZE - 1); }
 HK_DEVICE int hk_wave_id(void) { return hk_thread_id() / HK_WAVE_SIZE; }
+HK_DEVICE int hk_uniform_i32(int x) { return x; } /* each fiber computed the same x */
 
 /* ---- XCD-aware workgroup order: the same text as hk_cdna.h (a permutation,
  * so the emulator's results do not depend on it) ----------------------------- */

@@ -24,6 +24,7 @@
  *   hk_grid_blocks_x()        workgroups in the grid along x
  *   hk_lane_id()              lane in the wave, 0..63
  *   hk_wave_id()              wave in the workgroup, made uniform (readfirstlane)
+ *   hk_uniform_i32(x)         x of the wave's first active lane, for a value every lane holds alike (readfirstlane)
  *   HK_NUM_XCD                accelerator dies (XCDs) that workgroups are dealt to round robin (8; 1 on gfx90a)
  *   hk_xcd_remap(id, n)       logical workgroup of linear id (0 <= id < n): a bijection giving each XCD a contiguous range
  *   hk_barrier()              workgroup barrier: release fence, s_barrier, acquire fence
@@ -127,6 +128,11 @@ HK_DEVICE int hk_wave_id(void)
     /* the same in every lane; readfirstlane lets the compiler keep it in an SGPR */
     return __builtin_amdgcn_readfirstlane(hk_thread_id() / HK_WAVE_SIZE);
 }
+
+/* A value the caller knows to be the same in every lane (loaded from one
+ * address, say) made wave-uniform, so that loops and branches on it stay
+ * scalar. */
+HK_DEVICE int hk_uniform_i32(int x) { return __builtin_amdgcn_readfirstlane(x); }
 
 /* ---- XCD-aware workgroup order ---------------------------------------------
  * MI300X/MI325X (gfx942) and MI355X (gfx950) deal workgroups to their 8 XCDs
