@@ -191,8 +191,8 @@ typedef struct {
 static long dec_rand(et_ctx *c, long n) { return (long)(et_rand(c) % (unsigned long long)n); }
 
 /* Lengths: the first sequence fills its table, the second is shorter than
-   a page, the others end at random (mid-page mostly); every one at least
-   q_tokens when the table allows. Pages: a random permutation of the cache,
+   a page (so that its first q tokens may see no key), the others end at
+   random (mid-page mostly), at least q_tokens long when the table allows. Pages: a random permutation of the cache,
    unused entries 0x7fffffff (a read of one would fault). */
 static void dec_make_tables(et_ctx *c, dec_prob *p) {
   long cap = p->MB * p->BS;
@@ -208,7 +208,7 @@ static void dec_make_tables(et_ctx *c, dec_prob *p) {
   long next = 0;
   for (long b = 0; b < p->B; b++) {
     long len = b == 0 ? cap : b == 1 ? 1 + dec_rand(c, p->BS - 1 < cap ? p->BS - 1 : cap) : 1 + dec_rand(c, cap);
-    if (len < p->QT && p->QT <= cap) len = p->QT;
+    if (len < p->QT && p->QT <= cap && b != 1) len = p->QT; /* b = 1: early tokens may see no key */
     p->lens[b] = (int)len;
     for (long i = 0; i < p->MB; i++)
       p->tables[b * p->MB + i] = i * p->BS < len ? (int)perm[next++] : 0x7fffffff;
