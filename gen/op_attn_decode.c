@@ -67,6 +67,11 @@ static const op_param dec_params[] = {
     DEC_INT("heads_k", "hk", 1, 1024, "key/value heads (heads_q must be a multiple)"),
     DEC_INT("max_blocks", "mb", 1, 1L << 24, "entries per block-table row"),
     DEC_INT("num_blocks", "nb", 1, 1L << 30, "pages in the KV cache"),
+    {"window_left", OP_INT, NULL, -1, 1L << 30, "-1", 1, "wl",
+     "sliding window: keys before the token's position it sees; -1: all"},
+    {"sinks", OP_BOOL, NULL, 0, 0, "false", 0, "snk",
+     "a learned logit per query head (float sinks[heads_q]) joins each row's softmax denominator"},
+    {"softcap", OP_FLOAT, NULL, 0, 0, "0", 0, "sc", "logit soft cap: cap * tanh(scale q.k / cap) (left out: none)"},
 };
 #define DEC_NPARAMS (int)(sizeof dec_params / sizeof dec_params[0])
 
@@ -83,6 +88,10 @@ static const char *const dec_targets = "gfx942, gfx950";
 static int dec_check(const op_inst *k, char *msg, size_t n) {
   if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950")) {
     snprintf(msg, n, "attn_decode is not yet available for %s; allowed targets: %s", k->target, dec_targets);
+    return -1;
+  }
+  if (strtod(op_val(k, "softcap"), NULL) < 0) {
+    snprintf(msg, n, "softcap %s: a cap is positive (leave it out for none)", op_val(k, "softcap"));
     return -1;
   }
   if (!op_is_any(k, "heads_q") && !op_is_any(k, "heads_k") && op_int(k, "heads_q") % op_int(k, "heads_k")) {
@@ -134,6 +143,8 @@ static void dec_args(const op_inst *k, op_plan *p) {
   static const char *const dims[] = {"batch", "q_tokens", "heads_q", "heads_k", "max_blocks", "num_blocks"};
   for (int i = 0; i < 6; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
+  if (op_is_any(k, "window_left")) op_arg_add(a, n, "int", "window_left");
+  if (op_int(k, "sinks")) op_arg_add(a, n, "const float *", "sinks");
   if (op_int(k, "check_tables")) op_arg_add(a, n, "unsigned *", "table_error");
 }
 
@@ -161,7 +172,9 @@ static void dec_plan(const op_inst *k, op_plan *p) {
 
 /* ---- `hkgen test` ------------------------------------------------------------ */
 
-static const char *const dec_dim_names[] = {"batch", "q_tokens", "heads_q", "heads_k", "max_blocks", "num_blocks"};
+static const char *const dec_dim_names[] = {"batch",      "q_tokens",   "heads_q",    "heads_k",
+                                            "max_blocks", "num_blocks", "window_left"};
+#define DEC_NDIMS 7
 
 static int dec_case_fits(const op_inst *k, const long *s) {
   long hq = s[op_param_index(k->op, "heads_q")], hk = s[op_param_index(k->op, "heads_k")];
@@ -172,20 +185,25 @@ static int dec_case_fits(const op_inst *k, const long *s) {
 
 /* GQA ratios 8, 3, 5, 1, 24 (three row groups); q_tokens 1, 3, 4, 16;
    tables of 1 to 24 pages (one split up to 256 keys, up to 6 at 16-key
-   pages, 24 at 64-key ones); batch 1 to 3 (different lengths in emu_run). */
+   pages, 24 at 64-key ones); batch 1 to 4 (different lengths in emu_run);
+   where the window is left to run time, windows of 0, 5, 100 and 300 keys
+   or none. */
 static int dec_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
-  static const long cases[][6] = {
-      {1, 1, 8, 1, 2, 5},    {3, 1, 12, 4, 24, 90}, {2, 4, 10, 2, 20, 47},
-      {2, 3, 4, 4, 9, 25},   {1, 16, 16, 2, 6, 9},  {1, 16, 24, 1, 3, 4}, {4, 1, 1, 1, 12, 60},
+  static const long cases[][DEC_NDIMS] = {
+      {1, 1, 8, 1, 2, 5, -1},   {3, 1, 12, 4, 24, 90, 300}, {2, 4, 10, 2, 20, 47, -1},
+      {2, 3, 4, 4, 9, 25, 5},   {1, 16, 16, 2, 6, 9, 0},    {1, 16, 24, 1, 3, 4, -1},
+      {4, 1, 1, 1, 12, 60, 100},
   };
-  return et_shapes_from_cases(k, dec_dim_names, 6, &cases[0][0], (int)(sizeof cases / sizeof cases[0]),
+  return et_shapes_from_cases(k, dec_dim_names, DEC_NDIMS, &cases[0][0], (int)(sizeof cases / sizeof cases[0]),
                               dec_case_fits, out, max);
 }
 
 typedef struct {
-  long B, QT, HQ, HK, MB, NB, BS, D;
+  long B, QT, HQ, HK, MB, NB, BS, D, WL;
+  double softcap; /* 0: none */
   int *tables, *lens;
   unsigned short *q, *kv;
+  float *sinks;   /* [HQ], or NULL */
 } dec_prob;
 
 static long dec_rand(et_ctx *c, long n) { return (long)(et_rand(c) % (unsigned long long)n); }
@@ -227,10 +245,14 @@ static void dec_ref_row(const dec_prob *p, long b, long t, long h, double scale,
     const unsigned short *kr = p->kv + ((page * p->BS + j % p->BS) * p->HK + hk) * p->D;
     double dot = 0;
     for (long d = 0; d < p->D; d++) dot += et_from_bf16(qr[d]) * et_from_bf16(kr[d]);
-    s[j] = j <= pos ? dot * scale : -INFINITY;
+    dot *= scale;
+    if (p->softcap > 0) dot = p->softcap * tanh(dot / p->softcap);
+    s[j] = j <= pos && (p->WL < 0 || j >= pos - p->WL) ? dot : -INFINITY;
     if (s[j] > m) m = s[j];
   }
+  if (p->sinks && p->sinks[h] > m) m = p->sinks[h];
   for (long d = 0; d < p->D; d++) out[d] = 0;
+  if (p->sinks) sum = exp(p->sinks[h] - m); /* the sink: in the sum, no value */
   for (long j = 0; j < len; j++) sum += (s[j] = s[j] == -INFINITY ? 0 : exp(s[j] - m));
   for (long j = 0; j < len && sum > 0; j++) {
     long page = p->tables[b * p->MB + j / p->BS];
@@ -243,7 +265,7 @@ static void dec_ref_row(const dec_prob *p, long b, long t, long h, double scale,
 
 /* The device buffers of one launch. */
 typedef struct {
-  void *q, *kv, *tables, *lens, *o, *lse, *ws, *cnt, *err;
+  void *q, *kv, *tables, *lens, *o, *lse, *ws, *cnt, *err, *sinks;
   long ws_bytes, cnt_len;
 } dec_dev;
 
@@ -263,6 +285,8 @@ static void dec_upload(et_ctx *c, const op_inst *k, const dec_prob *p, dec_dev *
   d->ws = et_alloc(c, (size_t)d->ws_bytes);
   d->cnt = et_alloc(c, (size_t)d->cnt_len * 4);
   d->err = op_int(k, "check_tables") ? et_alloc(c, 4) : NULL; /* poisoned: 0xffffffff, no fault */
+  d->sinks = p->sinks ? et_alloc(c, (size_t)p->HQ * 4) : NULL;
+  if (p->sinks) et_upload(c, d->sinks, p->sinks, (size_t)p->HQ * 4);
   int *zero = calloc((size_t)d->cnt_len, 4);
   et_upload(c, d->cnt, zero, (size_t)d->cnt_len * 4);
   free(zero);
@@ -287,9 +311,10 @@ static int dec_launch_sized(et_ctx *c, const op_inst *k, const dec_prob *p, cons
   et_arg_ptr(c, "counters", d->cnt);
   et_arg_int(c, "counters_len", cnt_len);
   et_arg_float(c, "scale", scale);
-  long vals[] = {p->B, p->QT, p->HQ, p->HK, p->MB, p->NB};
-  for (int i = 0; i < 6; i++)
+  long vals[] = {p->B, p->QT, p->HQ, p->HK, p->MB, p->NB, p->WL};
+  for (int i = 0; i < DEC_NDIMS; i++)
     if (op_is_any(k, dec_dim_names[i])) et_arg_int(c, dec_dim_names[i], vals[i]);
+  if (d->sinks) et_arg_ptr(c, "sinks", d->sinks);
   if (d->err) et_arg_ptr(c, "table_error", d->err);
   return et_launch(c);
 }
@@ -405,7 +430,8 @@ static int dec_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *e
 #define DEC_VAL(n) shape[op_param_index(k->op, n)]
   dec_prob p = {.B = DEC_VAL("batch"), .QT = DEC_VAL("q_tokens"), .HQ = DEC_VAL("heads_q"),
                 .HK = DEC_VAL("heads_k"), .MB = DEC_VAL("max_blocks"), .NB = DEC_VAL("num_blocks"),
-                .BS = op_int(k, "block_size"), .D = op_int(k, "head_dim")};
+                .BS = op_int(k, "block_size"), .D = op_int(k, "head_dim"), .WL = DEC_VAL("window_left"),
+                .softcap = strtod(op_val(k, "softcap"), NULL)};
 #undef DEC_VAL
   if (!dec_case_fits(k, shape)) { /* possible through --shape */
     et_note(c, "needs heads_q a multiple of heads_k and num_blocks >= batch * max_blocks");
@@ -413,6 +439,10 @@ static int dec_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *e
   }
   double scale = (et_rand(c) % 4 ? 1.0 : -1.0) / sqrt((double)p.D);
   dec_make_tables(c, &p);
+  if (op_int(k, "sinks")) { /* logits of the order of the scores' */
+    p.sinks = malloc((size_t)p.HQ * sizeof *p.sinks);
+    for (long h = 0; h < p.HQ; h++) p.sinks[h] = (float)(et_uniform(c) * 3.0);
+  }
   p.q = (unsigned short *)malloc((size_t)(p.B * p.QT * p.HQ * p.D) * 2);
   p.kv = (unsigned short *)malloc((size_t)(2 * p.NB * p.BS * p.HK * p.D) * 2);
   for (long i = 0; i < p.B * p.QT * p.HQ * p.D; i++) p.q[i] = et_to_bf16(et_uniform(c) * 2.0);
@@ -427,6 +457,7 @@ static int dec_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *e
   }
   free(p.tables);
   free(p.lens);
+  free(p.sinks);
   free(p.q);
   free(p.kv);
   return rc;

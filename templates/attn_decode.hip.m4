@@ -6,10 +6,11 @@ m4_divert(-1)                                                   -*- C -*-
 #
 # Parameters (hkm_p_*): dtype (bf16), head_dim (64|128), block_size
 # (16|32|64), check_tables (baked bool), batch, q_tokens, heads_q, heads_k,
-# max_blocks, num_blocks (baked or `any').  Arguments (hkm_kernarg_struct):
+# max_blocks, num_blocks, window_left (baked or `any'), sinks (baked bool),
+# softcap (baked float, 0: none).  Arguments (hkm_kernarg_struct):
 # Q, KV, block_tables, seq_lens, O, LSE, workspace, workspace_bytes,
-# counters, counters_len, scale, the run-time dimensions, and table_error
-# with check_tables.
+# counters, counters_len, scale, the run-time dimensions (window_left
+# among them), sinks with sinks, and table_error with check_tables.
 #
 # Grid: x = splits (the descriptor's formula), y = heads_k x row groups,
 # z = batch.  Block: 256 threads = 4 waves.  A workgroup takes up to ROWS
@@ -34,7 +35,8 @@ m4_divert(-1)                                                   -*- C -*-
 
 m4_include([attn_common.m4])
 hkm_check_one_of([dtype], [bf16])hkm_check_one_of([head_dim], [64], [128])m4_dnl
-hkm_check_one_of([block_size], [16], [32], [64])hkm_if_true([check_tables], [], [])
+hkm_check_one_of([block_size], [16], [32], [64])hkm_if_true([check_tables], [], [])m4_dnl
+hkm_if_true([sinks], [], [])hkm_param([window_left])hkm_param([softcap])
 m4_ifelse(hkm_block_size, [256], [],
       [hkm_fatal([attn_decode needs hkm_block_size 256, got ]hkm_block_size)])
 
@@ -49,6 +51,10 @@ static constexpr int ATTN_THREADS = ]hkm_block_size[;
 static constexpr int D = ]hkm_param([head_dim])[;          // head_dim
 static constexpr int BS = ]hkm_param([block_size])[;       // keys per page
 static constexpr bool CHECK = ]hkm_if_true([check_tables], [true], [false])[;
+// masks and logit transforms, each free when off
+static constexpr bool WINDOW = ]hkm_if_param([window_left], [-1], [false], [true])[;
+static constexpr bool SINKS = ]hkm_if_true([sinks], [true], [false])[;
+static constexpr float SOFTCAP = (float)(]hkm_param([softcap])[);     // 0: none
 static constexpr int WAVES = ATTN_THREADS / HK_WAVE_SIZE;
 static constexpr int ROWS = ]hkm_tune([rows])[;             // query rows per workgroup
 static constexpr int BLOCK_N = ]hkm_tune([block_n])[;       // keys per tile
@@ -91,8 +97,12 @@ struct dec_ctx {
     const int *table;
     long page_stride, key_stride;
     int k1;
-    float c;          // |scale| log2(e)
+    float c;          // |scale| log2(e); with SOFTCAP, log2(e)
+    float cap_in;     // SOFTCAP: |scale| / SOFTCAP
 };
+
+// tanh(z) = 1 - 2 / (1 + e^(2z)): 1 and -1 at the ends (exp2 gives inf and 0)
+HK_DEVICE float dec_tanh(float z) { return 1.0f - 2.0f / (1.0f + hk_exp2f(2.0f * LOG2E * z)); }
 
 // The first element of key j (clamped to the split's last key: a key past
 // it is masked, so its finite data adds nothing).
@@ -161,11 +171,11 @@ HK_DEVICE void dec_store(hk_lds_t lds, const hk_bf16x8 (&k)[K_VECS], const hk_bf
 
 // ---- one tile for one wave -------------------------------------------------------
 // Scores S^T = K Q^T (lane: query row lane % 32, keys (r/4)*8 + half*4 + r%4
-// of each subtile), masked beyond klim (the last key this lane's row sees
-// in the split), online softmax in base 2 (m_run: running max of the scaled
+// of each subtile), soft-capped (SOFTCAP), masked outside kfirst .. klim
+// (the keys this lane's row sees in the split), online softmax in base 2 (m_run: running max of the scaled
 // scores, l_run: this lane's half of the sum), O^T += V^T P^T.
-HK_DEVICE void dec_tile(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK], float c, int kb,
-                        int klim, float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
+HK_DEVICE void dec_tile(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK], const dec_ctx &x, int kb,
+                        int kfirst, int klim, float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
 {
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
@@ -189,16 +199,21 @@ HK_DEVICE void dec_tile(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER
                 s[tt] = hk_mfma_32x32(a[tt], qop[u][e], s[tt]);
         }
 
+    const float c = x.c;
     float mx = neg_inf;
-    const int lim = klim - kb - half * 4;
+    const int lim = klim - kb - half * 4, first = kfirst - kb - half * 4;
 #pragma unroll
     for (int tt = 0; tt < SUB_N; ++tt)
 #pragma unroll
         for (int r = 0; r < 16; ++r) {
             // + -inf past lim, + 0 before it: arithmetic, no compare masks
             // (32 of them live at once spilled SGPRs on gfx942)
-            const int ahead = lim - (tt * 32 + (r / 4) * 8 + r % 4);
-            s[tt][r] += hk_u32_as_f32((unsigned)(ahead >> 31) & 0xff800000u);
+            const int key = tt * 32 + (r / 4) * 8 + r % 4;
+            if constexpr (SOFTCAP > 0.0f)
+                s[tt][r] = SOFTCAP * dec_tanh(s[tt][r] * x.cap_in);
+            s[tt][r] += hk_u32_as_f32((unsigned)((lim - key) >> 31) & 0xff800000u);
+            if constexpr (WINDOW)
+                s[tt][r] += hk_u32_as_f32((unsigned)((key - first) >> 31) & 0xff800000u);
             mx = hk_maxf(mx, s[tt][r]);
         }
     mx = hk_maxf(mx, hk_swap_halves(mx));
@@ -248,7 +263,7 @@ HK_DEVICE void dec_tile(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER
 // The split's tiles k0, k0 + BLOCK_N, ... below x.k1: the next tile's pages
 // are gathered into registers while this one is computed.
 template <bool VEC>
-HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, bool wave_on, int klim,
+HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, bool wave_on, int kfirst, int klim,
                            const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK], float &m_run, float &l_run,
                            hk_mfma_acc_t (&o)[D_TILES])
 {
@@ -266,7 +281,7 @@ HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, bool wave_on,
         if (more)
             dec_load<VEC>(rk, rv, x, kb + BLOCK_N);
         if (wave_on)                                     // wave-uniform
-            dec_tile(lds, qop, x.c, kb, klim, m_run, l_run, o);
+            dec_tile(lds, qop, x, kb, kfirst, klim, m_run, l_run, o);
         hk_barrier();                                    // tile read by every wave
         if (more)
             dec_store(lds, rk, rv);
@@ -326,6 +341,15 @@ HK_DEVICE void dec_record_fault(const hk_args &a, int b)
     (void)b;]])[
 }
 
+// ---- sinks ---------------------------------------------------------------------
+// The sink logit of query head hq in base 2 (sinks: fp32 [heads_q], natural).
+HK_DEVICE float dec_sink(const hk_args &a, int hq)
+{
+]hkm_if_true([sinks], [[    return hk_global_load_f32(a.sinks + hq) * LOG2E;]], [[    (void)a;
+    (void)hq;
+    return 0.0f;]])[
+}
+
 // ---- kernel ------------------------------------------------------------------
 #undef HK_WAVES_PER_SIMD
 #define HK_WAVES_PER_SIMD ]hkm_tune([waves])[
@@ -360,9 +384,13 @@ HK_DEVICE void dec_record_fault(const hk_args &a, int b)
     }
     len = len < 0 ? 0 : len > cap ? cap : len;
 
-    // this split's keys k0 .. k1 - 1: whole tiles, the last split's range cut
-    const int per = ((len + ns - 1) / ns + BLOCK_N - 1) / BLOCK_N * BLOCK_N;
-    const int k0 = split * per;
+    // the group's keys kbeg .. len - 1 (a window leaves out those before its
+    // first token's window); this split's k0 .. k1 - 1: whole tiles, the
+    // last split's range cut
+    const int kfirst0 = WINDOW && window_left >= 0 ? len - q_tokens - window_left : 0;
+    const int kbeg = kfirst0 > 0 ? kfirst0 : 0;
+    const int per = ((len - kbeg + ns - 1) / ns + BLOCK_N - 1) / BLOCK_N * BLOCK_N;
+    const int k0 = kbeg + split * per;
     dec_ctx x;
     x.k1 = k0 + per < len ? k0 + per : len;
     x.k1 = x.k1 > k0 ? x.k1 : k0;
@@ -399,11 +427,17 @@ HK_DEVICE void dec_record_fault(const hk_args &a, int b)
     const int t = rr / G, hq = hk * G + rr % G;
     const int pos = len - q_tokens + t;                  // its position: the last key it sees
     const int klim = pos < x.k1 - 1 ? pos : x.k1 - 1;
+    const int kfirst = WINDOW && window_left >= 0 ? pos - window_left : 0;
 
     // softmax scale in base 2, made positive (Q negated when scale < 0)
     const bool neg_scale = hk_a.scale < 0.0f;
     const float c = (neg_scale ? -hk_a.scale : hk_a.scale) * LOG2E;
     x.c = c >= 1.17549435e-38f ? c : 1.17549435e-38f;
+    x.cap_in = 0.0f;
+    if constexpr (SOFTCAP > 0.0f) {                      // the cap applies to scale q.k
+        x.cap_in = (neg_scale ? -hk_a.scale : hk_a.scale) / SOFTCAP;
+        x.c = LOG2E;
+    }
     const bool vec_q = (unsigned long)hk_a.Q % 16 == 0;
     const hk_bf16 *Qr = hk_a.Q + (((long)b * q_tokens + t) * heads_q + hq) * D;
     hk_mfma_ab_t qop[D_CHUNKS][AB_PER_CHUNK];
@@ -417,10 +451,14 @@ HK_DEVICE void dec_record_fault(const hk_args &a, int b)
     for (int dt = 0; dt < D_TILES; ++dt)
         o[dt] = hk_mfma_acc_zero();
     float m_run = neg_inf, l_run = 0.0f;
+    if (SINKS && split == 0) {                           // the sink joins the first split's sum
+        m_run = dec_sink(hk_a, hq);
+        l_run = half == 0 ? 1.0f : 0.0f;
+    }
     if (vec_kv)
-        dec_kv_loop<true>(hk_lds, x, k0, wave_on, klim, qop, m_run, l_run, o);
+        dec_kv_loop<true>(hk_lds, x, k0, wave_on, kfirst, klim, qop, m_run, l_run, o);
     else
-        dec_kv_loop<false>(hk_lds, x, k0, wave_on, klim, qop, m_run, l_run, o);
+        dec_kv_loop<false>(hk_lds, x, k0, wave_on, kfirst, klim, qop, m_run, l_run, o);
     const float l_tot = wave_on ? l_run + hk_swap_halves(l_run) : 0.0f;
     const bool stores = wave_on && r_lane < R;
 
