@@ -11,15 +11,19 @@
 
    Token t of sequence b sits at position seq_lens[b] - q_tokens + t and sees
    keys 0 .. that position (causal among the q tokens); a token that sees no
-   key gives O = 0 and LSE = -inf. bf16 in and out, fp32 softmax and
+   key gives O = 0 and LSE = -inf. attn_fwd's masks and logit transforms,
+   each baked in or out: a sliding window (window_left keys before the
+   position; -1: none), attention sinks (a logit per query head in every
+   row's denominator, no value) and soft-capping (cap * tanh(s / cap) of
+   the scaled logit s). bf16 in and out, fp32 softmax and
    accumulation, scale an argument.
 
    GQA packing: a workgroup takes all q_tokens x (heads_q / heads_k) query
    rows of one KV head, up to 128 (4 waves of 32 MFMA rows; more rows use
    more workgroups), so each K/V page is read once per group.
 
-   Split-KV: grid x splits each sequence's keys in ranges of whole 64-key
-   tiles when batch x heads_k cannot fill the device (the split formula below
+   Split-KV: grid x splits each sequence's keys in ranges of whole tiles
+   (64 keys, 32 on gfx942 at head_dim 128) when batch x heads_k cannot fill the device (the split formula below
    reads device_units). Splits merge in the same launch: each split writes
    its rows' unnormalised O, running max and sum to the caller's workspace,
    fences, and adds 1 to the group's counter; the workgroup that brings the
@@ -75,10 +79,9 @@ static const op_param dec_params[] = {
 };
 #define DEC_NPARAMS (int)(sizeof dec_params / sizeof dec_params[0])
 
-/* Query rows per workgroup (4 waves of 32) and keys per tile: the skeleton's
-   plan (attn_decode.hip.m4 static_asserts both). */
+/* Query rows per workgroup (4 waves of 32): the skeleton's plan
+   (attn_decode.hip.m4 static_asserts it). */
 #define DEC_ROWS 128
-#define DEC_TILE 64
 /* Keys a split takes at least: fewer would make the merge cost more than it
    saves. */
 #define DEC_MIN_SPLIT 256
@@ -111,6 +114,15 @@ static void dec_formula(char *out, const char *fmt, ...) {
   int w = vsnprintf(out, OP_FORMULA, fmt, ap);
   va_end(ap);
   if (w < 0 || w >= OP_FORMULA) snprintf(out, OP_FORMULA, "formula_too_long");
+}
+
+/* Keys per tile: 64, or 32 where a 64-key stage (K as [key][d], V^T as
+   [d][key], rows padded by 16 bytes) leaves no room for two workgroups per
+   compute unit (gfx942 at head_dim 128: 35 KiB of its 64). */
+static long dec_tile_keys(const op_inst *k) {
+  long d = op_int(k, "head_dim");
+  long stage = 64 * (d * 2 + 16) + d * (64 * 2 + 16) + 16;
+  return stage <= (long)tgt_find(k->target)->lds_unit / 2 ? 64 : 32;
 }
 
 /* The split count: up to 2 workgroups per compute unit over batch x
@@ -150,7 +162,7 @@ static void dec_args(const op_inst *k, op_plan *p) {
 
 static void dec_plan(const op_inst *k, op_plan *p) {
   char ns[OP_FORMULA], rg[OP_FORMULA], rule[OP_FORMULA];
-  op_plan_tune(p, "block_n", DEC_TILE);
+  op_plan_tune(p, "block_n", dec_tile_keys(k));
   op_plan_tune(p, "rows", DEC_ROWS);
   op_plan_tune(p, "waves", 2);
   p->block = 256;

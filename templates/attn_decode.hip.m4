@@ -18,7 +18,8 @@ m4_divert(-1)                                                   -*- C -*-
 # head hk * G + g (G = heads_q / heads_k), wave w rows 32 w .. 32 w + 31 of
 # its group, so the K and V of each page are read once for all of them.
 #
-# Per tile of BLOCK_N (64) keys of the workgroup's split, one LDS stage:
+# Per tile of BLOCK_N (64; 32 where a 64-key stage leaves no room for two
+# workgroups per CU) keys of the workgroup's split, one LDS stage:
 #   K as [key][d] and V^T as [d][key] (attn_vt_pos order), gathered from
 #   the pages (block_tables) into registers while the tile before is
 #   computed, then written to LDS between two barriers;
@@ -80,7 +81,7 @@ static constexpr int V_REGS = V_UNITS / ATTN_THREADS;
 ]hkm_attn_limits()hkm_attn_lse_out()[
 
 static_assert(ROWS == 32 * WAVES, "a wave per 32 query rows (gen/op_attn_decode.c DEC_ROWS)");
-static_assert(BLOCK_N == 64, "the split ranges are whole tiles of 64 keys (gen/op_attn_decode.c DEC_TILE)");
+static_assert(BLOCK_N == 32 || BLOCK_N == 64, "32-key subtiles; the staging below fits both");
 static_assert(BLOCK_N * D % (8 * ATTN_THREADS) == 0 && V_UNITS % ATTN_THREADS == 0, "even staging");
 static_assert(ATTN_THREADS % (D / 8) == 0 && ATTN_THREADS % (BLOCK_N / 2) == 0, "affine staging");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
