@@ -93,10 +93,6 @@ static int dec_check(const op_inst *k, char *msg, size_t n) {
     snprintf(msg, n, "attn_decode is not yet available for %s; allowed targets: %s", k->target, dec_targets);
     return -1;
   }
-  if (strtod(op_val(k, "softcap"), NULL) < 0) {
-    snprintf(msg, n, "softcap %s: a cap is positive (leave it out for none)", op_val(k, "softcap"));
-    return -1;
-  }
   if (!op_is_any(k, "heads_q") && !op_is_any(k, "heads_k") && op_int(k, "heads_q") % op_int(k, "heads_k")) {
     snprintf(msg, n, "heads_q (%ld) must be a multiple of heads_k (%ld)", op_int(k, "heads_q"),
              op_int(k, "heads_k"));
