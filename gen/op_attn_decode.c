@@ -23,16 +23,23 @@
    more workgroups), so each K/V page is read once per group.
 
    Split-KV: grid x splits each sequence's keys in ranges of whole tiles
-   (64 keys, 32 on gfx942 at head_dim 128) when batch x heads_k cannot fill the device (the split formula below
-   reads device_units). Splits merge in the same launch: each split writes
-   its rows' unnormalised O, running max and sum to the caller's workspace,
-   fences, and adds 1 to the group's counter; the workgroup that brings the
-   counter to the split count merges the partials in split order (so the
-   result does not depend on which split finishes last: the same bits run
-   to run), writes O and LSE, and sets the counter back to 0. One launch,
-   no second kernel; the price is a workspace and a counter array that the
-   caller zeroes once (every launch leaves it zero). With one split (grid x
-   = 1) neither is touched.
+   (64 keys, 32 on gfx942 at head_dim 128) when batch x heads_k cannot fill
+   the device (the split formula below reads device_units). Splits merge in
+   the same launch: each split writes its rows' unnormalised O, running max
+   and sum to the caller's workspace, fences (device scope), and adds 1 to
+   the group's counter; the workgroup that brings the counter to the split
+   count merges the partials in split order (so the result does not depend
+   on which split finishes last: the same bits run to run), writes O and
+   LSE, and sets the counter back to 0. Why not a second merge kernel: the
+   catalogue holds one kernel per problem and libhkrt launches one, a
+   second launch costs as much as a small decode step itself (decode is
+   launch-bound at small batch), and O would make a round trip through
+   fp32 scratch either way; here the price is one atomic per workgroup and
+   the last split's read of the partials (splits x rows x (head_dim + 2)
+   floats, small next to the pages), plus a workspace and a counter array
+   that the caller zeroes once (every launch leaves it zero; launches that
+   share them must not overlap). With one split (grid x = 1) neither is
+   touched. No workgroup waits for another, so no schedule can deadlock.
 
    The contract on device data (not checked by libhkrt: it never reads
    device memory): 0 <= seq_lens[b] <= max_blocks * block_size (the kernel
