@@ -377,8 +377,8 @@ HK_DEVICE float dec_sink(const hk_args &a, int hq)
     bool bad = false;
     if (CHECK && (len < 0 || len > cap)) {
         if (tid == 0) {
-            hk_report_fault("sequence %ld: seq_len %ld is beyond its block table (max_blocks * block_size = %ld)%.0ld",
-                            b, len, cap, 0);
+            hk_report_fault("sequence %ld: seq_len %ld is beyond its block table (max_blocks %ld x block_size %ld)",
+                            b, len, max_blocks, BS);
             dec_record_fault(hk_a, b);
         }
         bad = true;
