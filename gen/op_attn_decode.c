@@ -61,7 +61,7 @@
 #include "target.h"
 
 static const char *const dec_dtypes[] = {"bf16", NULL};
-static const char *const dec_dims[] = {"64", "128", NULL};
+static const char *const dec_dims[] = {"64", "128", "256", NULL};
 static const char *const dec_block_sizes[] = {"16", "32", "64", NULL};
 
 #define DEC_INT(n, tag, lo, hi, d) {n, OP_INT, NULL, lo, hi, OP_ANY, 1, tag, d}
@@ -167,7 +167,10 @@ static void dec_plan(const op_inst *k, op_plan *p) {
   char ns[OP_FORMULA], rg[OP_FORMULA], rule[OP_FORMULA];
   op_plan_tune(p, "block_n", dec_tile_keys(k));
   op_plan_tune(p, "rows", DEC_ROWS);
-  op_plan_tune(p, "waves", 2);
+  /* registers for 2 waves per SIMD up to head_dim 128 (at most 196 VGPRs on
+     gfx942, 246 on gfx950: tests/pipeline/build_attn_decode.sh); 256 holds
+     its O tile and Q operands at 1 (290-354 VGPRs with AGPRs) */
+  op_plan_tune(p, "waves", op_int(k, "head_dim") > 128 ? 1 : 2);
   p->block = 256;
   dec_args(k, p);
   dec_splits(k, ns);

@@ -4,7 +4,7 @@ m4_divert(-1)                                                   -*- C -*-
 # the same launch.  The semantics, the layouts and the contract on device
 # data are gen/op_attn_decode.c's (its top comment).
 #
-# Parameters (hkm_p_*): dtype (bf16), head_dim (64|128), block_size
+# Parameters (hkm_p_*): dtype (bf16), head_dim (64|128|256), block_size
 # (16|32|64), check_tables (baked bool), batch, q_tokens, heads_q, heads_k,
 # max_blocks, num_blocks, window_left (baked or `any'), sinks (baked bool),
 # softcap (baked float, 0: none).  Arguments (hkm_kernarg_struct):
@@ -35,7 +35,7 @@ m4_divert(-1)                                                   -*- C -*-
 # resets the counter.
 
 m4_include([attn_common.m4])
-hkm_check_one_of([dtype], [bf16])hkm_check_one_of([head_dim], [64], [128])m4_dnl
+hkm_check_one_of([dtype], [bf16])hkm_check_one_of([head_dim], [64], [128], [256])m4_dnl
 hkm_check_one_of([block_size], [16], [32], [64])hkm_if_true([check_tables], [], [])m4_dnl
 hkm_if_true([sinks], [], [])hkm_param([window_left])hkm_param([softcap])
 m4_ifelse(hkm_block_size, [256], [],

@@ -12,7 +12,7 @@ HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
 . "$EMU_DIR/../lib/lib.sh"
 
 target=${1:?usage: attn_decode.sh gfx942|gfx950}
-EXPECTED_RUNS=56 # (4 run-time kernels + check_tables + 2 with masks + baked 8:1) x 7 shapes
+EXPECTED_RUNS=63 # (4 run-time kernels + check_tables + 3 with masks + baked 8:1) x 7 shapes
 run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/attn_decode.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/attn_decode.yaml"
