@@ -201,15 +201,15 @@ static int dec_case_fits(const op_inst *k, const long *s) {
   return hk >= 1 && hq % hk == 0 && nb >= b * mb; /* every sequence its own pages */
 }
 
-/* GQA ratios 8, 3, 5, 1, 24 (three row groups); q_tokens 1, 3, 4, 16;
-   tables of 1 to 24 pages (one split up to 256 keys, up to 6 at 16-key
-   pages, 24 at 64-key ones); batch 1 to 4 (different lengths in emu_run);
+/* GQA ratios 8, 3, 5, 1, 24 (three row groups, split too); q_tokens 1, 3,
+   4, 16; tables of 2 to 24 pages (one split up to 256 keys, up to 6 at
+   16-key pages, 24 at 64-key ones); batch 1 to 4 (different lengths in emu_run);
    where the window is left to run time, windows of 0, 5, 100 and 300 keys
    or none. */
 static int dec_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const long cases[][DEC_NDIMS] = {
       {1, 1, 8, 1, 2, 5, -1},   {3, 1, 12, 4, 24, 90, 300}, {2, 4, 10, 2, 20, 47, -1},
-      {2, 3, 4, 4, 9, 25, 5},   {1, 16, 16, 2, 6, 9, 0},    {1, 16, 24, 1, 3, 4, -1},
+      {2, 3, 4, 4, 9, 25, 5},   {1, 16, 16, 2, 6, 9, 0},    {1, 16, 24, 1, 20, 21, -1},
       {4, 1, 1, 1, 12, 60, 100},
   };
   return et_shapes_from_cases(k, dec_dim_names, DEC_NDIMS, &cases[0][0], (int)(sizeof cases / sizeof cases[0]),

@@ -19,3 +19,21 @@ expect_rc 0 "hkgen test --target $target emu/attn_decode.yaml"
 expect_emu_runs "$target" "$T/out.txt" "$EXPECTED_RUNS" "emu_attn_decode_$target"
 reported=$(grep -c '^emu_dec_chk .*  PASS  corrupt table reported: sequence [0-9]' "$T/out.txt" || true)
 [ "$reported" -eq 7 ] || fail "$reported of 7 check_tables runs reported the corrupt table"
+
+# The split count's other term: with HKRT_UNITS=2 standing in for the
+# device's units, cdiv(4, batch*heads_k) splits (4, 2 or 1) rather than the
+# table's (the 7 shapes of one run-time kernel).
+cat >"$T/units.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_decode
+    name: emu_dec_units
+    head_dim: 128
+    block_size: 16
+SPEC
+rc=0
+HKRT_UNITS=2 "$HKGEN" test --target "$target" "$T/units.yaml" >"$T/units.txt" 2>&1 || rc=$?
+cat "$T/units.txt"
+hk_out=$T/units.txt
+expect_rc 0 "HKRT_UNITS=2 hkgen test --target $target units.yaml"
+expect_emu_runs "$target" "$T/units.txt" 7 "emu_attn_decode_$target (HKRT_UNITS=2)"
