@@ -6,7 +6,11 @@
    one after another in a seeded random order, so a kernel that reads LDS
    before the barrier that publishes it sees stale data and fails its check;
    within a wave, a collective runs once all 64 lanes have reached it. Global
-   and LDS accesses are checked; the first bad one stops the launch. */
+   and LDS accesses are checked; the first bad one stops the launch.
+   Workgroups run one at a time, by linear id or (hkrt_emu_shuffle, as
+   `hkgen test` asks) in a seeded random order, so that workgroups that
+   hand data to each other through memory are checked in more orders than
+   one. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -43,6 +47,7 @@ struct emu_device {
   unsigned lds_limit;
   int units;           /* compute units (emu_targets) */
   unsigned long long seed;
+  int shuffle;         /* workgroups in a seeded random order (hkrt_emu_shuffle) */
   emu_block *blocks;
   size_t nblocks, cap;
   emu_fiber *stacks; /* fiber stacks kept from launch to launch */
@@ -149,6 +154,8 @@ void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit) {
   d->seed = seed;
   if (lds_limit) d->lds_limit = lds_limit;
 }
+
+void emu_shuffle(emu_device *d, int shuffled) { d->shuffle = shuffled != 0; }
 
 hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr) {
   if (!bytes) return hkrt_fail(HKRT_ERR_ARG, "hkrt_alloc: zero bytes");
@@ -472,6 +479,22 @@ static void emu_run_workgroup(emu_run *r) {
   }
 }
 
+/* A permutation of the linear workgroup ids 0 .. n - 1 (n <= 2^20), drawn
+   from the device's seed (Fisher-Yates); NULL when out of memory. */
+static uint32_t *emu_order(const emu_device *d, unsigned long long n) {
+  uint32_t *o = malloc((size_t)n * sizeof *o);
+  if (!o) return NULL;
+  emu_run g = {.rng = d->seed ^ 0x9e3779b97f4a7c15ull};
+  for (unsigned long long i = 0; i < n; i++) o[i] = (uint32_t)i;
+  for (unsigned long long i = n - 1; i > 0; i--) {
+    unsigned long long j = emu_rand(&g) % (i + 1);
+    uint32_t t = o[i];
+    o[i] = o[j];
+    o[j] = t;
+  }
+  return o;
+}
+
 hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsigned grid[3],
                        const unsigned block[3], const void *args, size_t args_size) {
   (void)args_size;
@@ -486,6 +509,7 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
     return hkrt_fail(HKRT_ERR_ARG, "emulator: kernel %s: a grid of %llu workgroups; the emulator runs at most %llu "
                      "per launch (a few thousand a second): emulate a smaller problem", name, wgs, EMU_MAX_WORKGROUPS);
   emu_run r;
+  uint32_t *order = NULL;
   memset(&r, 0, sizeof r);
   r.dev = d;
   r.name = name;
@@ -516,20 +540,24 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
       }
   }
   for (int t = 0; t < r.nthreads; t++) r.th[t].fiber = d->stacks[t];
+  if (d->shuffle && !(order = emu_order(d, wgs))) {
+    st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+    goto out;
+  }
   emu_run *saved = emu_cur;
   emu_cur = &r;
-  for (unsigned z = 0; z < grid[2] && !r.fault; z++)
-    for (unsigned y = 0; y < grid[1] && !r.fault; y++)
-      for (unsigned x = 0; x < grid[0] && !r.fault; x++) {
-        r.bid[0] = x;
-        r.bid[1] = y;
-        r.bid[2] = z;
-        r.rng = d->seed ^ (((uint64_t)z * grid[1] + y) * grid[0] + x) * 0x2545f4914f6cdd1dull;
-        emu_run_workgroup(&r);
-      }
+  for (unsigned long long i = 0; i < wgs && !r.fault; i++) {
+    uint64_t id = order ? order[i] : i; /* linear id: x fastest, then y, then z */
+    r.bid[0] = (unsigned)(id % grid[0]);
+    r.bid[1] = (unsigned)(id / grid[0] % grid[1]);
+    r.bid[2] = (unsigned)(id / grid[0] / grid[1]);
+    r.rng = d->seed ^ id * 0x2545f4914f6cdd1dull;
+    emu_run_workgroup(&r);
+  }
   emu_cur = saved;
   if (r.fault) st = hkrt_fail(HKRT_ERR_KERNEL_FAULT, "%s", r.msg);
 out:
+  free(order);
   free(r.th);
   free(r.waves);
   free(r.lds);
