@@ -16,7 +16,9 @@
    position; -1: none), attention sinks (a logit per query head in every
    row's denominator, no value) and soft-capping (cap * tanh(s / cap) of
    the scaled logit s). bf16 in and out, fp32 softmax and
-   accumulation, scale an argument.
+   accumulation, scale an argument. kv_dtype fp8_e4m3: the cache holds e4m3
+   codes (the target's encoding, dec_fp8_fnuz) times per-tensor k_scale and
+   v_scale, widened to bf16 in software as the pages are staged.
 
    GQA packing: a workgroup takes all q_tokens x (heads_q / heads_k) query
    rows of one KV head, up to 128 (4 waves of 32 MFMA rows; more rows use
@@ -61,13 +63,17 @@
 #include "target.h"
 
 static const char *const dec_dtypes[] = {"bf16", NULL};
+static const char *const dec_kv_dtypes[] = {"bf16", "fp8_e4m3", NULL};
 static const char *const dec_dims[] = {"64", "128", "256", NULL};
 static const char *const dec_block_sizes[] = {"16", "32", "64", NULL};
 
 #define DEC_INT(n, tag, lo, hi, d) {n, OP_INT, NULL, lo, hi, OP_ANY, 1, tag, d}
 
 static const op_param dec_params[] = {
-    {"dtype", OP_ENUM, dec_dtypes, 0, 0, "bf16", 0, "", "element type of Q, the KV cache and O"},
+    {"dtype", OP_ENUM, dec_dtypes, 0, 0, "bf16", 0, "", "element type of Q and O"},
+    {"kv_dtype", OP_ENUM, dec_kv_dtypes, 0, 0, "bf16", 0, "kv",
+     "element type of the KV cache: bf16, or fp8 e4m3 in the target's encoding (FNUZ on gfx942, OCP on "
+     "gfx950) with per-tensor scales k_scale, v_scale"},
     {"head_dim", OP_ENUM, dec_dims, 0, 0, "128", 0, "d", "elements per head"},
     {"block_size", OP_ENUM, dec_block_sizes, 0, 0, "16", 0, "bs", "keys per page of the KV cache"},
     {"check_tables", OP_BOOL, NULL, 0, 0, "false", 0, "chk",
@@ -141,11 +147,20 @@ static void dec_row_groups(const op_inst *k, char *out) {
            DEC_ROWS);
 }
 
+static int dec_fp8(const op_inst *k) { return !strcmp(op_val(k, "kv_dtype"), "fp8_e4m3"); }
+
+/* The e4m3 encoding of the target's own fp8 instructions, which serving
+   stacks store their caches in: FNUZ (bias 8, no infinities, 0x80 the only
+   NaN) on gfx942, OCP (bias 7, 0x7f and 0xff NaN) on gfx950. */
+static int dec_fp8_fnuz(const char *target) { return !strcmp(target, "gfx942"); }
+
 static void dec_args(const op_inst *k, op_plan *p) {
   op_arg *a = p->args;
   int *n = &p->nargs;
   op_arg_add(a, n, "const hk_bf16 *", "Q");
-  op_arg_add(a, n, "const hk_bf16 *", "KV");
+  /* fp8: codes read 4 to a 32-bit word (the cache's rows are head_dim
+     bytes, a multiple of 4) */
+  op_arg_add(a, n, dec_fp8(k) ? "const unsigned *" : "const hk_bf16 *", "KV");
   op_arg_add(a, n, "const int *", "block_tables");
   op_arg_add(a, n, "const int *", "seq_lens");
   op_arg_add(a, n, "hk_bf16 *", "O");
@@ -155,6 +170,10 @@ static void dec_args(const op_inst *k, op_plan *p) {
   op_arg_add(a, n, "int *", "counters");
   op_arg_add(a, n, "long", "counters_len");
   op_arg_add(a, n, "float", "scale");
+  if (dec_fp8(k)) {
+    op_arg_add(a, n, "float", "k_scale");
+    op_arg_add(a, n, "float", "v_scale");
+  }
   static const char *const dims[] = {"batch", "q_tokens", "heads_q", "heads_k", "max_blocks", "num_blocks"};
   for (int i = 0; i < 6; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
@@ -166,6 +185,7 @@ static void dec_args(const op_inst *k, op_plan *p) {
 static void dec_plan(const op_inst *k, op_plan *p) {
   char ns[OP_FORMULA], rg[OP_FORMULA], rule[OP_FORMULA];
   op_plan_tune(p, "block_n", dec_tile_keys(k));
+  op_plan_tune(p, "fp8_fnuz", dec_fp8_fnuz(k->target));
   op_plan_tune(p, "rows", DEC_ROWS);
   /* registers for 2 waves per SIMD up to head_dim 128 (at most 196 VGPRs on
      gfx942, 246 on gfx950: tests/pipeline/build_attn_decode.sh); 256 holds
@@ -220,7 +240,10 @@ typedef struct {
   long B, QT, HQ, HK, MB, NB, BS, D, WL;
   double softcap; /* 0: none */
   int *tables, *lens;
-  unsigned short *q, *kv;
+  unsigned short *q, *kv; /* kv: bf16, or (fp8) NULL and kv8 */
+  unsigned char *kv8;     /* fp8 e4m3 codes (FNUZ when fnuz) */
+  int fnuz;
+  double ks, vs;          /* fp8: the scales of K and V */
   float *sinks;   /* [HQ], or NULL */
 } dec_prob;
 
@@ -252,6 +275,30 @@ static void dec_make_tables(et_ctx *c, dec_prob *p) {
   free(perm);
 }
 
+/* An fp8 e4m3 code's value (FNUZ: bias 8, 0x80 NaN; OCP: bias 7, 0x7f/0xff NaN). */
+static double dec_fp8_value(unsigned c, int fnuz) {
+  int bias = fnuz ? 8 : 7, e = (int)(c >> 3) & 15, m = (int)c & 7;
+  if (fnuz ? c == 0x80 : (c & 0x7f) == 0x7f) return NAN;
+  double v = e ? ldexp(1.0 + m / 8.0, e - bias) : ldexp(m / 8.0, 1 - bias);
+  return c & 0x80 ? -v : v;
+}
+
+/* Element i of the cache (K at 0 .. half - 1, V after). */
+static double dec_kv_at(const dec_prob *p, long i) {
+  if (!p->kv8) return et_from_bf16(p->kv[i]);
+  long half = p->NB * p->BS * p->HK * p->D;
+  return dec_fp8_value(p->kv8[i], p->fnuz) * (i < half ? p->ks : p->vs);
+}
+
+/* Random finite fp8 codes of magnitude 2^-3 .. 2^2 (before the scale), one
+   in 16 a subnormal (exponent field 0); all subnormal when asked. */
+static unsigned char dec_fp8_random(et_ctx *c, int fnuz, int subnormal) {
+  unsigned bias = fnuz ? 8 : 7, r = (unsigned)et_rand(c);
+  unsigned e = subnormal || (r >> 20) % 16 == 0 ? 0 : bias - 3 + (r >> 8) % 6;
+  unsigned code = (r & 0x80) | ((e & 15) << 3) | ((r >> 16) & 7);
+  return (unsigned char)(fnuz && code == 0x80 ? 0 : code); /* FNUZ's 0x80 is its NaN, not -0 */
+}
+
 /* fp64 reference of query row (b, t, h): gathers the pages. */
 static void dec_ref_row(const dec_prob *p, long b, long t, long h, double scale, double *out, double *lse) {
   long len = p->lens[b], pos = len - p->QT + t, hk = h / (p->HQ / p->HK);
@@ -260,9 +307,9 @@ static void dec_ref_row(const dec_prob *p, long b, long t, long h, double scale,
   long half = p->NB * p->BS * p->HK * p->D;
   for (long j = 0; j < len; j++) {
     long page = p->tables[b * p->MB + j / p->BS];
-    const unsigned short *kr = p->kv + ((page * p->BS + j % p->BS) * p->HK + hk) * p->D;
+    long kr = ((page * p->BS + j % p->BS) * p->HK + hk) * p->D;
     double dot = 0;
-    for (long d = 0; d < p->D; d++) dot += et_from_bf16(qr[d]) * et_from_bf16(kr[d]);
+    for (long d = 0; d < p->D; d++) dot += et_from_bf16(qr[d]) * dec_kv_at(p, kr + d);
     dot *= scale;
     if (p->softcap > 0) dot = p->softcap * tanh(dot / p->softcap);
     s[j] = j <= pos && (p->WL < 0 || j >= pos - p->WL) ? dot : -INFINITY;
@@ -274,8 +321,8 @@ static void dec_ref_row(const dec_prob *p, long b, long t, long h, double scale,
   for (long j = 0; j < len; j++) sum += (s[j] = s[j] == -INFINITY ? 0 : exp(s[j] - m));
   for (long j = 0; j < len && sum > 0; j++) {
     long page = p->tables[b * p->MB + j / p->BS];
-    const unsigned short *vr = p->kv + half + ((page * p->BS + j % p->BS) * p->HK + hk) * p->D;
-    for (long d = 0; d < p->D; d++) out[d] += s[j] / sum * et_from_bf16(vr[d]);
+    long vr = half + ((page * p->BS + j % p->BS) * p->HK + hk) * p->D;
+    for (long d = 0; d < p->D; d++) out[d] += s[j] / sum * dec_kv_at(p, vr + d);
   }
   *lse = sum > 0 ? m + log(sum) : -INFINITY;
   free(s);
@@ -290,12 +337,12 @@ typedef struct {
 /* Workspace for the most splits the formula can give (one per
    DEC_MIN_SPLIT keys of the table); counters zeroed, as the contract asks. */
 static void dec_upload(et_ctx *c, const op_inst *k, const dec_prob *p, dec_dev *d) {
-  long rows = p->B * p->HQ * p->QT, kv = 2 * p->NB * p->BS * p->HK * p->D;
+  long rows = p->B * p->HQ * p->QT, kv = 2 * p->NB * p->BS * p->HK * p->D, esize = p->kv8 ? 1 : 2;
   long splits = (p->MB * p->BS + DEC_MIN_SPLIT - 1) / DEC_MIN_SPLIT;
   d->ws_bytes = rows * (p->D * 4 + 8) * splits;
   d->cnt_len = p->B * p->HK * ((p->QT * (p->HQ / p->HK) + DEC_ROWS - 1) / DEC_ROWS);
   d->q = et_alloc(c, (size_t)(rows * p->D) * 2);
-  d->kv = et_alloc(c, (size_t)kv * 2);
+  d->kv = et_alloc(c, (size_t)(kv * esize));
   d->tables = et_alloc(c, (size_t)(p->B * p->MB) * 4);
   d->lens = et_alloc(c, (size_t)p->B * 4);
   d->o = et_alloc(c, (size_t)(rows * p->D) * 2);
@@ -309,7 +356,8 @@ static void dec_upload(et_ctx *c, const op_inst *k, const dec_prob *p, dec_dev *
   et_upload(c, d->cnt, zero, (size_t)d->cnt_len * 4);
   free(zero);
   et_upload(c, d->q, p->q, (size_t)(rows * p->D) * 2);
-  et_upload(c, d->kv, p->kv, (size_t)kv * 2);
+  if (p->kv8) et_upload(c, d->kv, p->kv8, (size_t)kv);
+  else et_upload(c, d->kv, p->kv, (size_t)kv * 2);
   et_upload(c, d->tables, p->tables, (size_t)(p->B * p->MB) * 4);
   et_upload(c, d->lens, p->lens, (size_t)p->B * 4);
 }
@@ -329,6 +377,10 @@ static int dec_launch_sized(et_ctx *c, const op_inst *k, const dec_prob *p, cons
   et_arg_ptr(c, "counters", d->cnt);
   et_arg_int(c, "counters_len", cnt_len);
   et_arg_float(c, "scale", scale);
+  if (p->kv8) {
+    et_arg_float(c, "k_scale", p->ks);
+    et_arg_float(c, "v_scale", p->vs);
+  }
   long vals[] = {p->B, p->QT, p->HQ, p->HK, p->MB, p->NB, p->WL};
   for (int i = 0; i < DEC_NDIMS; i++)
     if (op_is_any(k, dec_dim_names[i])) et_arg_int(c, dec_dim_names[i], vals[i]);
@@ -462,9 +514,22 @@ static int dec_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *e
     for (long h = 0; h < p.HQ; h++) p.sinks[h] = (float)(et_uniform(c) * 3.0);
   }
   p.q = (unsigned short *)malloc((size_t)(p.B * p.QT * p.HQ * p.D) * 2);
-  p.kv = (unsigned short *)malloc((size_t)(2 * p.NB * p.BS * p.HK * p.D) * 2);
   for (long i = 0; i < p.B * p.QT * p.HQ * p.D; i++) p.q[i] = et_to_bf16(et_uniform(c) * 2.0);
-  for (long i = 0; i < 2 * p.NB * p.BS * p.HK * p.D; i++) p.kv[i] = et_to_bf16(et_uniform(c) * 2.0);
+  long nkv = 2 * p.NB * p.BS * p.HK * p.D;
+  if (!strcmp(op_val(k, "kv_dtype"), "fp8_e4m3")) {
+    /* scales that keep K and V within about [-2, 2]; tables of 2 and 9
+       pages (two of the default shapes) hold subnormal codes only, scaled
+       up to the same range, so that their decoding counts */
+    int sub = p.MB == 2 || p.MB == 9;
+    p.fnuz = (int)op_tune(k->plan, "fp8_fnuz");
+    p.ks = (0.25 + 0.25 * (et_uniform(c) + 1)) * (sub ? 128 : 1);
+    p.vs = (0.25 + 0.25 * (et_uniform(c) + 1)) * (sub ? 128 : 1);
+    p.kv8 = malloc((size_t)nkv);
+    for (long i = 0; i < nkv; i++) p.kv8[i] = dec_fp8_random(c, p.fnuz, sub);
+  } else {
+    p.kv = (unsigned short *)malloc((size_t)nkv * 2);
+    for (long i = 0; i < nkv; i++) p.kv[i] = et_to_bf16(et_uniform(c) * 2.0);
+  }
   dec_dev d;
   dec_upload(c, k, &p, &d);
   int rc = dec_refused(c, k, &p, &d, scale) < 0 ? -1 : dec_launch(c, k, &p, &d, scale);
@@ -478,6 +543,7 @@ static int dec_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *e
   free(p.sinks);
   free(p.q);
   free(p.kv);
+  free(p.kv8);
   return rc;
 }
 

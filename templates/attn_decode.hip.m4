@@ -4,7 +4,7 @@ m4_divert(-1)                                                   -*- C -*-
 # the same launch.  The semantics, the layouts and the contract on device
 # data are gen/op_attn_decode.c's (its top comment).
 #
-# Parameters (hkm_p_*): dtype (bf16), head_dim (64|128|256), block_size
+# Parameters (hkm_p_*): dtype (bf16), kv_dtype (bf16|fp8_e4m3), head_dim (64|128|256), block_size
 # (16|32|64), check_tables (baked bool), batch, q_tokens, heads_q, heads_k,
 # max_blocks, num_blocks, window_left (baked or `any'), sinks (baked bool),
 # softcap (baked float, 0: none).  Arguments (hkm_kernarg_struct):
@@ -35,7 +35,8 @@ m4_divert(-1)                                                   -*- C -*-
 # resets the counter.
 
 m4_include([attn_common.m4])
-hkm_check_one_of([dtype], [bf16])hkm_check_one_of([head_dim], [64], [128], [256])m4_dnl
+hkm_check_one_of([dtype], [bf16])hkm_check_one_of([kv_dtype], [bf16], [fp8_e4m3])m4_dnl
+hkm_check_one_of([head_dim], [64], [128], [256])m4_dnl
 hkm_check_one_of([block_size], [16], [32], [64])hkm_if_true([check_tables], [], [])m4_dnl
 hkm_if_true([sinks], [], [])hkm_param([window_left])hkm_param([softcap])
 m4_ifelse(hkm_block_size, [256], [],
@@ -52,6 +53,13 @@ static constexpr int ATTN_THREADS = ]hkm_block_size[;
 static constexpr int D = ]hkm_param([head_dim])[;          // head_dim
 static constexpr int BS = ]hkm_param([block_size])[;       // keys per page
 static constexpr bool CHECK = ]hkm_if_true([check_tables], [true], [false])[;
+// the cache: bf16, or fp8 e4m3 codes (FNUZ: bias 8, 0x80 the NaN; else OCP:
+// bias 7, 0x7f/0xff the NaNs) read 4 to a word, widened times k_scale /
+// v_scale to bf16 on their way to LDS
+static constexpr bool FP8 = ]m4_ifelse(hkm_param([kv_dtype]), [fp8_e4m3], [true], [false])[;
+static constexpr bool FP8_FNUZ = ]m4_ifelse(hkm_tune([fp8_fnuz]), [1], [true], [false])[;
+typedef ]m4_ifelse(hkm_param([kv_dtype]), [fp8_e4m3], [unsigned], [hk_bf16])[ dec_kv_t;
+static constexpr int EPW = FP8 ? 4 : 1;                    // cache elements per dec_kv_t
 // masks and logit transforms, each free when off
 static constexpr bool WINDOW = ]hkm_if_param([window_left], [-1], [false], [true])[;
 static constexpr bool SINKS = ]hkm_if_true([sinks], [true], [false])[;
@@ -94,13 +102,49 @@ typedef float attn_f2 __attribute__((ext_vector_type(2)));
 // halves of the cache, the sequence's table row, element strides of a page
 // and of a key within it, and the split's keys k0 .. k1 - 1.
 struct dec_ctx {
-    const hk_bf16 *K, *V;
+    const dec_kv_t *K, *V;      // element offsets are divided by EPW
     const int *table;
     long page_stride, key_stride;
     int k1;
     float c;          // |scale| log2(e); with SOFTCAP, log2(e)
     float cap_in;     // SOFTCAP: |scale| / SOFTCAP
+    float ks, vs;     // FP8: the cache's scales
 };
+
+// One fp8 e4m3 code (the low byte of c) as a float.
+HK_DEVICE float dec_fp8(unsigned c)
+{
+    constexpr unsigned BIAS = FP8_FNUZ ? 8u : 7u;
+    const unsigned s = (c & 0x80u) << 24, e = (c >> 3) & 15u, m = c & 7u;
+    const float normal = hk_u32_as_f32(s | ((e + 127u - BIAS) << 23) | (m << 20));
+    const float sub = hk_u32_as_f32(s | 0x3f800000u) * (float)m * (FP8_FNUZ ? 0x1p-10f : 0x1p-9f);
+    const bool nan = FP8_FNUZ ? (c & 0xffu) == 0x80u : (c & 0x7fu) == 0x7fu;
+    return nan ? hk_u32_as_f32(0x7fc00000u) : e ? normal : sub;
+}
+
+// 8 elements of the cache from element offset off (a multiple of 8): one
+// 16-byte load of bf16 (VEC), or two words of fp8 codes widened times scale.
+template <bool VEC>
+HK_DEVICE hk_bf16x8 dec_load_row(const dec_kv_t *base, long off, float scale)
+{
+    if constexpr (FP8) {
+        hk_bf16x8 v;
+#pragma unroll
+        for (int w = 0; w < 2; ++w) {
+            const unsigned u = hk_f32_as_u32(hk_global_load_f32((const float *)(base + off / EPW) + w));
+#pragma unroll
+            for (int j = 0; j < 4; j += 2) {
+                const unsigned p = hk_f32x2_to_bf16x2(dec_fp8(u >> (8 * j)) * scale, dec_fp8(u >> (8 * j + 8)) * scale);
+                v[4 * w + j] = (hk_bf16)p;
+                v[4 * w + j + 1] = (hk_bf16)(p >> 16);
+            }
+        }
+        return v;
+    } else {
+        (void)scale;
+        return hk_global_load_bf16x8((const hk_bf16 *)base + off, 8, VEC);
+    }
+}
 
 // tanh(z) = 1 - 2 / (1 + e^(2z)): 1 and -1 at the ends (exp2 gives inf and 0)
 HK_DEVICE float dec_tanh(float z) { return 1.0f - 2.0f / (1.0f + hk_exp2f(2.0f * LOG2E * z)); }
@@ -136,14 +180,14 @@ HK_DEVICE void dec_load(hk_bf16x8 (&k)[K_VECS], hk_bf16x8 (&v)[V_REGS][2], const
     for (int j = 0; j < K_VECS; ++j) {
         int r, c;
         dec_k_index(tid, j, r, c);
-        k[j] = hk_global_load_bf16x8(x.K + dec_key_offset(x, kb + r) + c, 8, VEC);
+        k[j] = dec_load_row<VEC>(x.K, dec_key_offset(x, kb + r) + c, x.ks);
     }
 #pragma unroll
     for (int j = 0; j < V_REGS; ++j) {
         int r, c;
         dec_v_index(tid, j, r, c);
-        v[j][0] = hk_global_load_bf16x8(x.V + dec_key_offset(x, kb + r) + c, 8, VEC);
-        v[j][1] = hk_global_load_bf16x8(x.V + dec_key_offset(x, kb + r + 1) + c, 8, VEC);
+        v[j][0] = dec_load_row<VEC>(x.V, dec_key_offset(x, kb + r) + c, x.vs);
+        v[j][1] = dec_load_row<VEC>(x.V, dec_key_offset(x, kb + r + 1) + c, x.vs);
     }
 }
 
@@ -342,6 +386,14 @@ HK_DEVICE void dec_record_fault(const hk_args &a, int b)
     (void)b;]])[
 }
 
+// ---- the cache's scales (fp8) ----------------------------------------------------
+HK_DEVICE void dec_scales(const hk_args &a, dec_ctx &x)
+{
+]m4_ifelse(hkm_param([kv_dtype]), [fp8_e4m3], [[    x.ks = a.k_scale;
+    x.vs = a.v_scale;]], [[    (void)a;
+    x.ks = x.vs = 1.0f;]])[
+}
+
 // ---- sinks ---------------------------------------------------------------------
 // The sink logit of query head hq in base 2 (sinks: fp32 [heads_q], natural).
 HK_DEVICE float dec_sink(const hk_args &a, int hq)
@@ -414,12 +466,13 @@ HK_DEVICE float dec_sink(const hk_args &a, int hq)
     }
 
     // the KV head in both halves of the cache; 16-byte loads from an aligned cache
-    x.K = hk_a.KV + (long)hk * D;
-    x.V = x.K + (long)num_blocks * BS * heads_k * D;
+    x.K = hk_a.KV + (long)hk * D / EPW;
+    x.V = x.K + (long)num_blocks * BS * heads_k * D / EPW;
+    dec_scales(hk_a, x);
     x.table = table;
     x.page_stride = (long)BS * heads_k * D;
     x.key_stride = (long)heads_k * D;
-    const bool vec_kv = (unsigned long)hk_a.KV % 16 == 0;
+    const bool vec_kv = !FP8 && (unsigned long)hk_a.KV % 16 == 0;
 
     // this lane's query row (rows past R read row R - 1 and are not stored)
     const int r_lane = rg * ROWS + wave * 32 + row;

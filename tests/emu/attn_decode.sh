@@ -3,7 +3,8 @@
 # kernel of emu/attn_decode.yaml on the emulator at the op's default shapes
 # (GQA 8, 3, 5, 1, 24 in three row groups; q_tokens 1 to 16; random page
 # permutations; lengths that fill the table, end inside the first page or
-# mid-page; up to 24 splits; sliding windows, sinks, a soft cap) against the fp64 reference of
+# mid-page; up to 24 splits; sliding windows, sinks, a soft cap; an fp8
+# cache) against the fp64 reference of
 # gen/op_attn_decode.c, which gathers the pages. The check_tables kernel's
 # runs also corrupt one sequence's table, which the emulator must report
 # naming the sequence. hkgen is build/hkgen-asan (lib/lib.sh).
@@ -12,7 +13,7 @@ HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
 . "$EMU_DIR/../lib/lib.sh"
 
 target=${1:?usage: attn_decode.sh gfx942|gfx950}
-EXPECTED_RUNS=63 # (4 run-time kernels + check_tables + 3 with masks + baked 8:1) x 7 shapes
+EXPECTED_RUNS=77 # (4 run-time kernels + check_tables + 3 with masks + 2 fp8 + baked 8:1) x 7 shapes
 run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/attn_decode.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/attn_decode.yaml"
