@@ -48,6 +48,7 @@ struct emu_device {
   int units;           /* compute units (emu_targets) */
   unsigned long long seed;
   int shuffle;         /* workgroups in a seeded random order (hkrt_emu_shuffle) */
+  unsigned long long launches; /* a fresh order each launch, reproducible from the seed */
   emu_block *blocks;
   size_t nblocks, cap;
   emu_fiber *stacks; /* fiber stacks kept from launch to launch */
@@ -480,11 +481,12 @@ static void emu_run_workgroup(emu_run *r) {
 }
 
 /* A permutation of the linear workgroup ids 0 .. n - 1 (n <= 2^20), drawn
-   from the device's seed (Fisher-Yates); NULL when out of memory. */
-static uint32_t *emu_order(const emu_device *d, unsigned long long n) {
+   from the device's seed and its launch count (Fisher-Yates): each launch
+   its own order, the same ones for the same seed. NULL when out of memory. */
+static uint32_t *emu_order(emu_device *d, unsigned long long n) {
   uint32_t *o = malloc((size_t)n * sizeof *o);
   if (!o) return NULL;
-  emu_run g = {.rng = d->seed ^ 0x9e3779b97f4a7c15ull};
+  emu_run g = {.rng = d->seed ^ 0x9e3779b97f4a7c15ull * ++d->launches};
   for (unsigned long long i = 0; i < n; i++) o[i] = (uint32_t)i;
   for (unsigned long long i = n - 1; i > 0; i--) {
     unsigned long long j = emu_rand(&g) % (i + 1);

@@ -7,7 +7,9 @@
 # cache) against the fp64 reference of
 # gen/op_attn_decode.c, which gathers the pages. The check_tables kernel's
 # runs also corrupt one sequence's table, which the emulator must report
-# naming the sequence. hkgen is build/hkgen-asan (lib/lib.sh).
+# naming the sequence; the 24-page shape launches twice (the emulator draws
+# another workgroup order each launch) and must give the same bits, which a
+# merge in arrival order fails. hkgen is build/hkgen-asan (lib/lib.sh).
 EMU_DIR=$(cd "$(dirname "$0")" && pwd)
 HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
 . "$EMU_DIR/../lib/lib.sh"
