@@ -167,6 +167,10 @@ void et_note(et_ctx *c, const char *fmt, ...) {
   va_end(ap);
 }
 
+void et_args_clear(et_ctx *c) { c->nargs = 0; }
+
+void et_note_get(const et_ctx *c, char *out, size_t n) { snprintf(out, n, "%s", c->msg); }
+
 /* Through hkrt_kernel_launch: libhkrt checks the arguments against the
    manifest, evaluates the launch rules and the grid, packs and launches. */
 int et_launch(et_ctx *c) {
@@ -268,6 +272,7 @@ static int et_device(et_devices *ds, const char *target, const char *catdir, uns
   hkrt_catalog *cat = NULL;
   if (ds->n == 8 || hkrt_device_open(HKRT_BACKEND_EMU, target, &d) != HKRT_OK) return -1;
   hkrt_emu_configure(d, seed, 0);
+  hkrt_emu_shuffle(d, 1); /* workgroups in a seeded order: results must not depend on it */
   if ((stats && hkrt_emu_stats_enable(d, 1) != HKRT_OK) || hkrt_catalog_open(d, catdir, &cat) != HKRT_OK) {
     hkrt_device_close(d);
     return -1;

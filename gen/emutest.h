@@ -39,6 +39,10 @@ int et_launch(et_ctx *c);
 /* Relative L2 error of got against ref; NaN anywhere gives +inf. */
 double et_rel_l2(const double *ref, const double *got, size_t n);
 void et_note(et_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Forgets the arguments given so far, for a second launch in one run. */
+void et_args_clear(et_ctx *c);
+/* The note recorded so far (a failed launch's message, say). */
+void et_note_get(const et_ctx *c, char *out, size_t n);
 
 typedef struct {
   const char *targets;   /* --target list, or NULL for the spec's */

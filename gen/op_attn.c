@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn.h"
 #include "emutest.h"
 #include "op.h"
 #include "target.h"
@@ -18,7 +19,7 @@ static const char *const attn_dims[] = {"64", "96", "128", "192", "256", NULL};
 
 #define ATTN_INT(n, tag, hi, d) {n, OP_INT, NULL, 1, hi, OP_ANY, 1, tag, d}
 
-static const op_param attn_params[] = {
+const op_param attn_params[ATTN_NPARAMS] = {
     {"dtype", OP_ENUM, attn_dtypes, 0, 0, "bf16", 0, "", "element type of Q, K, V and O"},
     {"head_dim", OP_ENUM, attn_dims, 0, 0, "128", 0, "d", "elements per head"},
     {"causal", OP_BOOL, NULL, 0, 0, "false", 0, "c", "mask keys after the query (bottom-right aligned)"},
@@ -28,11 +29,12 @@ static const op_param attn_params[] = {
     ATTN_INT("heads_q", "hq", 1024, "query heads"),
     ATTN_INT("heads_k", "hk", 1024, "key/value heads (heads_q must be a multiple)"),
 };
+const char *const attn_dim_names[ATTN_NDIMS] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
 
 /* Hopper's path: wgmma fed by bulk tensor copies (attn_fwd.sm90.hip.m4). */
 static int attn_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
 
-static int attn_check(const op_inst *k, char *msg, size_t n) {
+int attn_check(const op_inst *k, char *msg, size_t n) {
   if (!op_is_any(k, "heads_q") && !op_is_any(k, "heads_k") &&
       op_int(k, "heads_q") % op_int(k, "heads_k")) {
     snprintf(msg, n, "heads_q (%ld) must be a multiple of heads_k (%ld)", op_int(k, "heads_q"),
@@ -203,7 +205,7 @@ static void attn_plan(const op_inst *k, op_plan *p) {
    256 keys, whole blocks only, where the main loop takes the last block too. */
 /* A case fits when heads_q is a multiple of heads_k (a baked head count may
    break that for some cases). */
-static int attn_case_fits(const op_inst *k, const long *s) {
+int attn_case_fits(const op_inst *k, const long *s) {
   long hq = s[op_param_index(k->op, "heads_q")], hk = s[op_param_index(k->op, "heads_k")];
   return hk >= 1 && hq % hk == 0;
 }
@@ -217,12 +219,8 @@ static int attn_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max)
                               attn_case_fits, out, max);
 }
 
-typedef struct {
-  long sb, ss, sh, elems;
-} attn_layout;
-
 /* [b][s][h][d] (BSHD) or [b][h][s][d] (BHSD), rows padded at random. */
-static attn_layout attn_make_layout(et_ctx *c, long B, long S, long H, long D, int bhsd) {
+attn_layout attn_make_layout(et_ctx *c, long B, long S, long H, long D, int bhsd) {
   attn_layout l;
   long row = D + (long)(et_rand(c) % 2) * 8;
   if (bhsd) {
@@ -238,14 +236,14 @@ static attn_layout attn_make_layout(et_ctx *c, long B, long S, long H, long D, i
   return l;
 }
 
-static unsigned short *attn_random(et_ctx *c, long n) {
+unsigned short *attn_random(et_ctx *c, long n) {
   unsigned short *h = malloc((size_t)n * 2 + 2);
   for (long i = 0; i < n; i++) h[i] = et_to_bf16(et_uniform(c) * 2.0);
   return h;
 }
 
 /* fp64 reference of one (b, h) pair: out[Sq][D], lse[Sq]. */
-static void attn_ref_head(const unsigned short *q, const unsigned short *kk, const unsigned short *v,
+void attn_ref_head(const unsigned short *q, const unsigned short *kk, const unsigned short *v,
                           const attn_layout *lq, const attn_layout *lk, const attn_layout *lv, long b,
                           long h, long hk, long Sq, long Sk, long D, int causal, double scale,
                           double *out, double *lse) {
@@ -389,7 +387,7 @@ const op_desc op_attn_fwd = {
     .doc = "attention forward: O = softmax(scale Q K^T + causal mask) V, and the row log-sum-exp",
     .skeleton = "attn_fwd.hip.m4",
     .params = attn_params,
-    .nparams = (int)(sizeof attn_params / sizeof attn_params[0]),
+    .nparams = ATTN_NPARAMS,
     .check = attn_check,
     .plan = attn_plan,
     .emu_shapes = attn_emu_shapes,

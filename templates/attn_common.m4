@@ -25,12 +25,19 @@ hkm_param([batch])hkm_param([seqlen_q])hkm_param([seqlen_k])hkm_param([heads_q])
 
 # hkm_attn_common()
 # ----------------
-# Device code of both targets, written once: the causal limits, the
-# alignment predicates and the log-sum-exp epilogue.  It uses the skeleton's
-# CAUSAL, BLOCK_M (queries per workgroup), BLOCK_N (keys per K/V block) and
-# struct hk_args, and only tile-header primitives.
-m4_define([hkm_attn_common], [[
-// ---- shared by the AMD and sm_90a skeletons (templates/attn_common.m4) ----
+# Device code of both forward targets, written once: the causal limits, the
+# alignment predicates (hkm_attn_limits) and the log-sum-exp epilogue
+# (hkm_attn_lse_out).
+m4_define([hkm_attn_common], [hkm_attn_limits()hkm_attn_lse_out()])
+
+
+# hkm_attn_limits()
+# ----------------
+# The causal limits and the alignment predicates, also attn_bwd.hip.m4's.
+# It uses the skeleton's CAUSAL, BLOCK_M (queries per workgroup), BLOCK_N
+# (keys per K/V block), and only tile-header primitives.
+m4_define([hkm_attn_limits], [[
+// ---- shared by the attention skeletons (templates/attn_common.m4) ----
 static constexpr float LOG2E = 1.44269504088896340736f;
 static constexpr float LN2 = 0.693147180559945309417f;
 
@@ -65,6 +72,14 @@ HK_DEVICE bool attn_aligned(const void *base, long sb, long ss, long sh)
 {
     return (sb % E == 0) && (ss % E == 0) && (sh % E == 0) && ((unsigned long)base % (2 * E) == 0);
 }
+]])
+
+
+# hkm_attn_lse_out()
+# -----------------
+# The forward's epilogue of a row: normalisation and LSE (struct hk_args
+# with a float *LSE).
+m4_define([hkm_attn_lse_out], [[
 
 // The epilogue of a row from its running max m (of the base-2 scaled
 // scores) and its sum l of exp2(score - m): O is normalised by 1 / l, and
@@ -79,5 +94,41 @@ HK_DEVICE void attn_store_lse(const hk_args &a, bool writes, int b, int hq, int 
 {
     if (a.LSE && writes)
         hk_global_store_f32(a.LSE + ((long)b * Hq + hq) * Sq + qi, attn_lse(m, l));
+}
+]])
+
+
+# hkm_attn_cdna_operands()
+# -----------------------
+# The AMD skeletons' MFMA operand helpers (attn_fwd.hip.m4, attn_bwd.hip.m4):
+# the position of a key (or query) in a transposed LDS tile that makes an
+# accumulator usable as a B operand, and 8 bf16 split into A/B operands.  It
+# uses the skeleton's AB_PER_CHUNK (8 / HK_MFMA_KPL).
+m4_define([hkm_attn_cdna_operands], [[
+typedef unsigned short attn_bf16_kpl __attribute__((ext_vector_type(HK_MFMA_KPL)));
+typedef unsigned attn_bf16_pairs __attribute__((ext_vector_type(HK_MFMA_KPL / 2)));
+
+// Position of key `key` (0..BLOCK_N-1) of a block in the V^T rows: B's k order
+// of P^T (see the top comment). Bit 0 is kept, so a key pair stays adjacent.
+HK_DEVICE int attn_vt_pos(int key)
+{
+    if constexpr (HK_MFMA_KPL == 8)
+        return (key & ~12) | ((key & 4) << 1) | ((key & 8) >> 1);
+    else
+        return key;
+}
+
+// The 8 bf16 of v, sign bits xor flip, as 8 / HK_MFMA_KPL MFMA operands, in order.
+HK_DEVICE void attn_split_ab(hk_bf16x8 v, hk_bf16 flip, hk_mfma_ab_t (&out)[AB_PER_CHUNK])
+{
+    v ^= flip;
+#pragma unroll
+    for (int e = 0; e < AB_PER_CHUNK; ++e) {
+        attn_bf16_kpl t;
+#pragma unroll
+        for (int j = 0; j < HK_MFMA_KPL; ++j)
+            t[j] = v[e * HK_MFMA_KPL + j];
+        out[e] = __builtin_bit_cast(hk_mfma_ab_t, t);
+    }
 }
 ]])

@@ -103,34 +103,8 @@ static_assert(8 % HK_MFMA_KPL == 0, "an 8-bf16 vector holds whole MFMA operands"
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
 static_assert(LDS_K_BYTES + D * VT_PITCH < (1 << 30), "LDS offsets");
 
-typedef unsigned short attn_bf16_kpl __attribute__((ext_vector_type(HK_MFMA_KPL)));
-typedef unsigned attn_bf16_pairs __attribute__((ext_vector_type(HK_MFMA_KPL / 2)));
 typedef float attn_f2 __attribute__((ext_vector_type(2)));
-
-// Position of key `key` (0..BLOCK_N-1) of a block in the V^T rows: B's k order
-// of P^T (see the top comment). Bit 0 is kept, so a key pair stays adjacent.
-HK_DEVICE int attn_vt_pos(int key)
-{
-    if constexpr (HK_MFMA_KPL == 8)
-        return (key & ~12) | ((key & 4) << 1) | ((key & 8) >> 1);
-    else
-        return key;
-}
-
-// The 8 bf16 of v, sign bits xor flip, as 8 / HK_MFMA_KPL MFMA operands, in order.
-HK_DEVICE void attn_split_ab(hk_bf16x8 v, hk_bf16 flip, hk_mfma_ab_t (&out)[AB_PER_CHUNK])
-{
-    v ^= flip;
-#pragma unroll
-    for (int e = 0; e < AB_PER_CHUNK; ++e) {
-        attn_bf16_kpl t;
-#pragma unroll
-        for (int j = 0; j < HK_MFMA_KPL; ++j)
-            t[j] = v[e * HK_MFMA_KPL + j];
-        out[e] = __builtin_bit_cast(hk_mfma_ab_t, t);
-    }
-}
-
+]hkm_attn_cdna_operands()[
 // ---- global -> registers: K or V of the block of keys kb .. kb + BLOCK_N - 1 ----
 // CLAMP: keys past seqlen_k read row seqlen_k - 1 instead (finite data, no
 // branch): their scores are masked to -inf, so P = 0 and their V rows add

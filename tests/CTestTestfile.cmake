@@ -172,6 +172,16 @@ foreach(t gfx942 gfx950)
   set_tests_properties(emu_attn_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 endforeach()
 
+# Paged-KV decode on the emulator: GQA ratios 1-24, q_tokens 1-16, random
+# page tables, splits merged in one launch, check_tables reporting a corrupt
+# table; and its kernels built for both targets without spills.
+foreach(t gfx942 gfx950)
+  add_test(emu_attn_decode_${t} sh emu/attn_decode.sh ${t})
+  set_tests_properties(emu_attn_decode_${t} PROPERTIES TIMEOUT 300 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+endforeach()
+add_test(build_attn_decode sh pipeline/build_attn_decode.sh)
+set_tests_properties(build_attn_decode PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
 add_test(build_attn sh pipeline/build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")

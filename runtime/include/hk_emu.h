@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #if !defined(HK_EMU_ARCH) || (HK_EMU_ARCH < 2 || HK_EMU_ARCH > 4)
@@ -54,6 +55,8 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
         if (__builtin_expect(hkemu_api.stats_on && *hkemu_api.stats_on, 0))                     \
             hkemu_api.note((kind), (unsigned long long)(addr), (n), hk_site_file, hk_site_line); \
     } while (0)
+#define hkemu_grid_dim(axis) (hkemu_api.grid_dim(axis))
+#define hkemu_fault_kernel(what) (hkemu_api.fault_kernel(what))
 
 #define __global__
 #define __device__
@@ -88,8 +91,10 @@ HK_DEVICE int hk_thread_id(void) { return hkemu_thread_id(); }
 HK_DEVICE int hk_block_id_x(void) { return hkemu_block_id(0); }
 HK_DEVICE int hk_block_id_y(void) { return hkemu_block_id(1); }
 HK_DEVICE int hk_block_id_z(void) { return hkemu_block_id(2); }
+HK_DEVICE int hk_grid_blocks_x(void) { return hkemu_grid_dim(0); }
 HK_DEVICE int hk_lane_id(void) { return hk_thread_id() & (HK_WAVE_SIZE - 1); }
 HK_DEVICE int hk_wave_id(void) { return hk_thread_id() / HK_WAVE_SIZE; }
+HK_DEVICE int hk_uniform_i32(int x) { return x; } /* each fiber computed the same x */
 
 /* ---- XCD-aware workgroup order: the same text as hk_cdna.h (a permutation,
  * so the emulator's results do not depend on it) ----------------------------- */
@@ -211,6 +216,12 @@ HK_DEVICE float hk_global_load_f32(const float *p, HK_EMU_SITE)
     HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 4u);
     return *p;
 }
+HK_DEVICE int hk_global_load_i32(const int *p, HK_EMU_SITE)
+{
+    hkemu_check_global(p, 4, 0);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 4u);
+    return *p;
+}
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v, HK_EMU_SITE)
 {
     hkemu_check_global(p, 2, 1);
@@ -270,6 +281,32 @@ HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p, HK_EMU_SITE)
     HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 16u);
     return v;
 }
+
+/* ---- device-scope ordering and atomics: workgroups run one after another
+ * and work-items are fibers switched only at barriers and collectives, so a
+ * checked read-modify-write is atomic and a fence has nothing to do ---------- */
+HK_DEVICE void hk_fence_device(void) {}
+HK_DEVICE int hk_atomic_add_i32(int *p, int v)
+{
+    hkemu_check_global(p, 4, 1);
+    const int old = *p;
+    *p = (int)((unsigned)old + (unsigned)v);
+    return old;
+}
+HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v)
+{
+    hkemu_check_global(p, 4, 1);
+    const unsigned old = *p;
+    *p = v < old ? v : old;
+    return old;
+}
+/* A kernel's own check failed: the launch stops with the message. */
+#define hk_report_fault(fmt, a, b, c, d)                                                         \
+    do {                                                                                         \
+        char hk_emu_what_[384];                                                                  \
+        snprintf(hk_emu_what_, sizeof hk_emu_what_, fmt, (long)(a), (long)(b), (long)(c), (long)(d)); \
+        hkemu_fault_kernel(hk_emu_what_);                                                        \
+    } while (0)
 
 /* ---- bf16 <-> fp32, as the hardware rounds (nearest even) -------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x)

@@ -34,6 +34,8 @@ typedef struct {
      file and line the primitive's call site */
   const int *stats_on;
   void (*note)(int kind, unsigned long long addr, unsigned bytes, const char *file, int line);
+  int (*grid_dim)(int axis);               /* workgroups in the grid along axis */
+  void (*fault_kernel)(const char *what);  /* a kernel's own check failed: stop the launch */
 } hkemu_api_t;
 
 /* note's kinds */

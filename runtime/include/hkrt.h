@@ -67,6 +67,11 @@ hkrt_status hkrt_launch_ex(hkrt_func *fn, const unsigned grid[3], const unsigned
 /* Emulator settings: the seed of the wave order between barriers, and the
    LDS bytes a workgroup may allocate (default: the target's). */
 hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsigned lds_limit);
+/* Emulator: run each launch's workgroups in an order drawn from the seed
+   (shuffled != 0) rather than x fastest, then y, then z (the default). A
+   kernel whose workgroups hand data to each other (a split counter, say)
+   must give the same result in any order; `hkgen test` runs shuffled. */
+hkrt_status hkrt_emu_shuffle(hkrt_device *dev, int shuffled);
 
 /* Emulator statistics: what each wave-level LDS and global instruction of
    the kernels launched on dev would cost by the target's LDS bank and cache

@@ -6,7 +6,11 @@
    one after another in a seeded random order, so a kernel that reads LDS
    before the barrier that publishes it sees stale data and fails its check;
    within a wave, a collective runs once all 64 lanes have reached it. Global
-   and LDS accesses are checked; the first bad one stops the launch. */
+   and LDS accesses are checked; the first bad one stops the launch.
+   Workgroups run one at a time, by linear id or (hkrt_emu_shuffle, as
+   `hkgen test` asks) in a seeded random order, so that workgroups that
+   hand data to each other through memory are checked in more orders than
+   one. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -47,6 +51,8 @@ struct emu_device {
   unsigned lds_limit;
   int units;           /* compute units (emu_targets) */
   unsigned long long seed;
+  int shuffle;         /* workgroups in a seeded random order (hkrt_emu_shuffle) */
+  unsigned long long launches; /* a fresh order each launch, reproducible from the seed */
   emu_block *blocks;
   size_t nblocks, cap;
   emu_fiber *stacks; /* fiber stacks kept from launch to launch */
@@ -116,6 +122,8 @@ static unsigned hkemu_swap_halves_b32(unsigned v);
 static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const unsigned char *b,
                                 const float *c, float *d);
 static void hkemu_note(int kind, unsigned long long addr, unsigned bytes, const char *file, int line);
+static int hkemu_grid_dim(int axis);
+static void hkemu_fault_kernel(const char *what);
 
 /* The emulator's model of a target comes from the target table: its MFMA
    layout (k per lane), its LDS limit, and the compute units of its largest
@@ -187,6 +195,8 @@ void emu_stats_reset(emu_device *d) {
   pthread_mutex_unlock(&d->lock);
 }
 
+void emu_shuffle(emu_device *d, int shuffled) { d->shuffle = shuffled != 0; }
+
 hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr) {
   if (!bytes) return hkrt_fail(HKRT_ERR_ARG, "hkrt_alloc: zero bytes");
   if (bytes > (SIZE_MAX >> 1)) /* the rounding below must not wrap */
@@ -253,6 +263,10 @@ static void emu_bind(hkemu_api_t *api, size_t have, emu_device *d) {
   if (have >= offsetof(hkemu_api_t, note) + sizeof api->note) {
     api->stats_on = &d->stats_on;
     api->note = hkemu_note;
+  }
+  if (have >= offsetof(hkemu_api_t, fault_kernel) + sizeof api->fault_kernel) {
+    api->grid_dim = hkemu_grid_dim;
+    api->fault_kernel = hkemu_fault_kernel;
   }
 }
 
@@ -362,6 +376,8 @@ static void emu_yield(emu_tstate s) {
 static int hkemu_thread_id(void) { return emu_cur->cur; }
 static int hkemu_block_id(int axis) { return (int)emu_cur->bid[axis]; }
 static void hkemu_barrier(void) { emu_yield(TS_BARRIER); }
+static int hkemu_grid_dim(int axis) { return (int)emu_cur->grid[axis]; }
+static void hkemu_fault_kernel(const char *what) { emu_fault("%s", what); }
 
 static unsigned char *hkemu_lds(unsigned bytes, unsigned *size) {
   emu_run *r = emu_cur;
@@ -557,6 +573,23 @@ static void emu_run_workgroup(emu_run *r) {
   }
 }
 
+/* A permutation of the linear workgroup ids 0 .. n - 1 (n <= 2^20), drawn
+   from the device's seed and its launch count (Fisher-Yates): each launch
+   its own order, the same ones for the same seed. NULL when out of memory. */
+static uint32_t *emu_order(emu_device *d, unsigned long long n) {
+  uint32_t *o = malloc((size_t)n * sizeof *o);
+  if (!o) return NULL;
+  emu_run g = {.rng = d->seed ^ 0x9e3779b97f4a7c15ull * ++d->launches};
+  for (unsigned long long i = 0; i < n; i++) o[i] = (uint32_t)i;
+  for (unsigned long long i = n - 1; i > 0; i--) {
+    unsigned long long j = emu_rand(&g) % (i + 1);
+    uint32_t t = o[i];
+    o[i] = o[j];
+    o[j] = t;
+  }
+  return o;
+}
+
 hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsigned grid[3],
                        const unsigned block[3], const void *args, size_t args_size) {
   (void)args_size;
@@ -571,6 +604,7 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
     return hkrt_fail(HKRT_ERR_ARG, "emulator: kernel %s: a grid of %llu workgroups; the emulator runs at most %llu "
                      "per launch (a few thousand a second): emulate a smaller problem", name, wgs, EMU_MAX_WORKGROUPS);
   emu_run r;
+  uint32_t *order = NULL;
   memset(&r, 0, sizeof r);
   r.dev = d;
   r.name = name;
@@ -601,20 +635,24 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
       }
   }
   for (int t = 0; t < r.nthreads; t++) r.th[t].fiber = d->stacks[t];
+  if (d->shuffle && !(order = emu_order(d, wgs))) {
+    st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+    goto out;
+  }
   emu_run *saved = emu_cur;
   emu_cur = &r;
-  for (unsigned z = 0; z < grid[2] && !r.fault; z++)
-    for (unsigned y = 0; y < grid[1] && !r.fault; y++)
-      for (unsigned x = 0; x < grid[0] && !r.fault; x++) {
-        r.bid[0] = x;
-        r.bid[1] = y;
-        r.bid[2] = z;
-        r.rng = d->seed ^ (((uint64_t)z * grid[1] + y) * grid[0] + x) * 0x2545f4914f6cdd1dull;
-        emu_run_workgroup(&r);
-      }
+  for (unsigned long long i = 0; i < wgs && !r.fault; i++) {
+    uint64_t id = order ? order[i] : i; /* linear id: x fastest, then y, then z */
+    r.bid[0] = (unsigned)(id % grid[0]);
+    r.bid[1] = (unsigned)(id / grid[0] % grid[1]);
+    r.bid[2] = (unsigned)(id / grid[0] / grid[1]);
+    r.rng = d->seed ^ id * 0x2545f4914f6cdd1dull;
+    emu_run_workgroup(&r);
+  }
   emu_cur = saved;
   if (r.fault) st = hkrt_fail(HKRT_ERR_KERNEL_FAULT, "%s", r.msg);
 out:
+  free(order);
   free(r.th);
   free(r.waves);
   free(r.lds);

@@ -277,6 +277,13 @@ hkrt_status hkrt_device_units(hkrt_device *dev, long long *out) {
   return dev->ops->units(dev->impl, out);
 }
 
+HKRT_API hkrt_status hkrt_emu_shuffle(hkrt_device *dev, int shuffled) {
+  if (!dev || dev->backend != HKRT_BACKEND_EMU)
+    return hkrt_fail(HKRT_ERR_ARG, "hkrt_emu_shuffle: not an emulator device");
+  emu_shuffle(dev->impl, shuffled);
+  return HKRT_OK;
+}
+
 HKRT_API hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsigned lds_limit) {
   if (!dev || dev->backend != HKRT_BACKEND_EMU)
     return hkrt_fail(HKRT_ERR_ARG, "hkrt_emu_configure: not an emulator device");

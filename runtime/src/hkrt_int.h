@@ -102,6 +102,7 @@ HKRT_LOCAL void emu_configure(emu_device *d, unsigned long long seed, unsigned l
 HKRT_LOCAL hkrt_status emu_stats_enable(emu_device *d, int on);
 HKRT_LOCAL void emu_stats_get(emu_device *d, hkrt_emu_stats *out);
 HKRT_LOCAL void emu_stats_reset(emu_device *d);
+HKRT_LOCAL void emu_shuffle(emu_device *d, int shuffled);
 /* The compute units of the emulated part (the largest of its target). */
 HKRT_LOCAL long long emu_units(const emu_device *d);
 

@@ -21,8 +21,10 @@
  *   HK_WAVE_SIZE              lanes per wave (64)
  *   hk_thread_id()            work-item id in the (1-D) workgroup
  *   hk_block_id_x/y/z()       workgroup id in the grid
+ *   hk_grid_blocks_x()        workgroups in the grid along x
  *   hk_lane_id()              lane in the wave, 0..63
  *   hk_wave_id()              wave in the workgroup, made uniform (readfirstlane)
+ *   hk_uniform_i32(x)         x of the wave's first active lane, for a value every lane holds alike (readfirstlane)
  *   HK_NUM_XCD                accelerator dies (XCDs) that workgroups are dealt to round robin (8; 1 on gfx90a)
  *   hk_xcd_remap(id, n)       logical workgroup of linear id (0 <= id < n): a bijection giving each XCD a contiguous range
  *   hk_barrier()              workgroup barrier: release fence, s_barrier, acquire fence
@@ -33,11 +35,16 @@
  *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
  *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
  *   hk_global_load_f32        1 float from global
+ *   hk_global_load_i32        1 int from global
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_f32       store 1 float to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
  *   hk_global_load_b32/b64/b128  load 4/8/16 raw bytes from global (naturally aligned), e.g. fp8 codes
+ *   hk_fence_device()         device-wide (agent scope) fence: this work-item's global writes before, its reads after
+ *   hk_atomic_add_i32(p, v)   *p += v on global memory, device scope, acquire-release; returns the old value
+ *   hk_atomic_min_u32(p, v)   *p = min(*p, v) (unsigned) on global memory, device scope, relaxed; returns the old value
+ *   hk_report_fault(fmt, a, b, c, d)  the emulator stops the launch with fmt (printf, four %ld) filled in; no-op on the device
  *   hk_u32_as_f32(u)          the float whose bit pattern is u
  *   hk_f32_as_u32(f)          the bit pattern of float f
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
@@ -134,12 +141,22 @@ HK_DEVICE int hk_thread_id(void) { return (int)__builtin_amdgcn_workitem_id_x();
 HK_DEVICE int hk_block_id_x(void) { return (int)__builtin_amdgcn_workgroup_id_x(); }
 HK_DEVICE int hk_block_id_y(void) { return (int)__builtin_amdgcn_workgroup_id_y(); }
 HK_DEVICE int hk_block_id_z(void) { return (int)__builtin_amdgcn_workgroup_id_z(); }
+HK_DEVICE int hk_grid_blocks_x(void)
+{
+    /* the dispatch's grid, in work-items, over the workgroup size */
+    return (int)(__builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x());
+}
 HK_DEVICE int hk_lane_id(void) { return hk_thread_id() & (HK_WAVE_SIZE - 1); }
 HK_DEVICE int hk_wave_id(void)
 {
     /* the same in every lane; readfirstlane lets the compiler keep it in an SGPR */
     return __builtin_amdgcn_readfirstlane(hk_thread_id() / HK_WAVE_SIZE);
 }
+
+/* A value the caller knows to be the same in every lane (loaded from one
+ * address, say) made wave-uniform, so that loops and branches on it stay
+ * scalar. */
+HK_DEVICE int hk_uniform_i32(int x) { return __builtin_amdgcn_readfirstlane(x); }
 
 /* ---- XCD-aware workgroup order ---------------------------------------------
  * MI300X/MI325X (gfx942) and MI355X (gfx950) deal workgroups to their 8 XCDs
@@ -228,6 +245,7 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
 
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
 HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
+HK_DEVICE int hk_global_load_i32(const int *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_f32(float *p, float v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
@@ -235,6 +253,27 @@ HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
 HK_DEVICE unsigned hk_global_load_b32(const void *p) { return *(const unsigned *)p; }
 HK_DEVICE hk_u32x2 hk_global_load_b64(const void *p) { return *(const hk_u32x2 *)p; }
 HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p) { return *(const hk_u32x4 *)p; }
+
+/* Device-scope ordering for workgroups that hand data to each other through
+ * global memory (a split's partial results to the workgroup that merges
+ * them): agent scope reaches past each XCD's own L2. */
+HK_DEVICE void hk_fence_device(void) { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+#if __has_builtin(__hip_atomic_fetch_add) && __has_builtin(__hip_atomic_fetch_min)
+HK_DEVICE int hk_atomic_add_i32(int *p, int v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
+}
+HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v)
+{
+    return __hip_atomic_fetch_min(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+#else /* system scope: stronger than needed */
+HK_DEVICE int hk_atomic_add_i32(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
+HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v) { return __atomic_fetch_min(p, v, __ATOMIC_RELAXED); }
+#endif
+/* A kernel's own check failed (a corrupt block table, say): the emulator
+ * names it and stops; on the device a kernel records it in memory instead. */
+#define hk_report_fault(fmt, a, b, c, d) ((void)(a), (void)(b), (void)(c), (void)(d))
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __builtin_bit_cast(float, (unsigned)x << 16); }

@@ -1,0 +1,348 @@
+/* op_attn_bwd.c: attention backward. From Q, K, V, O, dO and attn_fwd's LSE
+   it computes dQ, dK and dV (bf16 in and out, fp32 accumulation):
+     P_ij = exp(scale q_i.k_j - LSE_i)    (0 where key j is masked)
+     D_i  = rowsum(dO_i * O_i)
+     dS_ij = P_ij (dO_i.v_j - D_i)
+     dV_j = sum_i P_ij dO_i,  dK_j = scale sum_i dS_ij q_i,  dQ_i = scale sum_j dS_ij k_j
+   with dK and dV summed over the query heads of each KV head (GQA, MQA).
+   The parameters and their cross-check are attn_fwd's (gen/attn.h), so a
+   problem either op serves the other serves too.
+
+   Deterministic with no scratch and one launch: the 1-D grid holds two kinds
+   of workgroup. KV workgroups (first: they run longest) own KV_BLOCK keys of
+   one KV head and walk every query head of its group and every query step
+   that sees those keys, keeping dK and dV in registers; each step recomputes
+   P, dP and D. Q workgroups own Q_BLOCK queries of one query head, compute
+   D once and walk the visible key steps, keeping dQ in registers. The price:
+   S = Q K^T and dP = dO V^T are computed twice (by both kinds), 7 GEMM-like
+   products per tile pair instead of FlashAttention-2's 5; what it buys: no
+   float atomics (run to run the same bits), no fp32 dQ buffer, no second
+   kernel for D and nothing for the caller to size. Skeleton:
+   templates/attn_bwd.hip.m4. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn.h"
+#include "emutest.h"
+#include "op.h"
+#include "target.h"
+
+/* Register plan per AMD target: waves per SIMD the registers are planned for,
+   per head_dim 64, 96, 128, 192, 256, 0 where that head_dim is not offered
+   (it would spill: tests/pipeline/build_attn_bwd.sh builds every kernel of
+   tests/emu/attn_bwd.yaml for gfx942 and gfx950 and fails on any spill). A
+   target without a row has no attn_bwd. */
+typedef struct {
+  const char *target;
+  int waves[5];
+} attn_bwd_row;
+
+static const attn_bwd_row attn_bwd_rows[] = {
+    {"gfx90a", {1, 0, 1, 0, 0}},
+    {"gfx942", {1, 0, 1, 0, 0}},
+    {"gfx950", {1, 0, 1, 0, 0}},
+};
+#define ATTN_BWD_NROWS (sizeof attn_bwd_rows / sizeof attn_bwd_rows[0])
+
+static const int attn_bwd_dims[] = {64, 96, 128, 192, 256};
+
+static const attn_bwd_row *attn_bwd_row_for(const char *target) {
+  for (size_t i = 0; i < ATTN_BWD_NROWS; i++)
+    if (!strcmp(attn_bwd_rows[i].target, target)) return &attn_bwd_rows[i];
+  return NULL;
+}
+
+/* Waves per SIMD for head_dim d on the row's target; 0: not offered. */
+static int attn_bwd_waves(const attn_bwd_row *row, long d) {
+  for (int i = 0; i < 5; i++)
+    if (attn_bwd_dims[i] == d) return row->waves[i];
+  return 0;
+}
+
+static void attn_bwd_list(char *out, size_t n, const attn_bwd_row *row) {
+  size_t at = 0;
+  out[0] = 0;
+  for (size_t i = 0; i < (row ? 5 : ATTN_BWD_NROWS); i++) {
+    if (row && !row->waves[i]) continue;
+    char item[32];
+    if (row) snprintf(item, sizeof item, "%d", attn_bwd_dims[i]);
+    else snprintf(item, sizeof item, "%s", attn_bwd_rows[i].target);
+    at += (size_t)snprintf(out + at, at < n ? n - at : 0, "%s%s", at ? ", " : "", item);
+  }
+}
+
+static int attn_bwd_check(const op_inst *k, char *msg, size_t n) {
+  const attn_bwd_row *row = attn_bwd_row_for(k->target);
+  char allowed[128];
+  if (!row) {
+    attn_bwd_list(allowed, sizeof allowed, NULL);
+    snprintf(msg, n, "attn_bwd is not yet available for %s; allowed targets: %s", k->target, allowed);
+    return -1;
+  }
+  if (attn_check(k, msg, n)) return -1;
+  long d = op_int(k, "head_dim");
+  if (!attn_bwd_waves(row, d)) {
+    attn_bwd_list(allowed, sizeof allowed, row);
+    snprintf(msg, n, "head_dim %ld is not available for attn_bwd on %s; allowed there: %s", d, k->target,
+             allowed);
+    return -1;
+  }
+  return 0;
+}
+
+/* 4 waves. KV workgroups: 32 keys per wave (KV_BLOCK 128), queries in steps
+   of 32 (Q, dO, Q^T and dO^T of a step in LDS). Q workgroups: 32 queries per
+   wave (Q_BLOCK 128), keys in steps of 32 (K, V and K^T in LDS). */
+static void attn_bwd_plan_amd(const op_inst *k, op_plan *p) {
+  op_plan_tune(p, "waves", attn_bwd_waves(attn_bwd_row_for(k->target), op_int(k, "head_dim")));
+  op_plan_tune(p, "kv_block", 128);
+  op_plan_tune(p, "q_step", 32);
+  op_plan_tune(p, "q_block", 128);
+  op_plan_tune(p, "k_step", 32);
+  p->block = 256;
+}
+
+static const char *const attn_bwd_tensors[] = {"q", "k", "v", "o", "do"};
+
+/* Q, K, V, O, dO, LSE in; dQ (Q's strides), dK (K's), dV (V's) out. */
+static void attn_bwd_args(const op_inst *k, op_plan *p) {
+  op_arg *a = p->args;
+  int *n = &p->nargs;
+  static const char *const in[] = {"Q", "K", "V", "O", "dO"};
+  for (int i = 0; i < 5; i++) op_arg_add(a, n, "const hk_bf16 *", in[i]);
+  op_arg_add(a, n, "const float *", "LSE"); /* [batch][heads_q][seqlen_q], attn_fwd's */
+  op_arg_add(a, n, "hk_bf16 *", "dQ");
+  op_arg_add(a, n, "hk_bf16 *", "dK");
+  op_arg_add(a, n, "hk_bf16 *", "dV");
+  for (int i = 0; i < 5; i++) op_arg_strides(a, n, attn_bwd_tensors[i]);
+  op_arg_add(a, n, "float", "scale");
+  for (int i = 0; i < ATTN_NDIMS; i++)
+    if (op_is_any(k, attn_dim_names[i])) op_arg_add(a, n, "int", attn_dim_names[i]);
+}
+
+/* One axis: the KV workgroups, then the Q workgroups. */
+static void attn_bwd_grid(const op_inst *k, op_plan *p) {
+  const char *sq = op_term(k, "seqlen_q"), *sk = op_term(k, "seqlen_k"), *hq = op_term(k, "heads_q"),
+             *hk = op_term(k, "heads_k"), *b = op_term(k, "batch");
+  snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%ld)*%s*%s+cdiv(%s,%ld)*%s*%s", sk, op_tune(p, "kv_block"), hk, b,
+           sq, op_tune(p, "q_block"), hq, b);
+  snprintf(p->grid[1], OP_FORMULA, "1");
+  snprintf(p->grid[2], OP_FORMULA, "1");
+}
+
+static void attn_bwd_plan(const op_inst *k, op_plan *p) {
+  attn_bwd_plan_amd(k, p);
+  attn_bwd_args(k, p);
+  attn_bwd_grid(k, p);
+  op_plan_check(p, "heads_q % heads_k == 0", "heads_q must be a multiple of heads_k (GQA groups)");
+  for (int i = 0; i < 5; i++) {
+    char rule[OP_FORMULA];
+    const char *t = attn_bwd_tensors[i];
+    snprintf(rule, sizeof rule, "%s_stride_b >= 0 && %s_stride_s >= 0 && %s_stride_h >= 0", t, t, t);
+    op_plan_check(p, rule, "strides are element counts, not negative");
+  }
+}
+
+/* The cliff head counts (12:12, 12:4, 40:8, 7:1 MQA, 6:2), one query and one
+   key, odd lengths, seqlen_q > seqlen_k (causal rows with no key) and <,
+   batch 2, and lengths over several 128-row blocks with a partial last one. */
+static int attn_bwd_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
+  static const long cases[][5] = {{1, 37, 37, 12, 12}, {1, 1, 1, 1, 1},   {2, 65, 129, 6, 2},
+                                  {1, 130, 97, 7, 1},  {1, 33, 70, 40, 8}, {1, 129, 129, 12, 4},
+                                  {1, 300, 270, 2, 1}};
+  return et_shapes_from_cases(k, attn_dim_names, ATTN_NDIMS, &cases[0][0], (int)(sizeof cases / sizeof cases[0]),
+                              attn_case_fits, out, max);
+}
+
+typedef struct {
+  long B, Sq, Sk, HQ, HK, D;
+  int causal;
+  double scale;
+  attn_layout lq, lk, lv, lo, ldo;
+  unsigned short *q, *k, *v, *o, *dout; /* host copies; o is the bf16 forward */
+  double *lse;                         /* fp64, [b][h][i] */
+} attn_bwd_prob;
+
+static double attn_bwd_at(const unsigned short *t, const attn_layout *l, long b, long s, long h, long d) {
+  return et_from_bf16(t[b * l->sb + s * l->ss + h * l->sh + d]);
+}
+
+/* fp64 gradients of one (b, h) pair (h reads KV head h / (HQ / HK)), added
+   into dq[Sq][D] and into dk, dv [Sk][D] of the pair's KV head. D_i comes
+   from the bf16 O the kernel sees. */
+static void attn_bwd_ref_head(const attn_bwd_prob *p, long b, long h, double *dq, double *dk, double *dv) {
+  long hk = h / (p->HQ / p->HK), D = p->D;
+  const double *lse = p->lse + (b * p->HQ + h) * p->Sq;
+  for (long i = 0; i < p->Sq; i++) {
+    if (isinf(lse[i])) continue; /* no visible key: no gradient */
+    double di = 0;
+    for (long d = 0; d < D; d++) di += attn_bwd_at(p->dout, &p->ldo, b, i, h, d) * attn_bwd_at(p->o, &p->lo, b, i, h, d);
+    for (long j = 0; j < p->Sk; j++) {
+      if (p->causal && j > i + (p->Sk - p->Sq)) continue;
+      double s = 0, dp = 0;
+      for (long d = 0; d < D; d++) {
+        s += attn_bwd_at(p->q, &p->lq, b, i, h, d) * attn_bwd_at(p->k, &p->lk, b, j, hk, d);
+        dp += attn_bwd_at(p->dout, &p->ldo, b, i, h, d) * attn_bwd_at(p->v, &p->lv, b, j, hk, d);
+      }
+      double pij = exp(s * p->scale - lse[i]), ds = pij * (dp - di);
+      for (long d = 0; d < D; d++) {
+        dv[j * D + d] += pij * attn_bwd_at(p->dout, &p->ldo, b, i, h, d);
+        dk[j * D + d] += p->scale * ds * attn_bwd_at(p->q, &p->lq, b, i, h, d);
+        dq[i * D + d] += p->scale * ds * attn_bwd_at(p->k, &p->lk, b, j, hk, d);
+      }
+    }
+  }
+}
+
+/* Inputs: Q, K, V, dO random; O (bf16) and LSE (fp32 to the kernel) from the
+   fp64 forward, so that they are consistent with Q, K and V. */
+static void attn_bwd_inputs(et_ctx *c, attn_bwd_prob *p) {
+  int bhsd = (int)(et_rand(c) % 2);
+  p->lq = attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, bhsd);
+  p->lk = attn_make_layout(c, p->B, p->Sk, p->HK, p->D, bhsd);
+  p->lv = attn_make_layout(c, p->B, p->Sk, p->HK, p->D, !bhsd);
+  p->lo = attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, bhsd);
+  p->ldo = attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, !bhsd);
+  p->q = attn_random(c, p->lq.elems);
+  p->k = attn_random(c, p->lk.elems);
+  p->v = attn_random(c, p->lv.elems);
+  p->dout = attn_random(c, p->ldo.elems);
+  p->o = calloc((size_t)p->lo.elems + 1, 2);
+  p->lse = malloc((size_t)(p->B * p->HQ * p->Sq) * sizeof *p->lse);
+  double *out = malloc((size_t)(p->Sq * p->D) * sizeof *out);
+  for (long b = 0; b < p->B; b++)
+    for (long h = 0; h < p->HQ; h++) {
+      attn_ref_head(p->q, p->k, p->v, &p->lq, &p->lk, &p->lv, b, h, h / (p->HQ / p->HK), p->Sq, p->Sk, p->D,
+                    p->causal, p->scale, out, p->lse + (b * p->HQ + h) * p->Sq);
+      for (long i = 0; i < p->Sq; i++)
+        for (long d = 0; d < p->D; d++)
+          p->o[b * p->lo.sb + i * p->lo.ss + h * p->lo.sh + d] = et_to_bf16(out[i * p->D + d]);
+    }
+  free(out);
+}
+
+static void attn_bwd_free(attn_bwd_prob *p) {
+  free(p->q);
+  free(p->k);
+  free(p->v);
+  free(p->o);
+  free(p->dout);
+  free(p->lse);
+}
+
+static void *attn_bwd_put(et_ctx *c, const char *name, const void *host, size_t bytes) {
+  void *d = et_alloc(c, bytes);
+  if (host) et_upload(c, d, host, bytes);
+  et_arg_ptr(c, name, d);
+  return d;
+}
+
+/* The kernel's gradient of tensor layout l (S rows, H heads) gathered into
+   [b][h][s][d] order. */
+static double *attn_bwd_gather(et_ctx *c, const void *dev, const attn_layout *l, long B, long S, long H,
+                               long D) {
+  unsigned short *h = malloc((size_t)l->elems * 2 + 2);
+  et_download(c, h, dev, (size_t)l->elems * 2);
+  double *g = malloc((size_t)(B * H * S * D) * sizeof *g + 8);
+  for (long b = 0, at = 0; b < B; b++)
+    for (long hh = 0; hh < H; hh++)
+      for (long s = 0; s < S; s++)
+        for (long d = 0; d < D; d++) g[at++] = et_from_bf16(h[b * l->sb + s * l->ss + hh * l->sh + d]);
+  free(h);
+  return g;
+}
+
+/* The worst relative L2 error of dQ, dK, dV (noted when not dQ's), and +inf
+   when a query row with no visible key has a dQ other than exactly zero. */
+static double attn_bwd_compare(et_ctx *c, const attn_bwd_prob *p, void *ddq, void *ddk, void *ddv) {
+  long B = p->B, Sq = p->Sq, Sk = p->Sk, HQ = p->HQ, HK = p->HK, D = p->D;
+  size_t nq = (size_t)(B * HQ * Sq * D), nk = (size_t)(B * HK * Sk * D);
+  double *rq = calloc(nq + 1, sizeof *rq), *rk = calloc(nk + 1, sizeof *rk), *rv = calloc(nk + 1, sizeof *rv);
+  for (long b = 0; b < B; b++)
+    for (long h = 0; h < HQ; h++) {
+      long kv = (b * HK + h / (HQ / HK)) * Sk * D;
+      attn_bwd_ref_head(p, b, h, rq + (b * HQ + h) * Sq * D, rk + kv, rv + kv);
+    }
+  double *gq = attn_bwd_gather(c, ddq, &p->lq, B, Sq, HQ, D), *gk = attn_bwd_gather(c, ddk, &p->lk, B, Sk, HK, D);
+  double *gv = attn_bwd_gather(c, ddv, &p->lv, B, Sk, HK, D);
+  double e[3] = {et_rel_l2(rq, gq, nq), et_rel_l2(rk, gk, nk), et_rel_l2(rv, gv, nk)};
+  static const char *const names[] = {"dQ", "dK", "dV"};
+  int worst = e[1] > e[0] ? 1 : 0;
+  worst = e[2] > e[worst] ? 2 : worst;
+  double err = e[worst];
+  long empty = 0, bad = 0;
+  for (long r = 0; r < B * HQ * Sq; r++) {
+    if (!isinf(p->lse[r])) continue;
+    empty++;
+    for (long d = 0; d < D; d++)
+      if (gq[r * D + d] != 0.0) bad++;
+  }
+  if (bad) {
+    et_note(c, "%ld dQ elements of %ld rows with no visible key are not zero", bad, empty);
+    err = INFINITY;
+  } else if (worst) {
+    et_note(c, "%s error %.3e (dQ %.3e)%s", names[worst], err, e[0], empty ? "; keyless rows' dQ zero" : "");
+  } else if (empty) {
+    et_note(c, "%ld rows with no visible key: dQ zero", empty);
+  }
+  free(rq);
+  free(rk);
+  free(rv);
+  free(gq);
+  free(gk);
+  free(gv);
+  return err;
+}
+
+static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+  attn_bwd_prob p = {0};
+#define ATTN_VAL(n) shape[op_param_index(k->op, n)]
+  p.B = ATTN_VAL("batch"), p.Sq = ATTN_VAL("seqlen_q"), p.Sk = ATTN_VAL("seqlen_k");
+  p.HQ = ATTN_VAL("heads_q"), p.HK = ATTN_VAL("heads_k");
+#undef ATTN_VAL
+  p.D = op_int(k, "head_dim");
+  if (p.HK < 1 || p.HQ % p.HK) { /* possible through --shape; the spec checks baked values */
+    et_note(c, "heads_q (%ld) must be a multiple of heads_k (%ld)", p.HQ, p.HK);
+    return -1;
+  }
+  p.causal = (int)op_int(k, "causal");
+  p.scale = 1.0 / sqrt((double)p.D);
+  attn_bwd_inputs(c, &p);
+  long nl = p.B * p.HQ * p.Sq;
+  float *lse32 = malloc((size_t)nl * 4 + 4);
+  for (long i = 0; i < nl; i++) lse32[i] = (float)p.lse[i];
+  attn_bwd_put(c, "Q", p.q, (size_t)p.lq.elems * 2);
+  attn_bwd_put(c, "K", p.k, (size_t)p.lk.elems * 2);
+  attn_bwd_put(c, "V", p.v, (size_t)p.lv.elems * 2);
+  attn_bwd_put(c, "O", p.o, (size_t)p.lo.elems * 2);
+  attn_bwd_put(c, "dO", p.dout, (size_t)p.ldo.elems * 2);
+  attn_bwd_put(c, "LSE", lse32, (size_t)nl * 4);
+  void *ddq = attn_bwd_put(c, "dQ", NULL, (size_t)p.lq.elems * 2); /* poisoned by et_alloc */
+  void *ddk = attn_bwd_put(c, "dK", NULL, (size_t)p.lk.elems * 2);
+  void *ddv = attn_bwd_put(c, "dV", NULL, (size_t)p.lv.elems * 2);
+  const attn_layout *ls[] = {&p.lq, &p.lk, &p.lv, &p.lo, &p.ldo};
+  for (int i = 0; i < 5; i++) et_arg_strides(c, attn_bwd_tensors[i], ls[i]->sb, ls[i]->ss, ls[i]->sh);
+  et_arg_float(c, "scale", p.scale);
+  long vals[ATTN_NDIMS] = {p.B, p.Sq, p.Sk, p.HQ, p.HK};
+  for (int i = 0; i < ATTN_NDIMS; i++)
+    if (op_is_any(k, attn_dim_names[i])) et_arg_int(c, attn_dim_names[i], vals[i]);
+  int rc = et_launch(c);
+  if (rc == 0) *err = attn_bwd_compare(c, &p, ddq, ddk, ddv);
+  free(lse32);
+  attn_bwd_free(&p);
+  return rc;
+}
+
+const op_desc op_attn_bwd = {
+    .name = "attn_bwd",
+    .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic, no scratch)",
+    .skeleton = "attn_bwd.hip.m4",
+    .params = attn_params,
+    .nparams = ATTN_NPARAMS,
+    .check = attn_bwd_check,
+    .plan = attn_bwd_plan,
+    .emu_shapes = attn_bwd_emu_shapes,
+    .emu_run = attn_bwd_emu_run,
+};
