@@ -314,12 +314,15 @@ static void et_print_site(const hkrt_emu_site *e) {
   char where[160];
   snprintf(where, sizeof where, "%s:%d", base ? base + 1 : e->file, e->line);
   if (!et_is_lds(e)) {
-    printf("    %-30s %-12s %3u %9llu %11llu B requested %11llu B in lines  %5.2fx\n", where, et_kind_name(e->kind),
+    printf("    %-30s %-12s %3u %9llu %11llu B requested %11llu B in lines  %5.2fx", where, et_kind_name(e->kind),
            e->bytes, e->insts, e->req_bytes, e->line_bytes, et_ratio(e->line_bytes, e->req_bytes));
+    if (e->partial) printf("  %llu with inactive lanes", e->partial);
+    printf("\n");
     return;
   }
   printf("    %-30s %-12s %3u %9llu %11llu cycles %15llu conflict-free %5.2fx", where, et_kind_name(e->kind),
          e->bytes, e->insts, e->cycles, e->ideal, et_ratio(e->cycles, e->ideal));
+  if (e->partial) printf("  %llu with inactive lanes", e->partial);
   if (e->worst_extra) {
     printf("  worst +%u, pass lane:offset", e->worst_extra);
     for (int i = 0; i < e->worst_lanes && i < 8; i++) printf(" %u:%u", e->worst_lane[i], e->worst_off[i]);
