@@ -41,11 +41,13 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define hkemu_swap_halves_b32(v) (hkemu_api.swap_halves_b32(v))
 
 /* The call site, as trailing parameters of a primitive, and the report of one
-   access of n bytes per lane (kind: HKEMU_LDS_READ ... in hk_emu_abi.h). */
+   access of n bytes per lane (kind: HKEMU_LDS_READ ... in hk_emu_abi.h; a
+   direct-to-LDS load reports its global read and its LDS write). stats_on is
+   NULL under a libhkrt older than these fields. */
 #define HK_EMU_SITE const char *hk_site_file = __builtin_FILE(), int hk_site_line = __builtin_LINE()
 #define HK_EMU_NOTE(kind, addr, n)                                                              \
     do {                                                                                        \
-        if (__builtin_expect(*hkemu_api.stats_on, 0))                                           \
+        if (__builtin_expect(hkemu_api.stats_on && *hkemu_api.stats_on, 0))                     \
             hkemu_api.note((kind), (unsigned long long)(addr), (n), hk_site_file, hk_site_line); \
     } while (0)
 
