@@ -15,6 +15,25 @@
 #define TGT_TMA (1u << 3)       /* bulk tensor copies by tensor map */
 #define TGT_LDS_DMA (1u << 4)   /* direct global-to-LDS loads of 16 bytes */
 #define TGT_CVT_PK_BF16 (1u << 5) /* a packed fp32 -> bf16 conversion instruction */
+#define TGT_FP8_FNUZ (1u << 6)  /* fp8 conversions and MFMA on E4M3FNUZ/E5M2FNUZ (docs/FP8.md) */
+#define TGT_FP8_OCP (1u << 7)   /* the same on the OCP formats E4M3FN/E5M2 */
+
+/* How the LDS serves one wave's access and how global memory is cached, as
+   the emulator's statistics (hkgen test --stats) count them. A ds_read or
+   ds_write of W bytes per lane is split into passes; each pass serves
+   pass_bytes / max(W, bank_bytes) lanes, consecutive ones except for 16-byte
+   reads, whose lane groups are AMD's (read_b128_quad: the pass of each
+   group of 4 lanes). In a pass, each bank serves one dword per cycle; lanes
+   on the same dword share it (broadcast); a pass without active lanes still
+   takes a cycle. Sources in target.c. */
+typedef struct {
+  int banks;            /* dword banks */
+  int bank_bytes;       /* bytes one bank serves per cycle */
+  int read_pass_bytes;  /* bytes one pass of a ds_read serves */
+  int write_pass_bytes; /* the same for ds_write */
+  unsigned char read_b128_quad[16]; /* pass of lanes 4q..4q+3 for ds_read_b128 */
+  int line_bytes;       /* global memory: the cache line a request is served in */
+} tgt_mem;
 
 /* One product that runs the ISA, with its published figures. */
 typedef struct {
@@ -24,7 +43,19 @@ typedef struct {
   int clock_mhz;      /* peak engine clock */
   double hbm_tbs;     /* memory bandwidth, TB/s */
   double bf16_tflops; /* dense bf16 matrix peak */
+  /* for `hkgen inspect --estimate` (docs/MODEL.md); 0 where not known */
+  int lds_bw;         /* LDS bytes per clock per CU */
+  int l2_bw;          /* L2 bytes per clock per XCD (all its channels) */
+  int l2_mib;         /* L2 per XCD, MiB */
 } tgt_part;
+
+/* Issue rates of one ISA, for the estimate: matrix FLOPs per clock per
+   SIMD by input width (8-bit, 16-bit, 32-bit and wider), and the clocks a
+   wave64 VALU and a transcendental VALU instruction hold a SIMD. */
+typedef struct {
+  int mma_flops_clk[3];
+  int valu_clk, trans_clk;
+} tgt_rates;
 
 typedef struct {
   const char *name;    /* gfx942: what specs, manifests and devices say */
@@ -52,6 +83,8 @@ typedef struct {
   const char *mma_prefix[3]; /* mnemonics of matrix instructions, for hot-loop figures */
   const tgt_part *parts;
   int nparts;
+  const tgt_mem *mem;    /* LDS banks and cache lines; NULL where not modelled */
+  const tgt_rates *rates; /* AMD: for the estimate; NULL elsewhere */
 } tgt_info;
 
 const tgt_info *tgt_all(size_t *n);
@@ -74,6 +107,9 @@ int tgt_occupancy(const tgt_info *t, int regs, long lds, int block);
 /* The most blocks a launch may have on axis (0..2) with blocks of block
    threads. */
 long long tgt_grid_max(const tgt_info *t, int axis, int block);
+/* The LDS pass that lane (0..63) of a wave's access of bytes per lane
+   (write: a ds_write) falls in, by t->mem's rule; t must have one. */
+int tgt_lds_pass(const tgt_info *t, int write, unsigned bytes, int lane);
 /* Targets used when a spec names none. */
 const char *tgt_default_list(void);
 

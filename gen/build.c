@@ -578,6 +578,7 @@ int bd_build(spec_set *set, const bd_options *o) {
   c.o = o;
   c.n = set->n;
   c.tpldir = skel_template_dir();
+  if (!c.tpldir) return HK_EFAIL;
   c.tty = isatty(2);
   c.t0 = bd_now();
   pthread_mutex_init(&c.progress_lock, NULL);

@@ -139,34 +139,36 @@ const char *cc_clang(void) {
   return ok ? cc_clang_path : NULL;
 }
 
-#ifndef HK_RUNTIME_INCLUDE
-#define HK_RUNTIME_INCLUDE "runtime/include"
-#endif
-
+/* The emulator's headers (hk_emu.h): runtime/include in a build tree,
+   share/hkgen/include in an installed prefix. NULL when neither holds them. */
 const char *cc_runtime_include(void) {
   static char dir[4096];
+  static const char *const rels[] = {"../runtime/include", "../../runtime/include", "../share/hkgen/include",
+                                     NULL};
   pthread_mutex_lock(&cc_lock);
-  if (!dir[0]) {
-    const char *env = getenv("HKGEN_RUNTIME_INCLUDE");
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (env && *env) snprintf(dir, sizeof dir, "%s", env);
-    if (!dir[0] && n > 0) {
-      exe[n] = 0;
-      char *slash = strrchr(exe, '/');
-      if (slash) *slash = 0;
-      static const char *const rel[] = {"/../runtime/include", "/../../runtime/include",
-                                        "/../include/hkgen"};
-      for (int i = 0; i < 3 && !dir[0]; i++) {
-        char cand[4200];
-        snprintf(cand, sizeof cand, "%s%s/hk_emu.h", exe, rel[i]);
-        if (fs_exists(cand)) snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
-      }
-    }
-    if (!dir[0]) snprintf(dir, sizeof dir, "%s", HK_RUNTIME_INCLUDE);
-  }
+  const char *r = dir[0] ? dir : fs_data_dir("HKGEN_RUNTIME_INCLUDE", "hk_emu.h", rels, dir, sizeof dir);
   pthread_mutex_unlock(&cc_lock);
-  return dir;
+  return r;
+}
+
+/* The emulator headers' digest: a generated source only #includes them, so
+   a change to hk_emu.h must change the cache key some other way. */
+static void cc_emu_headers_digest(char hex[17]) {
+  static const char *const names[] = {"hk_emu.h", "hk_emu_abi.h"};
+  sha256_ctx s;
+  unsigned char d[32];
+  const char *dir = cc_runtime_include(); /* NULL: the compile fails, saying so */
+  sha256_init(&s);
+  for (int i = 0; i < 2; i++) {
+    char *path = xasprintf("%s/%s", dir ? dir : "", names[i]), *text = NULL;
+    size_t len = 0;
+    if (dir && fs_read_file(path, 1u << 24, &text, &len) == 0) sha256_update(&s, text, len);
+    else sha256_update(&s, "missing", 8);
+    free(text);
+    free(path);
+  }
+  sha256_final(&s, d);
+  for (int i = 0; i < 8; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }
 
 int cc_resolve_host(cc_compiler *cc, char *why, size_t n) {
@@ -180,7 +182,9 @@ int cc_resolve_host(cc_compiler *cc, char *why, size_t n) {
   }
   cc->kind = CC_HOST;
   snprintf(cc->path, sizeof cc->path, "%s", cc_clang_path);
-  snprintf(cc->identity, sizeof cc->identity, "host %.500s", cc_clang_id);
+  char hex[17];
+  cc_emu_headers_digest(hex);
+  snprintf(cc->identity, sizeof cc->identity, "host %.440s, hk_emu.h %s", cc_clang_id, hex);
   return 0;
 }
 
@@ -236,6 +240,11 @@ static int cc_compile_host(const cc_compiler *cc, const char *target, const char
                            char **obj, size_t *objlen, char **log) {
   if (!cc_emu_arch(target)) {
     *log = xasprintf("the emulator runs AMD targets only, not %s", target);
+    return -1;
+  }
+  if (!cc_runtime_include()) {
+    *log = xasprintf("cannot find the emulator's headers (hk_emu.h) in ../runtime/include or "
+                     "../share/hkgen/include next to the hkgen binary; set HKGEN_RUNTIME_INCLUDE");
     return -1;
   }
   cc_tmp t;

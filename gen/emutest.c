@@ -10,6 +10,8 @@
 #include "emutest.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +29,12 @@
 
 
 #define ET_MAX_SHAPES 16
+
+static double et_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 #define ET_TOLERANCE 1e-2 /* bf16 outputs: about 2^-8 per element */
 
 struct et_ctx {
@@ -159,6 +167,10 @@ void et_note(et_ctx *c, const char *fmt, ...) {
   va_end(ap);
 }
 
+void et_args_clear(et_ctx *c) { c->nargs = 0; }
+
+void et_note_get(const et_ctx *c, char *out, size_t n) { snprintf(out, n, "%s", c->msg); }
+
 /* Through hkrt_kernel_launch: libhkrt checks the arguments against the
    manifest, evaluates the launch rules and the grid, packs and launches. */
 int et_launch(et_ctx *c) {
@@ -183,17 +195,6 @@ double et_rel_l2(const double *ref, const double *got, size_t n) {
 
 /* The AMD kernels of set, built with hkgen build --emulate into dir
    (quietly, from the cache where it has them). */
-static int et_build(const spec_set *set, const char *dir, int jobs) {
-  spec_set amd = {0};
-  amd.v = xcalloc(set->n ? set->n : 1, sizeof *amd.v);
-  for (size_t i = 0; i < set->n; i++) /* a view: the kernels stay set's */
-    if (tgt_is_amd(tgt_find(set->v[i].target))) amd.v[amd.n++] = set->v[i];
-  bd_options o = {.outdir = dir, .jobs = jobs, .use_cache = 1, .quiet = 1, .emulate = 1};
-  int rc = amd.n ? bd_build(&amd, &o) : HK_OK;
-  free(amd.v);
-  return rc;
-}
-
 /* ---- shapes ------------------------------------------------------------------ */
 
 /* Applies "NAME=V,NAME=V" to shape; baked parameters cannot change. */
@@ -263,14 +264,16 @@ typedef struct {
   int n;
 } et_devices;
 
-static int et_device(et_devices *ds, const char *target, const char *catdir, unsigned long long seed) {
+static int et_device(et_devices *ds, const char *target, const char *catdir, unsigned long long seed,
+                     int stats) {
   for (int i = 0; i < ds->n; i++)
     if (!strcmp(ds->names[i], target)) return i;
   hkrt_device *d = NULL;
   hkrt_catalog *cat = NULL;
   if (ds->n == 8 || hkrt_device_open(HKRT_BACKEND_EMU, target, &d) != HKRT_OK) return -1;
   hkrt_emu_configure(d, seed, 0);
-  if (hkrt_catalog_open(d, catdir, &cat) != HKRT_OK) {
+  hkrt_emu_shuffle(d, 1); /* workgroups in a seeded order: results must not depend on it */
+  if ((stats && hkrt_emu_stats_enable(d, 1) != HKRT_OK) || hkrt_catalog_open(d, catdir, &cat) != HKRT_OK) {
     hkrt_device_close(d);
     return -1;
   }
@@ -287,7 +290,69 @@ static void et_devices_close(et_devices *ds) {
   }
 }
 
-static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, int *failed) {
+/* ---- --stats ------------------------------------------------------------------ */
+
+static const char *et_kind_name(hkrt_emu_access k) {
+  static const char *const names[] = {"lds read", "lds write", "global read", "global write"};
+  return names[k];
+}
+
+static int et_is_lds(const hkrt_emu_site *e) { return e->kind == HKRT_EMU_LDS_READ || e->kind == HKRT_EMU_LDS_WRITE; }
+
+/* LDS sites first, most extra cycles first; then global ones, most wasted
+   line bytes first. */
+static int et_site_cmp(const void *a, const void *b) {
+  const hkrt_emu_site *x = a, *y = b;
+  if (et_is_lds(x) != et_is_lds(y)) return et_is_lds(y) - et_is_lds(x);
+  unsigned long long wx = et_is_lds(x) ? x->cycles - x->ideal : x->line_bytes - x->req_bytes;
+  unsigned long long wy = et_is_lds(y) ? y->cycles - y->ideal : y->line_bytes - y->req_bytes;
+  return wx < wy ? 1 : wx > wy ? -1 : (x->line > y->line) - (x->line < y->line);
+}
+
+static double et_ratio(unsigned long long a, unsigned long long b) { return b ? (double)a / (double)b : 1.0; }
+
+static void et_print_site(FILE *f, const hkrt_emu_site *e) {
+  const char *base = strrchr(e->file, '/');
+  char where[160];
+  snprintf(where, sizeof where, "%s:%d", base ? base + 1 : e->file, e->line);
+  if (!et_is_lds(e)) {
+    fprintf(f, "    %-30s %-12s %3u %9llu %11llu B requested %11llu B in lines  %5.2fx", where, et_kind_name(e->kind),
+           e->bytes, e->insts, e->req_bytes, e->line_bytes, et_ratio(e->line_bytes, e->req_bytes));
+    if (e->partial) fprintf(f, "  %llu with inactive lanes", e->partial);
+    fprintf(f, "\n");
+    return;
+  }
+  fprintf(f, "    %-30s %-12s %3u %9llu %11llu cycles %15llu conflict-free %5.2fx", where, et_kind_name(e->kind),
+         e->bytes, e->insts, e->cycles, e->ideal, et_ratio(e->cycles, e->ideal));
+  if (e->partial) fprintf(f, "  %llu with inactive lanes", e->partial);
+  if (e->worst_extra) {
+    fprintf(f, "  worst +%u, pass lane:offset", e->worst_extra);
+    for (int i = 0; i < e->worst_lanes && i < 8; i++) fprintf(f, " %u:%u", e->worst_lane[i], e->worst_off[i]);
+    if (e->worst_lanes > 8) fprintf(f, " ...");
+  }
+  fprintf(f, "\n");
+}
+
+/* The run's statistics, under its result row. */
+static void et_print_stats(FILE *f, hkrt_device *dev) {
+  hkrt_emu_stats st;
+  if (hkrt_emu_stats_get(dev, &st) != HKRT_OK) return;
+  fprintf(f, "  stats: lds %llu insts, %llu bank cycles, %llu conflict-free (%.2fx; %d banks x %d B); "
+         "global %llu insts, %llu B requested, %llu B in %d-B lines (%.2fx)%s\n",
+         st.lds_insts, st.lds_cycles, st.lds_ideal, et_ratio(st.lds_cycles, st.lds_ideal), st.banks,
+         st.bank_bytes, st.global_insts, st.global_req_bytes, st.global_line_bytes, st.line_bytes,
+         et_ratio(st.global_line_bytes, st.global_req_bytes), st.dropped ? " (some accesses not counted)" : "");
+  hkrt_emu_site *v = malloc((size_t)(st.nsites ? st.nsites : 1) * sizeof *v);
+  if (!v) return;
+  memcpy(v, st.sites, (size_t)st.nsites * sizeof *v);
+  qsort(v, (size_t)st.nsites, sizeof *v, et_site_cmp);
+  for (int i = 0; i < st.nsites; i++) et_print_site(f, &v[i]);
+  free(v);
+}
+
+/* One run: its result row (and statistics) written to f. Returns 1 when it
+   passed. */
+static int et_one_shape(FILE *f, et_ctx *c, const long *shape, unsigned long long seed, int stats) {
   char text[256];
   et_shape_text(c->k, shape, text, sizeof text);
   c->shape = shape;
@@ -295,35 +360,15 @@ static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, i
   c->msg[0] = 0;
   c->rng = seed;
   double err = INFINITY;
+  if (stats) hkrt_emu_stats_reset(c->dev);
   int ran = c->k->op->emu_run(c->k, shape, c, &err) == 0;
   int pass = ran && err <= ET_TOLERANCE; /* false for NaN and inf */
-  printf("%-36s %-7s %-52s %10.3e  %s%s%s\n", c->k->name, c->k->target, text, ran ? err : NAN,
-         pass ? "PASS" : "FAIL", c->msg[0] ? "  " : "", c->msg);
-  fflush(stdout);
+  fprintf(f, "%-36s %-7s %-52s %10.3e  %s%s%s\n", c->k->name, c->k->target, text, ran ? err : NAN,
+          pass ? "PASS" : "FAIL", c->msg[0] ? "  " : "", c->msg);
+  if (stats) et_print_stats(f, c->dev);
   for (int i = 0; i < c->nallocs; i++) hkrt_free(c->dev, c->allocs[i]);
   c->nallocs = 0;
-  *failed += !pass;
-  return 0;
-}
-
-/* Every shape of kernel k on its target's device; -1 when it cannot run. */
-static int et_kernel(const op_inst *k, et_devices *ds, const char *catdir, const et_options *o, int *runs,
-                     int *failed) {
-  long shapes[ET_MAX_SHAPES][OP_MAX_PARAMS];
-  int ns = et_shapes(k, o, shapes);
-  if (ns < 0) return -1;
-  int d = et_device(ds, k->target, catdir, o->seed);
-  et_ctx c;
-  memset(&c, 0, sizeof c);
-  c.k = k;
-  if (d < 0 || hkrt_catalog_find(ds->cat[d], k->name, k->target, &c.kern) != HKRT_OK) {
-    diag_error(NULL, 0, 0, "emulator: %s", hkrt_error());
-    return -1;
-  }
-  c.dev = ds->dev[d];
-  for (int s = 0; s < ns; s++, (*runs)++)
-    et_one_shape(&c, shapes[s], o->seed + (unsigned long long)s * 7919u, failed);
-  return 0;
+  return pass;
 }
 
 static char *et_tmpdir(void) {
@@ -336,33 +381,243 @@ static char *et_tmpdir(void) {
   return dir;
 }
 
-int et_test(const spec_set *set, const et_options *o) {
-  char *dir = et_tmpdir();
-  if (!dir) return HK_EFAIL;
-  unsigned long long seed = o->seed;
-  int failed = 0, runs = 0, broken = 0;
-  if (et_build(set, dir, o->jobs) != HK_OK) {
-    diag_error(NULL, 0, 0, "the emulated catalogue did not build; nothing was run");
-    broken = (int)set->n;
+/* ---- running: every (kernel, shape) pair is one item ------------------------
+   Workers take items in turn, each with its own devices (emulated devices
+   run one launch at a time, so parallel runs need one each); rows are
+   printed in item order as soon as every earlier item is done, so the
+   output is the same whatever the number of workers. */
+
+typedef struct {
+  const op_inst *k;
+  size_t kernel; /* index in the set */
+  int s;         /* shape index: the run's seed */
+  long shape[OP_MAX_PARAMS];
+} et_item;
+
+typedef struct {
+  et_item *items;
+  size_t n;
+  atomic_size_t next;
+  const char *catdir;
+  const et_options *o;
+  hkrt_device *gpu; /* --device: the one device every worker shares (one worker) */
+  pthread_mutex_t lock; /* guards everything below */
+  char **rows;
+  unsigned char *done, *kernel_broken;
+  size_t printed;
+  int failed, runs;
+} et_pool;
+
+/* The items' catalogue kernel on this worker's device for the item's target. */
+static int et_item_kernel(et_pool *p, et_devices *ds, const et_item *it, et_ctx *c) {
+  if (p->gpu) {
+    c->dev = p->gpu;
+    return ds->n ? hkrt_catalog_find(ds->cat[0], it->k->name, it->k->target, &c->kern) : HKRT_ERR_NOT_FOUND;
   }
-  printf("hkgen test: emulated CDNA waves, fp64 reference, tolerance %.0e, seed %llu\n",
-         ET_TOLERANCE, seed);
-  printf("%-36s %-7s %-52s %10s  %s\n", "kernel", "target", "shape", "rel err", "result");
+  int d = et_device(ds, it->k->target, p->catdir, p->o->seed, p->o->stats);
+  if (d < 0) return HKRT_ERR_NO_DEVICE;
+  c->dev = ds->dev[d];
+  return hkrt_catalog_find(ds->cat[d], it->k->name, it->k->target, &c->kern);
+}
+
+static void et_flush_rows(et_pool *p) {
+  while (p->printed < p->n && p->done[p->printed]) {
+    fputs(p->rows[p->printed], stdout);
+    free(p->rows[p->printed]);
+    p->rows[p->printed++] = NULL;
+  }
+  fflush(stdout);
+}
+
+static void et_run_item(et_pool *p, et_devices *ds, size_t i) {
+  et_item *it = &p->items[i];
+  char *row = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&row, &len);
+  if (!f) {
+    fprintf(stderr, "hkgen: out of memory\n");
+    exit(HK_EFAIL);
+  }
+  et_ctx c;
+  memset(&c, 0, sizeof c);
+  c.k = it->k;
+  int ok = 0, broken = 0;
+  if (et_item_kernel(p, ds, it, &c) != HKRT_OK) {
+    fprintf(f, "%-36s %-7s %-52s %10s  BROKEN  %s\n", it->k->name, it->k->target, "-", "-", hkrt_error());
+    broken = 1;
+  } else {
+    ok = et_one_shape(f, &c, it->shape, p->o->seed + (unsigned long long)it->s * 7919u, p->o->stats);
+  }
+  fclose(f);
+  pthread_mutex_lock(&p->lock);
+  p->rows[i] = row;
+  p->done[i] = 1;
+  if (broken) p->kernel_broken[it->kernel] = 1;
+  else p->runs++, p->failed += !ok;
+  et_flush_rows(p);
+  pthread_mutex_unlock(&p->lock);
+}
+
+static void *et_worker(void *arg) {
+  et_pool *p = arg;
   et_devices ds = {0};
-  for (size_t i = 0; i < set->n && !broken; i++) {
+  if (p->gpu) { /* the catalogue opened once on the shared device */
+    ds.cat[0] = NULL;
+    if (hkrt_catalog_open(p->gpu, p->catdir, &ds.cat[0]) == HKRT_OK) ds.n = 1;
+  }
+  for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) et_run_item(p, &ds, i);
+  if (p->gpu) {
+    if (ds.n) hkrt_catalog_close(ds.cat[0]);
+  } else {
+    et_devices_close(&ds);
+  }
+  return NULL;
+}
+
+/* The runnable kernels' items, in the set's order. -1 on a bad --shape. */
+static int et_items(const spec_set *set, const et_options *o, const char *only, et_item **out, size_t *n) {
+  *out = xcalloc(set->n * ET_MAX_SHAPES + 1, sizeof **out);
+  *n = 0;
+  for (size_t i = 0; i < set->n; i++) {
     const op_inst *k = &set->v[i];
-    if (!tgt_is_amd(tgt_find(k->target))) {
-      printf("%-36s %-7s %-52s %10s  %s\n", k->name, k->target, "-", "-",
-             "not emulated: the emulator runs AMD targets; check NVIDIA ones on a GPU (tests/device)");
+    if (only ? strcmp(k->target, only) != 0 : !tgt_is_amd(tgt_find(k->target))) continue;
+    long shapes[ET_MAX_SHAPES][OP_MAX_PARAMS];
+    int ns = et_shapes(k, o, shapes);
+    if (ns < 0) return -1;
+    for (int s = 0; s < ns; s++) {
+      et_item *it = &(*out)[(*n)++];
+      it->k = k;
+      it->kernel = i;
+      it->s = s;
+      memcpy(it->shape, shapes[s], sizeof it->shape);
+    }
+  }
+  return 0;
+}
+
+/* Runs the items on `workers' threads; the counts go to *runs, *failed and
+   *broken (kernels that could not be run). */
+static void et_run(const spec_set *set, et_item *items, size_t n, const char *catdir, const et_options *o,
+                   hkrt_device *gpu, int workers, int *runs, int *failed, int *broken) {
+  et_pool p;
+  memset(&p, 0, sizeof p);
+  p.items = items;
+  p.n = n;
+  atomic_init(&p.next, 0);
+  p.catdir = catdir;
+  p.o = o;
+  p.gpu = gpu;
+  pthread_mutex_init(&p.lock, NULL);
+  p.rows = xcalloc(n + 1, sizeof *p.rows);
+  p.done = xcalloc(n + 1, 1);
+  p.kernel_broken = xcalloc(set->n + 1, 1);
+  if (workers > (int)n) workers = n ? (int)n : 1;
+  pthread_t th[256];
+  int started = 0;
+  for (int w = 1; w < workers; w++)
+    if (pthread_create(&th[started], NULL, et_worker, &p) == 0) started++;
+  et_worker(&p);
+  for (int w = 0; w < started; w++) pthread_join(th[w], NULL);
+  *runs = p.runs;
+  *failed = p.failed;
+  for (size_t i = 0; i < set->n; i++) *broken += p.kernel_broken[i];
+  free(p.rows);
+  free(p.done);
+  free(p.kernel_broken);
+  pthread_mutex_destroy(&p.lock);
+}
+
+static void et_list_skipped(const spec_set *set, const char *only) {
+  for (size_t i = 0; i < set->n; i++) {
+    const op_inst *k = &set->v[i];
+    if (only ? !strcmp(k->target, only) : tgt_is_amd(tgt_find(k->target))) continue;
+    printf("%-36s %-7s %-52s %10s  %s\n", k->name, k->target, "-", "-",
+           only ? "not run: the device runs another target"
+                : "not emulated: the emulator runs AMD targets; check NVIDIA ones on a GPU (hkgen test --device)");
+  }
+}
+
+/* --device: the GPU present (CUDA, then HIP) and the target it runs; NULL
+   with a message when there is none, or when HIP cannot say its target
+   and --target does not name exactly one. */
+static hkrt_device *et_gpu(const et_options *o, const char **target) {
+  static const hkrt_backend bs[] = {HKRT_BACKEND_CUDA, HKRT_BACKEND_HIP};
+  static const char *const names[] = {"CUDA", "HIP"};
+  char why[1024] = "";
+  for (int i = 0; i < 2; i++) {
+    hkrt_device *d = NULL;
+    if (hkrt_device_open(bs[i], NULL, &d) != HKRT_OK) {
+      size_t at = strlen(why);
+      snprintf(why + at, sizeof why - at, "%s%s: %s", at ? "; " : "", names[i], hkrt_error());
       continue;
     }
-    if (et_kernel(k, &ds, dir, o, &runs, &failed) < 0) broken++;
+    *target = hkrt_device_target(d);
+    if (!*target && o->targets && !strchr(o->targets, ',')) *target = o->targets;
+    if (!*target) {
+      diag_error(NULL, 0, 0, "hkgen test --device: a HIP device does not say its target: name one with "
+                             "--target (gfx90a, gfx942 or gfx950)");
+      hkrt_device_close(d);
+      return NULL;
+    }
+    return d;
   }
-  et_devices_close(&ds);
-  printf("%d run%s, %d failed, %d kernel%s not built; seed %llu (rerun with --seed %llu)\n", runs,
-         runs == 1 ? "" : "s", failed, broken, broken == 1 ? "" : "s", seed, seed);
-  if (o->keep) printf("the emulated catalogue is kept in %s\n", dir);
+  diag_error(NULL, 0, 0, "hkgen test --device: no GPU here (%s); without --device the AMD kernels run on "
+                         "the CPU emulator", why);
+  return NULL;
+}
+
+/* The catalogue the runs use: emulated host objects of the AMD kernels, or
+   (--device) code objects of the device's target's kernels. */
+static int et_build(const spec_set *set, const char *dir, int jobs, const char *only) {
+  spec_set sub = {0};
+  sub.v = xcalloc(set->n ? set->n : 1, sizeof *sub.v);
+  for (size_t i = 0; i < set->n; i++) /* a view: the kernels stay set's */
+    if (only ? !strcmp(set->v[i].target, only) : tgt_is_amd(tgt_find(set->v[i].target)))
+      sub.v[sub.n++] = set->v[i];
+  bd_options o = {.outdir = dir, .jobs = jobs, .use_cache = 1, .quiet = !isatty(2), .emulate = !only};
+  int rc = sub.n ? bd_build(&sub, &o) : HK_OK;
+  free(sub.v);
+  return rc;
+}
+
+int et_test(const spec_set *set, const et_options *o) {
+  const char *only = NULL; /* --device: the device's target */
+  hkrt_device *gpu = NULL;
+  if (o->device && o->stats) {
+    diag_error(NULL, 0, 0, "--stats counts what the emulator sees; it does not go with --device");
+    return HK_EUSAGE;
+  }
+  if (o->device && !(gpu = et_gpu(o, &only))) return HK_EFAIL;
+  char *dir = et_tmpdir();
+  if (!dir) {
+    if (gpu) hkrt_device_close(gpu);
+    return HK_EFAIL;
+  }
+  double t0 = et_now();
+  int failed = 0, runs = 0, broken = 0;
+  et_item *items = NULL;
+  size_t n = 0;
+  if (et_items(set, o, only, &items, &n) < 0) {
+    broken = (int)set->n;
+  } else if (et_build(set, dir, o->jobs, only) != HK_OK) {
+    diag_error(NULL, 0, 0, "the %s catalogue did not build; nothing was run", gpu ? "device's" : "emulated");
+    broken = (int)set->n;
+  }
+  if (gpu)
+    printf("hkgen test: on the %s device (%s), fp64 reference, tolerance %.0e, seed %llu\n",
+           hkrt_device_target(gpu) ? "CUDA" : "HIP", only, ET_TOLERANCE, o->seed);
+  else
+    printf("hkgen test: emulated CDNA waves, fp64 reference, tolerance %.0e, seed %llu, %d worker%s\n",
+           ET_TOLERANCE, o->seed, o->jobs, o->jobs == 1 ? "" : "s");
+  printf("%-36s %-7s %-52s %10s  %s\n", "kernel", "target", "shape", "rel err", "result");
+  et_list_skipped(set, only);
+  if (!broken) et_run(set, items, n, dir, o, gpu, gpu ? 1 : o->jobs, &runs, &failed, &broken);
+  printf("%d run%s, %d failed, %d kernel%s not built or not run; %.1f s; seed %llu (rerun with --seed %llu)\n",
+         runs, runs == 1 ? "" : "s", failed, broken, broken == 1 ? "" : "s", et_now() - t0, o->seed, o->seed);
+  if (o->keep) printf("the %s catalogue is kept in %s\n", gpu ? "device's" : "emulated", dir);
   else fs_remove_tree(dir);
   free(dir);
+  free(items);
+  if (gpu) hkrt_device_close(gpu);
   return failed || broken ? HK_EFAIL : HK_OK;
 }

@@ -39,6 +39,10 @@ int et_launch(et_ctx *c);
 /* Relative L2 error of got against ref; NaN anywhere gives +inf. */
 double et_rel_l2(const double *ref, const double *got, size_t n);
 void et_note(et_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Forgets the arguments given so far, for a second launch in one run. */
+void et_args_clear(et_ctx *c);
+/* The note recorded so far (a failed launch's message, say). */
+void et_note_get(const et_ctx *c, char *out, size_t n);
 
 typedef struct {
   const char *targets;   /* --target list, or NULL for the spec's */
@@ -46,7 +50,9 @@ typedef struct {
   int nshapes;
   unsigned long long seed;
   int keep;              /* keep the temporary folder */
-  int jobs;              /* parallel host compiles of the emulated catalogue */
+  int jobs;              /* parallel compiles, and parallel emulated runs (one device each) */
+  int device;            /* --device: run on the GPU present instead of the emulator */
+  int stats;             /* --stats: LDS bank conflicts and cache-line traffic per run */
 } et_options;
 
 /* Runs every kernel of set on the emulator; returns an exit status. */

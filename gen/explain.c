@@ -1,13 +1,15 @@
 /* explain.c: `hkgen explain SPEC`: before anything compiles, which kernel
    serves each problem the spec derives, per target (natively, or not at all
    and why), whether its object is already cached, and an estimate of the
-   build time. */
+   build time; for a cached AMD kernel with every parameter baked, its
+   estimated time on its target's fastest part (estimate.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "compile.h"
+#include "estimate.h"
 #include "skel.h"
 #include "spec.h"
 #include "target.h"
@@ -44,6 +46,41 @@ static const char *ex_blocker(const op_inst *k, const cc_compiler *cc, int have_
   return r;
 }
 
+/* The part of t with the most units, then the highest clock. */
+static const tgt_part *ex_fastest_part(const tgt_info *t) {
+  const tgt_part *best = NULL;
+  for (int i = 0; i < t->nparts; i++) {
+    const tgt_part *p = &t->parts[i];
+    if (!best || p->units > best->units || (p->units == best->units && p->clock_mhz > best->clock_mhz)) best = p;
+  }
+  return best;
+}
+
+/* One estimate line for a cached AMD kernel whose every parameter is baked
+   (the problem is the kernel's own); nothing otherwise. */
+static void ex_estimate(const op_inst *k, const cc_cache *cache, const char *key) {
+  const tgt_info *t = tgt_find(k->target);
+  if (!tgt_is_amd(t) || !t->rates || !k->op->work || !k->plan || !t->nparts) return;
+  for (int i = 0; i < k->op->nparams; i++)
+    if (!strcmp(k->vals[i], OP_ANY)) return;
+  char *obj, *meta, msg[512], line[128];
+  size_t len;
+  if (cc_cache_get(cache, key, &obj, &len, &meta) < 0) return; /* verifies the entry's checksum */
+  free(obj);
+  free(meta);
+  const tgt_part *part = ex_fastest_part(t);
+  long shape[OP_MAX_PARAMS];
+  op_shape_baked(k, shape);
+  char *path = xasprintf("%s/%s.obj", cache->dir, key);
+  es_launch l;
+  es_result r;
+  if (ie_kernel_estimate(path, k, shape, part, &l, &r, msg, sizeof msg) == 0) {
+    es_format(&r, line, sizeof line);
+    printf("  estimate on %s: %s\n", part->name, line);
+  }
+  free(path);
+}
+
 static void ex_params(const op_inst *k, int runtime, char *out, size_t n) {
   size_t used = 0;
   out[0] = 0;
@@ -59,6 +96,7 @@ static void ex_params(const op_inst *k, int runtime, char *out, size_t n) {
 }
 
 int cmd_explain_set(const spec_set *set, int jobs) {
+  if (!skel_template_dir()) return 1;
   cc_cache cache;
   cc_cache_open(&cache, 1);
   size_t cached = 0, todo = 0, blocked = 0;
@@ -73,13 +111,13 @@ int cmd_explain_set(const spec_set *set, int jobs) {
     ex_params(k, 0, baked, sizeof baked);
     ex_params(k, 1, rt, sizeof rt);
     const char *status = "natively";
+    char key[65] = "";
     if (blocker) {
       status = "not at all";
       blocked++;
     } else {
       char *src = NULL;
       size_t len;
-      char key[65];
       int quiet = skel_expand(skel_template_dir(), k, &src, &len) == 0;
       if (quiet) {
         cc_cache_key(&cc, k->target, src, len, key);
@@ -95,6 +133,7 @@ int cmd_explain_set(const spec_set *set, int jobs) {
     }
     printf("%-30s %-7s %-9s %-44s %-28s %s%s%s\n", k->name, k->target, k->op->name, baked, rt, status,
            blocker ? ": " : "", blocker ? blocker : "");
+    if (key[0] && !strcmp(status, "natively (cached)")) ex_estimate(k, &cache, key);
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int j = jobs > 0 ? jobs : (int)(cores > 0 ? cores : 1);

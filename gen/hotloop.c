@@ -2,6 +2,7 @@
    (hotloop.h says what counts as a loop and which one is hot). */
 #include "hotloop.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,9 +241,11 @@ static size_t hl_loops(const hl_fn *f, hl_range *out, char *seen, int *stack) {
   return n;
 }
 
-static int hl_innermost(const hl_range *l, size_t n, size_t i) {
+/* Innermost: no loop lies inside, leaving out loops without MFMAs inside
+   one with them (a waterfall loop over a descriptor in the main loop). */
+static int hl_innermost(const hl_range *l, const hl_loop *m, size_t n, size_t i) {
   for (size_t j = 0; j < n; j++)
-    if (j != i && l[j].head >= l[i].head && l[j].last <= l[i].last) return 0;
+    if (j != i && l[j].head >= l[i].head && l[j].last <= l[i].last && (m[j].mfma > 0 || m[i].mfma == 0)) return 0;
   return 1;
 }
 
@@ -293,13 +296,64 @@ int hl_find(const char *dis, const char *kernel, const tgt_info *t, hl_loop *r) 
   size_t n = stack ? hl_loops(&f, loops, seen, stack) : 0;
   free(seen);
   free(stack);
-  for (size_t i = 0; i < n; i++) {
-    if (!hl_innermost(loops, n, i)) continue;
-    hl_loop c;
-    hl_measure(&f, &loops[i], &c);
-    if (hl_better(&c, r)) *r = c;
-  }
+  hl_loop *m = n ? malloc(n * sizeof *m) : NULL;
+  for (size_t i = 0; m && i < n; i++) hl_measure(&f, &loops[i], &m[i]);
+  for (size_t i = 0; m && i < n; i++)
+    if (hl_innermost(loops, m, n, i) && hl_better(&m[i], r)) *r = m[i];
+  free(m);
   free(loops);
   hl_free(&f);
   return rc;
+}
+
+/* Whether a forward branch from a to b crosses the loop's first or last address. */
+static int hl_crosses(const hl_loop *l, unsigned long long a, unsigned long long b) {
+  return l->found && ((a < l->start && b > l->start) || (a <= l->end && b > l->end));
+}
+
+/* skips[i]: the forward branches that can jump over instruction i. */
+static int *hl_skips(const hl_fn *f, const hl_loop *l) {
+  int *d = calloc(f->n + 1, sizeof *d);
+  if (!d) return NULL;
+  for (size_t i = 0; i < f->n; i++) {
+    const hl_inst *in = &f->v[i];
+    /* s_cbranch_execz skips a block only when no lane is active: taken as never */
+    if ((in->kind != HL_COND && in->kind != HL_JUMP) || in->target <= in->addr + 4 ||
+        hl_crosses(l, in->addr, in->target) || !strcmp(in->mnem, "s_cbranch_execz"))
+      continue;
+    long t = hl_at(f, in->target);
+    if (t < 0) continue;
+    d[i + 1]++;
+    d[t]--;
+  }
+  for (size_t i = 1; i <= f->n; i++) d[i] += d[i - 1];
+  return d;
+}
+
+int hl_each(const char *dis, const char *kernel, const tgt_info *t, const hl_loop *l, hl_visit fn, void *ctx) {
+  hl_fn f = {0};
+  if (hl_parse(dis, kernel, t, &f) < 0) {
+    hl_free(&f);
+    return -1;
+  }
+  int *skips = hl_skips(&f, l);
+  int in_fn = 0;
+  size_t i = 0;
+  for (const char *p = dis; *p && skips;) {
+    size_t len = strcspn(p, "\n");
+    hl_inst in;
+    if (!in_fn) {
+      in_fn = hl_is_header(p, len, kernel);
+    } else if (len == 0 || p[0] != '\t') {
+      break; /* the function's end */
+    } else if (hl_parse_line(p, len, t, &in) && i < f.n) {
+      const char *ops = p + 1 + strlen(in.mnem), *c = strstr(ops, "// ");
+      size_t n = c && c < p + len ? (size_t)(c - ops) : (size_t)(p + len - ops);
+      fn(ctx, in.mnem, ops, n, l->found && in.addr >= l->start && in.addr <= l->end, pow(0.5, skips[i++]));
+    }
+    p += len + (p[len] == '\n');
+  }
+  free(skips);
+  hl_free(&f);
+  return skips ? 0 : -1;
 }

@@ -31,5 +31,15 @@ int hl_disassemble(const char *path, const char *target, hk_buf *out);
 /* The hot loop of kernel in a disassembly for target t (whose table names
    its matrix instructions); -1 when the kernel is not there. */
 int hl_find(const char *dis, const char *kernel, const tgt_info *t, hl_loop *r);
+/* Calls fn once per instruction of kernel, in address order, with its
+   mnemonic, its operands (ops[0..opslen), the text before the address
+   comment), whether it lies in loop l (l->found, start..end) and the share
+   of runs that reach it by a static guess: 1/2 for each forward branch that
+   can skip it (an arm of an if, a guarded block), counting only branches
+   that stay on one side of the loop's bounds and not s_cbranch_execz (it
+   skips only when no lane is active, taken here as never). -1 when the kernel is not in
+   dis. */
+typedef void (*hl_visit)(void *ctx, const char *mnem, const char *ops, size_t opslen, int in_loop, double reach);
+int hl_each(const char *dis, const char *kernel, const tgt_info *t, const hl_loop *l, hl_visit fn, void *ctx);
 
 #endif

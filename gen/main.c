@@ -12,6 +12,7 @@
 #include "op.h"
 #include "spec.h"
 #include "target.h"
+#include "usage.h"
 #include "util.h"
 
 #ifndef HK_VERSION
@@ -19,6 +20,7 @@
 #endif
 
 int cmd_inspect_path(const char *path);
+int cmd_inspect_estimate(const char *path, const char *part, const char *shape);
 int cmd_explain_set(const spec_set *set, int jobs);
 int sh_parse(const char *text, int *k, int *n);
 void sh_select(spec_set *set, int k, int n);
@@ -41,34 +43,6 @@ typedef struct {
   const char **files;
   int nfiles;
 } cli_args;
-
-static void cli_usage(FILE *f) {
-  fputs("usage: hkgen [build] SPEC... [-o DIR] [-j N] [--target LIST] [--no-cache] [--emulate] [-q]\n"
-        "       hkgen gen SPEC... [-o DIR] [--target LIST]   write sources only\n"
-        "       hkgen check SPEC... [--target LIST]          validate only\n"
-        "       hkgen explain SPEC... [--target LIST]        which kernel serves each problem; build estimate\n"
-        "       hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep]\n"
-        "                                                    run kernels on the CPU emulator\n"
-        "       hkgen merge SHARD_DIR... -o DIR                join --shard K/N builds into one catalogue\n"
-        "       hkgen plan SPEC... --shards N [-o DIR] [--make FILE]   a Makefile of shard builds + merge\n"
-        "       hkgen list                                   ops, parameters, targets\n"
-        "       hkgen inspect PATH                           resources of a catalogue or .hsaco\n"
-        "       hkgen --help | --version\n"
-        "\n"
-        "  -o DIR         catalogue folder (default: catalog)\n"
-        "  -j N           parallel compiles (default: the number of cores)\n"
-        "  --target LIST  comma-separated targets replacing the spec's (gfx90a,gfx942,gfx950)\n"
-        "  --no-cache     compile everything; do not read or fill the cache\n"
-        "  --emulate      build host objects for libhkrt's CPU emulator (AMD targets)\n"
-        "  --shard K/N    build every N-th kernel from the K-th (1 <= K <= N); see merge\n"
-        "  -q, --quiet    no progress or summary\n"
-        "  --json         one JSON object per finished kernel, then a summary, on stdout\n"
-        "\n"
-        "Exit status: 0 ok, 1 compile or internal failure, 2 usage or spec error.\n"
-        "Environment: HKGEN_CLANG, HKGEN_COMGR, HKGEN_COMPILER=clang|comgr, HKGEN_CACHE_DIR,\n"
-        "HKGEN_TEMPLATES, HKGEN_M4. See README.md and docs/SPEC.md.\n",
-        f);
-}
 
 static int cli_int(const char *opt, const char *v, int *out) {
   char *end;
@@ -180,7 +154,7 @@ static int cmd_check(int argc, char **argv) {
   return rc;
 }
 
-/* hkgen test: its own options (--shape, --seed, --keep) plus --target. */
+/* hkgen test: its own options (--shape, --seed, --keep, --stats) plus --target. */
 static int cmd_test(int argc, char **argv) {
   et_options o = {0};
   cli_args a = {0};
@@ -200,6 +174,10 @@ static int cmd_test(int argc, char **argv) {
       }
     } else if (!strcmp(argv[i], "--keep")) {
       o.keep = 1;
+    } else if (!strcmp(argv[i], "--stats")) {
+      o.stats = 1;
+    } else if (!strcmp(argv[i], "--device")) {
+      o.device = 1;
     } else if (!strcmp(argv[i], "--shape") || !strcmp(argv[i], "--seed")) {
       diag_error(NULL, 0, 0, "%s needs a value", argv[i]);
       bad = 1;
@@ -211,6 +189,7 @@ static int cmd_test(int argc, char **argv) {
   int rc = HK_EUSAGE;
   if (!bad && cli_parse(nrest, rest, &a) == 0 && cli_load(&a, &set) == 0) {
     o.jobs = a.jobs;
+    o.targets = a.targets;
     rc = et_test(&set, &o);
   }
   spec_set_free(&set);
@@ -292,12 +271,28 @@ static int cmd_list(int argc, char **argv) {
   return HK_OK;
 }
 
+/* hkgen inspect PATH [--estimate PART [--shape NAME=V,...]] */
 static int cmd_inspect(int argc, char **argv) {
-  if (argc != 1) {
-    diag_error(NULL, 0, 0, "inspect takes one catalogue folder or .hsaco file");
+  const char *path = NULL, *part = NULL, *shape = NULL;
+  for (int i = 0; i < argc; i++) {
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if ((!strcmp(argv[i], "--estimate") || !strcmp(argv[i], "--shape")) && !next) {
+      diag_error(NULL, 0, 0, "%s needs a value", argv[i]);
+      return HK_EUSAGE;
+    }
+    if (!strcmp(argv[i], "--estimate")) part = argv[++i];
+    else if (!strcmp(argv[i], "--shape")) shape = argv[++i];
+    else if (argv[i][0] == '-' || path) {
+      diag_error(NULL, 0, 0, "inspect takes one catalogue folder or .hsaco file, --estimate PART and --shape "
+                 "NAME=V,... (got '%s')", argv[i]);
+      return HK_EUSAGE;
+    } else path = argv[i];
+  }
+  if (!path || (shape && !part)) {
+    diag_error(NULL, 0, 0, path ? "--shape goes with --estimate PART" : "inspect takes one catalogue folder or .hsaco file");
     return HK_EUSAGE;
   }
-  return cmd_inspect_path(argv[0]);
+  return part ? cmd_inspect_estimate(path, part, shape) : cmd_inspect_path(path);
 }
 
 static const struct {
@@ -309,20 +304,47 @@ static const struct {
     {"merge", cmd_merge}, {"plan", cmd_plan},
 };
 
+/* hkgen help [COMMAND]. */
+static int cmd_help(int argc, char **argv) {
+  if (argc == 0) {
+    us_overview(stdout);
+    return HK_OK;
+  }
+  if (argc == 1 && us_command(stdout, argv[0]) == 0) return HK_OK;
+  diag_error(NULL, 0, 0, "help takes one command name (got '%s'); see hkgen --help", argv[0]);
+  return HK_EUSAGE;
+}
+
+/* `--help` or `-h` anywhere among a command's arguments asks for its help. */
+static int cli_wants_help(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    cli_usage(stderr);
+    us_overview(stderr);
     return HK_EUSAGE;
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    cli_usage(stdout);
+    us_overview(stdout);
     return HK_OK;
   }
   if (!strcmp(argv[1], "--version")) {
     printf("hkgen %s\n", HK_VERSION);
     return HK_OK;
   }
+  if (!strcmp(argv[1], "--man")) {
+    us_man(stdout, HK_VERSION);
+    return HK_OK;
+  }
+  if (!strcmp(argv[1], "help")) return cmd_help(argc - 2, argv + 2);
   for (size_t i = 0; i < sizeof cli_cmds / sizeof cli_cmds[0]; i++)
-    if (!strcmp(argv[1], cli_cmds[i].name)) return cli_cmds[i].fn(argc - 2, argv + 2);
+    if (!strcmp(argv[1], cli_cmds[i].name)) {
+      if (cli_wants_help(argc - 2, argv + 2)) return us_command(stdout, cli_cmds[i].name) == 0 ? HK_OK : HK_EFAIL;
+      return cli_cmds[i].fn(argc - 2, argv + 2);
+    }
+  if (cli_wants_help(argc - 1, argv + 1)) return us_command(stdout, "build") == 0 ? HK_OK : HK_EFAIL;
   return cmd_build(argc - 1, argv + 1); /* `hkgen spec.yaml` builds */
 }

@@ -21,9 +21,10 @@ extern const op_desc op_gemm;
 extern const op_desc op_rope;
 extern const op_desc op_attn_fwd;
 extern const op_desc op_attn_bwd;
+extern const op_desc op_attn_decode;
 extern const op_desc op_norm;
 
-static const op_desc *const op_table[] = {&op_attn_fwd, &op_attn_bwd, &op_gemm, &op_norm, &op_rope};
+static const op_desc *const op_table[] = {&op_attn_fwd, &op_attn_bwd, &op_attn_decode, &op_gemm, &op_norm, &op_rope};
 
 const op_desc *const *op_all(size_t *n) {
   *n = sizeof op_table / sizeof op_table[0];

@@ -97,6 +97,15 @@ typedef struct op_plan {
   int nchecks;
 } op_plan;
 
+/* The work of one problem, for `hkgen inspect --estimate` (estimate.h):
+   what the op computes and moves, whatever the code does. */
+typedef struct {
+  double flops;     /* useful floating-point operations (causal attention: the unmasked pairs) */
+  double mma_flops; /* matrix-core FLOPs the kernel issues, masked and padded tiles included; 0: none */
+  double bytes;     /* bytes the op must read and write in memory at least */
+  double trips;     /* hot-loop iterations per workgroup on average; 0: derived from mma_flops or bytes */
+} op_work;
+
 typedef struct op_desc {
   const char *name;
   const char *doc;
@@ -124,6 +133,10 @@ typedef struct op_desc {
      leaves it out (NULL: the schema's def). Tuning parameters only: the
      kernel must compute the same result whatever the value. */
   const char *(*target_default)(const op_inst *k, const char *param);
+  /* Optional: the work of problem `shape' (one value per parameter index,
+     as emu_shapes gives them) for the estimate; -1 with a message when the
+     shape cannot be estimated. */
+  int (*work)(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n);
 } op_desc;
 
 /* Resolves k->plan (once; a second call keeps the first). -1 with a

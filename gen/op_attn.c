@@ -349,6 +349,39 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
+/* Keys row r of a causal mask (bottom-right aligned) sees, of sk. */
+static double attn_keys_seen(long r, long sq, long sk) {
+  long v = r + 1 + sk - sq;
+  return v < 0 ? 0 : v > sk ? (double)sk : (double)v;
+}
+
+/* The estimate's work: 4 d FLOPs per (query, key) pair left by the mask;
+   the matrix cores compute whole key blocks of block_n for each 128-query
+   block (AMD plan); Q, K, V read, O and the log-sum-exp written once. */
+static int attn_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
+  long b = shape[op_param_index(k->op, "batch")], sq = shape[op_param_index(k->op, "seqlen_q")],
+       sk = shape[op_param_index(k->op, "seqlen_k")], hq = shape[op_param_index(k->op, "heads_q")],
+       hk = shape[op_param_index(k->op, "heads_k")], bn = op_tune(k->plan, "block_n");
+  double d = (double)op_int(k, "head_dim"), pairs = 0, computed = 0;
+  if (bn <= 0) {
+    snprintf(msg, n, "kernel %s has no key-block size in its plan (not an AMD attention kernel)", k->name);
+    return -1;
+  }
+  int causal = (int)op_int(k, "causal");
+  for (long q0 = 0; q0 < sq; q0 += 128) {
+    long last = q0 + 128 < sq ? q0 + 127 : sq - 1;
+    double keys = causal ? attn_keys_seen(last, sq, sk) : (double)sk;
+    computed += 128 * ceil(keys / (double)bn) * (double)bn; /* a block computes all 128 rows */
+    for (long r = q0; r <= last; r++) pairs += causal ? attn_keys_seen(r, sq, sk) : (double)sk;
+  }
+  double bh = (double)b * (double)hq;
+  w->flops = 4 * d * pairs * bh;
+  w->mma_flops = 4 * d * computed * bh;
+  w->bytes = (double)b * (2 * 2 * d * ((double)hq * (double)sq + (double)hk * (double)sk) + 4.0 * (double)hq * (double)sq);
+  w->trips = 0;
+  return 0;
+}
+
 const op_desc op_attn_fwd = {
     .name = "attn_fwd",
     .doc = "attention forward: O = softmax(scale Q K^T + causal mask) V, and the row log-sum-exp",
@@ -358,5 +391,6 @@ const op_desc op_attn_fwd = {
     .check = attn_check,
     .plan = attn_plan,
     .emu_shapes = attn_emu_shapes,
+    .work = attn_work,
     .emu_run = attn_emu_run,
 };

@@ -189,6 +189,21 @@ static const char *gemm_target_default(const op_inst *k, const char *param) {
   return gemm_is_wgmma(k) && !strcmp(param, "tile_n") ? "256" : NULL;
 }
 
+/* The estimate's work: 2MNK useful FLOPs; the matrix cores also compute
+   the padding of the last tile row and column; A, B read and C written once. */
+static int gemm_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
+  (void)msg;
+  (void)n;
+  double M = (double)shape[op_param_index(k->op, "M")], N = (double)shape[op_param_index(k->op, "N")],
+         K = (double)shape[op_param_index(k->op, "K")];
+  double tm = (double)op_int(k, "tile_m"), tn = (double)op_int(k, "tile_n");
+  w->flops = 2 * M * N * K;
+  w->mma_flops = 2 * ceil(M / tm) * tm * ceil(N / tn) * tn * K;
+  w->bytes = 2 * (M * K + N * K + M * N);
+  w->trips = 0;
+  return 0;
+}
+
 const op_desc op_gemm = {
     .name = "gemm",
     .doc = "bf16 GEMM with fp32 accumulation: C[M][N] = A[M][K] x B (B^T for layout nt)",
@@ -201,4 +216,5 @@ const op_desc op_gemm = {
     .emu_shapes = gemm_emu_shapes,
     .emu_run = gemm_emu_run,
     .target_default = gemm_target_default,
+    .work = gemm_work,
 };

@@ -504,6 +504,31 @@ static int norm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
+/* The estimate's work, in bytes (no matrix work): forward reads x (and
+   the residual) and writes y (and the sum s); backward reads s and dy and
+   writes dx (and ds) plus its NORM_PARTS partial rows of fp32 weight (and
+   bias) gradients; the reduction reads those partial rows. About 8 FLOPs
+   per element forward, 12 backward. */
+static int norm_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
+  (void)msg;
+  (void)n;
+  double R = (double)shape[op_param_index(k->op, "rows")], H = (double)shape[op_param_index(k->op, "hidden")];
+  double wb = norm_is(k, "weight_dtype", "fp32") ? 4 : 2, nw = norm_ln(k) ? 2 : 1, res = norm_res(k);
+  double parts = R < NORM_PARTS ? R : NORM_PARTS;
+  memset(w, 0, sizeof *w);
+  if (norm_is(k, "phase", "fwd")) {
+    w->bytes = 2 * R * H * (2 + 2 * res) + nw * wb * H;
+    w->flops = 8 * R * H;
+  } else if (norm_is(k, "phase", "bwd")) {
+    w->bytes = 2 * R * H * (3 + res) + nw * wb * H + parts * nw * 4 * H;
+    w->flops = 12 * R * H;
+  } else {
+    w->bytes = parts * nw * 4 * H + nw * wb * H;
+    w->flops = parts * nw * H;
+  }
+  return 0;
+}
+
 const op_desc op_norm = {
     .name = "norm",
     .doc = "RMSNorm / LayerNorm of rows [rows][hidden] fused with dropout and the residual add, fwd and bwd",
@@ -514,4 +539,5 @@ const op_desc op_norm = {
     .plan = norm_plan,
     .emu_shapes = norm_emu_shapes,
     .emu_run = norm_emu_run,
+    .work = norm_work,
 };

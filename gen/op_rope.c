@@ -214,6 +214,20 @@ static int rope_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
 #undef ROPE_VAL
 }
 
+/* The estimate's work, in bytes: Q and K read and written once, and the
+   fp32 cos/sin tables read when the kernel takes them; 3 FLOPs per element. */
+static int rope_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
+  (void)msg;
+  (void)n;
+  double b = (double)shape[op_param_index(k->op, "batch")], s = (double)shape[op_param_index(k->op, "seq_len")],
+         h = (double)(shape[op_param_index(k->op, "heads_q")] + shape[op_param_index(k->op, "heads_k")]),
+         d = (double)shape[op_param_index(k->op, "head_dim")];
+  memset(w, 0, sizeof *w);
+  w->bytes = 2 * 2 * b * s * h * d + (op_int(k, "table") ? 2 * 4 * s * d / 2 : 0);
+  w->flops = 3 * b * s * h * d;
+  return 0;
+}
+
 const op_desc op_rope = {
     .name = "rope",
     .doc = "rotary position embedding of Q[b][s][heads_q][d] and K[b][s][heads_k][d]",
@@ -224,4 +238,5 @@ const op_desc op_rope = {
     .plan = rope_plan,
     .emu_shapes = rope_emu_shapes,
     .emu_run = rope_emu_run,
+    .work = rope_work,
 };

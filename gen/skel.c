@@ -18,9 +18,6 @@
 #ifndef HK_VERSION
 #define HK_VERSION "0.1.0"
 #endif
-#ifndef HK_TEMPLATE_DIR
-#define HK_TEMPLATE_DIR "templates"
-#endif
 
 
 void skel_prologue_init(skel_prologue *p) {
@@ -510,30 +507,15 @@ int skel_expand(const char *tpldir, const op_inst *k, char **out, size_t *len) {
   return ok ? 0 : -1;
 }
 
+/* Build tree (build/hkgen, tests/build/...) or installed prefix
+   (bin/hkgen, share/hkgen/templates). NULL, with a message, when none. */
 const char *skel_template_dir(void) {
   static char dir[4096];
+  static const char *const rels[] = {"../templates", "../../templates", "../share/hkgen/templates", NULL};
   if (dir[0]) return dir;
-  const char *env = getenv("HKGEN_TEMPLATES");
-  if (env && *env) {
-    snprintf(dir, sizeof dir, "%s", env);
-    return dir;
-  }
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    static const char *const rel[] = {"/../templates", "/../../templates", "/../share/hkgen/templates"};
-    for (int i = 0; i < 3; i++) {
-      char cand[4200];
-      snprintf(cand, sizeof cand, "%s%s/hk.m4", exe, rel[i]);
-      if (fs_exists(cand)) {
-        snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
-        return dir;
-      }
-    }
-  }
-  snprintf(dir, sizeof dir, "%s", HK_TEMPLATE_DIR);
-  return dir;
+  if (fs_data_dir("HKGEN_TEMPLATES", "hk.m4", rels, dir, sizeof dir)) return dir;
+  diag_error(NULL, 0, 0,
+             "cannot find hkgen's templates (hk.m4) in ../templates or ../share/hkgen/templates next "
+             "to the hkgen binary; set HKGEN_TEMPLATES to the folder");
+  return NULL;
 }

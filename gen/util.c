@@ -290,6 +290,34 @@ int fs_mkdirs(const char *path) {
 
 int fs_exists(const char *path) { return access(path, F_OK) == 0; }
 
+/* hkgen's data folders are found from the running binary, never from a path
+   fixed at compile time, so that a build tree and an installed prefix (or a
+   copy of either) both work: ENV when set, else the first of rels (relative
+   to the binary's folder) holding marker. */
+const char *fs_data_dir(const char *env, const char *marker, const char *const *rels, char *out,
+                        size_t n) {
+  const char *v = getenv(env);
+  if (v && *v) {
+    snprintf(out, n, "%s", v);
+    return out;
+  }
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0) return NULL;
+  exe[len] = 0;
+  char *slash = strrchr(exe, '/');
+  if (slash) *slash = 0;
+  for (int i = 0; rels[i]; i++) {
+    char *dir = xasprintf("%s/%s", exe, rels[i]), *cand = fs_join(dir, marker);
+    int found = fs_exists(cand);
+    if (found) snprintf(out, n, "%s", dir);
+    free(dir);
+    free(cand);
+    if (found) return out;
+  }
+  return NULL;
+}
+
 char *fs_join(const char *dir, const char *name) {
   size_t n = strlen(dir);
   if (n && dir[n - 1] == '/') return xasprintf("%s%s", dir, name);

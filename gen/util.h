@@ -48,6 +48,10 @@ int fs_write_file(const char *path, const void *data, size_t len, int durable);
 int fs_sync_dir(const char *dir);
 int fs_mkdirs(const char *path);
 int fs_exists(const char *path);
+/* A data folder of hkgen: $ENV if set, else the first of the NULL-terminated
+   rels (relative to the binary's folder) that holds marker; NULL if none. */
+const char *fs_data_dir(const char *env, const char *marker, const char *const *rels, char *out,
+                        size_t n);
 /* Removes path and everything under it (symbolic links are removed, never
    followed); 0 on success. */
 int fs_remove_tree(const char *path);

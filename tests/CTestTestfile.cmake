@@ -27,6 +27,8 @@ set(HK_BUILD_ENV
 # good ones, hostile inputs refused in bounded time.
 add_test(spec_cases sh spec/spec_cases.sh)
 set_tests_properties(spec_cases PROPERTIES TIMEOUT 240 LABELS "spec" ENVIRONMENT "${HK_ENV}")
+add_test(cli_help sh spec/cli_help.sh)
+set_tests_properties(cli_help PROPERTIES TIMEOUT 120 LABELS "spec" ENVIRONMENT "${HK_ENV}")
 add_test(spec_hostile sh spec/spec_hostile.sh)
 set_tests_properties(spec_hostile PROPERTIES TIMEOUT 120 LABELS "spec;security" ENVIRONMENT "${HK_ENV}")
 
@@ -98,10 +100,26 @@ add_test(emu_mfma_product build/emu_mfma product data/mfma-layouts)
 set_tests_properties(emu_mfma_product PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_layout_mutant sh emu/mutant.sh)
 set_tests_properties(emu_layout_mutant PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+# fp8 conversions of hk_emu.h (FNUZ on gfx942, OCP on gfx950) against emu/fp8_table.py's independent table.
+add_test(emu_fp8 sh emu/fp8.sh)
+set_tests_properties(emu_fp8 PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+# One fp8 MFMA per target through hk_emu.h and libhkrt's wave collective against fp64; a gfx942
+# module's FNUZ MFMA faults on gfx950.
+add_test(emu_fp8_launch build/emu_launch fp8 build/emu)
+set_tests_properties(emu_fp8_launch PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_barrier build/emu_launch barrier build/emu)
 set_tests_properties(emu_barrier PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_oob build/emu_launch oob build/emu)
 set_tests_properties(emu_oob PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+# Access statistics (hkrt_emu_stats_*, hkgen test --stats): LDS bank cycles
+# and cache-line bytes of a hand-written kernel against AMD's rules per
+# target, and the --stats report of generated GEMM and RoPE kernels.
+foreach(t gfx90a gfx942 gfx950)
+  add_test(emu_stats_${t} build/emu_stats ${t} build/emu)
+  set_tests_properties(emu_stats_${t} PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+endforeach()
+add_test(emu_stats_report sh emu/stats.sh)
+set_tests_properties(emu_stats_report PROPERTIES TIMEOUT 120 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_kernels_gfx90a sh emu/kernels.sh gfx90a)
 set_tests_properties(emu_kernels_gfx90a PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
 add_test(emu_kernels_gfx942 sh emu/kernels.sh gfx942)
@@ -164,12 +182,42 @@ endforeach()
 add_test(build_attn_bwd sh pipeline/build_attn_bwd.sh)
 set_tests_properties(build_attn_bwd PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 
+# Paged-KV decode on the emulator: GQA ratios 1-24, q_tokens 1-16, random
+# page tables, splits merged in one launch, check_tables reporting a corrupt
+# table; and its kernels built for both targets without spills.
+foreach(t gfx942 gfx950)
+  add_test(emu_attn_decode_${t} sh emu/attn_decode.sh ${t})
+  set_tests_properties(emu_attn_decode_${t} PROPERTIES TIMEOUT 300 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+endforeach()
+add_test(build_attn_decode sh pipeline/build_attn_decode.sh)
+set_tests_properties(build_attn_decode PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
 add_test(build_attn sh pipeline/build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_sm90 sh pipeline/build_sm90.sh)
 set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
+# fp8 tile primitives: the gfx942/gfx950 objects hold the fp8 MFMAs and conversions; a format the
+# target lacks (OCP on gfx942, FNUZ on gfx950, any on gfx90a) is a compile error naming it.
+add_test(build_fp8 sh pipeline/build_fp8.sh)
+set_tests_properties(build_fp8 PROPERTIES TIMEOUT 120 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_synclines sh pipeline/build_synclines.sh)
 set_tests_properties(build_synclines PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_kernargs sh pipeline/build_kernargs.sh)
 set_tests_properties(build_kernargs PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+
+# The performance estimate (hkgen inspect --estimate): bad input refused
+# with status 2, and the model's sanity on synthetic and generated kernels.
+add_test(estimate sh pipeline/estimate.sh)
+set_tests_properties(estimate PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+
+# make install (DESTDIR, PREFIX), relocated, and a consumer project built
+# from it with CMake (hkgen_add_catalog) and with pkg-config; Python from the
+# prefix; make uninstall.
+add_test(install_consumer sh pipeline/install.sh)
+set_tests_properties(install_consumer PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+
+# hkgen test -j N: parallel emulated runs print what -j 1 prints; --device
+# without a GPU.
+add_test(emu_jobs sh emu/jobs.sh)
+set_tests_properties(emu_jobs PROPERTIES TIMEOUT 300 LABELS "emu" ENVIRONMENT "${HK_ENV}")

@@ -7,12 +7,21 @@
  * that wait for all 64 lanes of the wave; barriers wait for the workgroup.
  * LDS and global accesses are bounds-checked: a bad one stops the launch with
  * the kernel, workgroup, lane and address.
+ * Primitives: those listed in hk_cdna.h, the fp8 ones included (their
+ * conversions are hk_emu_fp8.h's model, docs/FP8.md).
+ *
+ * Statistics (hkgen test --stats): each LDS and global primitive takes its
+ * call site as trailing default arguments (HK_EMU_SITE: clang evaluates
+ * __builtin_FILE/LINE where the call is written, the template's line through
+ * #line) and reports each access with HK_EMU_NOTE, one predictable branch
+ * when statistics are off. A new primitive does the same.
  */
 #ifndef HK_EMU_H
 #define HK_EMU_H
 
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #if !defined(HK_EMU_ARCH) || (HK_EMU_ARCH < 2 || HK_EMU_ARCH > 4)
@@ -20,6 +29,7 @@
 #endif
 
 #include "hk_emu_abi.h"
+#include "hk_emu_fp8.h"
 
 /* Filled by libhkrt when it loads this module. */
 extern "C" __attribute__((visibility("default"))) hkemu_api_t hkemu_api{};
@@ -33,6 +43,20 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define hkemu_check_global(p, n, w) (hkemu_api.check_global((p), (n), (w)))
 #define hkemu_mfma_32x32_bf16(kpl, a, b, c, d) (hkemu_api.mfma_32x32_bf16((kpl), (a), (b), (c), (d)))
 #define hkemu_swap_halves_b32(v) (hkemu_api.swap_halves_b32(v))
+#define hkemu_mfma_32x32_f8(fa, fb, a, b, c, d) (hkemu_api.mfma_32x32_f8((fa), (fb), (a), (b), (c), (d)))
+
+/* The call site, as trailing parameters of a primitive, and the report of one
+   access of n bytes per lane (kind: HKEMU_LDS_READ ... in hk_emu_abi.h; a
+   direct-to-LDS load reports its global read and its LDS write). stats_on is
+   NULL under a libhkrt older than these fields. */
+#define HK_EMU_SITE const char *hk_site_file = __builtin_FILE(), int hk_site_line = __builtin_LINE()
+#define HK_EMU_NOTE(kind, addr, n)                                                              \
+    do {                                                                                        \
+        if (__builtin_expect(hkemu_api.stats_on && *hkemu_api.stats_on, 0))                     \
+            hkemu_api.note((kind), (unsigned long long)(addr), (n), hk_site_file, hk_site_line); \
+    } while (0)
+#define hkemu_grid_dim(axis) (hkemu_api.grid_dim(axis))
+#define hkemu_fault_kernel(what) (hkemu_api.fault_kernel(what))
 
 #define __global__
 #define __device__
@@ -67,8 +91,10 @@ HK_DEVICE int hk_thread_id(void) { return hkemu_thread_id(); }
 HK_DEVICE int hk_block_id_x(void) { return hkemu_block_id(0); }
 HK_DEVICE int hk_block_id_y(void) { return hkemu_block_id(1); }
 HK_DEVICE int hk_block_id_z(void) { return hkemu_block_id(2); }
+HK_DEVICE int hk_grid_blocks_x(void) { return hkemu_grid_dim(0); }
 HK_DEVICE int hk_lane_id(void) { return hk_thread_id() & (HK_WAVE_SIZE - 1); }
 HK_DEVICE int hk_wave_id(void) { return hk_thread_id() / HK_WAVE_SIZE; }
+HK_DEVICE int hk_uniform_i32(int x) { return x; } /* each fiber computed the same x */
 
 /* ---- XCD-aware workgroup order: the same text as hk_cdna.h (a permutation,
  * so the emulator's results do not depend on it) ----------------------------- */
@@ -113,97 +139,174 @@ HK_DEVICE hk_lds_t hk_emu_lds_region(unsigned bytes)
             hkemu_fault_lds((unsigned)(off), (n), (l).size, (w));                       \
     } while (0)
 
-HK_DEVICE unsigned hk_lds_load_b32(hk_lds_t l, int off)
+HK_DEVICE unsigned hk_lds_load_b32(hk_lds_t l, int off, HK_EMU_SITE)
 {
     unsigned v;
     HK_EMU_LDS_CHECK(l, off, 4u, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, 4u);
     memcpy(&v, l.base + off, 4);
     return v;
 }
-HK_DEVICE hk_u32x2 hk_lds_load_b64(hk_lds_t l, int off)
+HK_DEVICE hk_u32x2 hk_lds_load_b64(hk_lds_t l, int off, HK_EMU_SITE)
 {
     hk_u32x2 v;
     HK_EMU_LDS_CHECK(l, off, 8u, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, 8u);
     memcpy(&v, l.base + off, 8);
     return v;
 }
-HK_DEVICE hk_u32x4 hk_lds_load_b128(hk_lds_t l, int off)
+HK_DEVICE hk_u32x4 hk_lds_load_b128(hk_lds_t l, int off, HK_EMU_SITE)
 {
     hk_u32x4 v;
     HK_EMU_LDS_CHECK(l, off, 16u, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, 16u);
     memcpy(&v, l.base + off, 16);
     return v;
 }
-HK_DEVICE void hk_lds_store_b32(hk_lds_t l, int off, unsigned v)
+HK_DEVICE void hk_lds_store_b32(hk_lds_t l, int off, unsigned v, HK_EMU_SITE)
 {
     HK_EMU_LDS_CHECK(l, off, 4u, 1);
+    HK_EMU_NOTE(HKEMU_LDS_WRITE, off, 4u);
     memcpy(l.base + off, &v, 4);
 }
-HK_DEVICE void hk_lds_store_b64(hk_lds_t l, int off, hk_u32x2 v)
+HK_DEVICE void hk_lds_store_b64(hk_lds_t l, int off, hk_u32x2 v, HK_EMU_SITE)
 {
     HK_EMU_LDS_CHECK(l, off, 8u, 1);
+    HK_EMU_NOTE(HKEMU_LDS_WRITE, off, 8u);
     memcpy(l.base + off, &v, 8);
 }
-HK_DEVICE void hk_lds_store_b128(hk_lds_t l, int off, hk_u32x4 v)
+HK_DEVICE void hk_lds_store_b128(hk_lds_t l, int off, hk_u32x4 v, HK_EMU_SITE)
 {
     HK_EMU_LDS_CHECK(l, off, 16u, 1);
+    HK_EMU_NOTE(HKEMU_LDS_WRITE, off, 16u);
     memcpy(l.base + off, &v, 16);
 }
 
 /* ---- global memory: every access checked against the launch's buffers ------ */
-HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool vec_ok)
+/* the element-wise path counts as one 2-byte load per element, as hk_cdna.h
+   issues them */
+HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool vec_ok, HK_EMU_SITE)
 {
     hk_bf16x8 v = {0, 0, 0, 0, 0, 0, 0, 0};
     if (vec_ok && n_valid >= 8) {
         hkemu_check_global(p, 16, 0);
+        HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 16u);
         memcpy(&v, p, 16);
         return v;
     }
     for (int j = 0; j < 8; ++j)
         if (j < n_valid) {
             hkemu_check_global(p + j, 2, 0);
+            HK_EMU_NOTE(HKEMU_GLOBAL_READ, p + j, 2u);
             v[j] = p[j];
         }
     return v;
 }
-HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid)
+HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid, HK_EMU_SITE)
 {
     if (!valid)
         return 0;
     hkemu_check_global(p, 2, 0);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 2u);
     return *p;
 }
-HK_DEVICE float hk_global_load_f32(const float *p)
+HK_DEVICE float hk_global_load_f32(const float *p, HK_EMU_SITE)
 {
     hkemu_check_global(p, 4, 0);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 4u);
     return *p;
 }
-HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v)
+HK_DEVICE int hk_global_load_i32(const int *p, HK_EMU_SITE)
+{
+    hkemu_check_global(p, 4, 0);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 4u);
+    return *p;
+}
+HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v, HK_EMU_SITE)
 {
     hkemu_check_global(p, 2, 1);
+    HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 2u);
     *p = v;
 }
-HK_DEVICE void hk_global_store_f32(float *p, float v)
+HK_DEVICE void hk_global_store_f32(float *p, float v, HK_EMU_SITE)
 {
     hkemu_check_global(p, 4, 1);
+    HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 4u);
     *p = v;
 }
 /* 4 and 16 bytes: a misaligned address faults (sm_90a would), reported as a
  * write at address 0; otherwise bounds-checked like the others */
-HK_DEVICE void hk_global_store_b32(void *p, unsigned v)
+HK_DEVICE void hk_global_store_b32(void *p, unsigned v, HK_EMU_SITE)
 {
     if ((size_t)p % 4)
         hkemu_check_global(NULL, 4, 1);
     hkemu_check_global(p, 4, 1);
+    HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 4u);
     memcpy(p, &v, 4);
 }
-HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v)
+HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v, HK_EMU_SITE)
 {
     if ((size_t)p % 16)
         hkemu_check_global(NULL, 16, 1);
     hkemu_check_global(p, 16, 1);
+    HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 16u);
     memcpy(p, &v, 16);
 }
+/* raw loads of 4, 8 and 16 bytes: misaligned faults as the stores do */
+HK_DEVICE void hk_emu_load_raw(void *v, const void *p, unsigned n)
+{
+    if ((size_t)p % n)
+        hkemu_check_global(NULL, n, 0);
+    hkemu_check_global(p, n, 0);
+    memcpy(v, p, n);
+}
+HK_DEVICE unsigned hk_global_load_b32(const void *p, HK_EMU_SITE)
+{
+    unsigned v;
+    hk_emu_load_raw(&v, p, 4);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 4u);
+    return v;
+}
+HK_DEVICE hk_u32x2 hk_global_load_b64(const void *p, HK_EMU_SITE)
+{
+    hk_u32x2 v;
+    hk_emu_load_raw(&v, p, 8);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 8u);
+    return v;
+}
+HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p, HK_EMU_SITE)
+{
+    hk_u32x4 v;
+    hk_emu_load_raw(&v, p, 16);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 16u);
+    return v;
+}
+
+/* ---- device-scope ordering and atomics: workgroups run one after another
+ * and work-items are fibers switched only at barriers and collectives, so a
+ * checked read-modify-write is atomic and a fence has nothing to do ---------- */
+HK_DEVICE void hk_fence_device(void) {}
+HK_DEVICE int hk_atomic_add_i32(int *p, int v)
+{
+    hkemu_check_global(p, 4, 1);
+    const int old = *p;
+    *p = (int)((unsigned)old + (unsigned)v);
+    return old;
+}
+HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v)
+{
+    hkemu_check_global(p, 4, 1);
+    const unsigned old = *p;
+    *p = v < old ? v : old;
+    return old;
+}
+/* A kernel's own check failed: the launch stops with the message. */
+#define hk_report_fault(fmt, a, b, c, d)                                                         \
+    do {                                                                                         \
+        char hk_emu_what_[384];                                                                  \
+        snprintf(hk_emu_what_, sizeof hk_emu_what_, fmt, (long)(a), (long)(b), (long)(c), (long)(d)); \
+        hkemu_fault_kernel(hk_emu_what_);                                                        \
+    } while (0)
 
 /* ---- bf16 <-> fp32, as the hardware rounds (nearest even) -------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x)
@@ -258,10 +361,11 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_acc_zero(void)
         z[i] = 0.0f;
     return z;
 }
-HK_DEVICE hk_mfma_ab_t hk_lds_load_mfma_ab(hk_lds_t l, int off)
+HK_DEVICE hk_mfma_ab_t hk_lds_load_mfma_ab(hk_lds_t l, int off, HK_EMU_SITE)
 {
     hk_mfma_ab_t v;
     HK_EMU_LDS_CHECK(l, off, (unsigned)HK_MFMA_AB_BYTES, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, (unsigned)HK_MFMA_AB_BYTES);
     memcpy(&v, l.base + off, HK_MFMA_AB_BYTES);
     return v;
 }
@@ -276,6 +380,137 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_ac
     memcpy(&acc, d, sizeof d);
     return acc;
 }
+
+/* ---- fp8: the names and formats of hk_cdna.h, computed by hk_emu_fp8.h (the
+ * conversions) and by libhkrt (the MFMA, a wave collective). A format the
+ * emulated target lacks is the same compile error as on the GPU. ---------------- */
+typedef float hk_f32x4 __attribute__((ext_vector_type(4)));
+typedef long hk_mfma_f8_ab_t;
+#define HK_MFMA_F8_K 16
+#define HK_MFMA_F8_KPL 8
+#define HK_MFMA_F8_AB_BYTES 8
+
+#define HK_FP8_CAT_(a, b) a##b
+#define HK_FP8_CAT(a, b) HK_FP8_CAT_(a, b)
+#define hk_fp8_max(F) HK_FP8_CAT(HK_FP8_MAX_, F)
+#define hk_fp8_to_f32(F, c) HK_FP8_CAT(hk_fp8_to_f32_, F)(c)
+#define hk_fp8x4_to_f32x4(F, w) HK_FP8_CAT(hk_fp8x4_to_f32x4_, F)(w)
+#define hk_f32_to_fp8(F, x) HK_FP8_CAT(hk_f32_to_fp8_, F)(x)
+#define hk_f32x4_to_fp8x4(F, v) HK_FP8_CAT(hk_f32x4_to_fp8x4_, F)(v)
+#define hk_mfma_32x32_fp8(FA, FB, a, b, acc) \
+    HK_FP8_CAT(HK_FP8_CAT(HK_FP8_CAT(hk_mfma_32x32x16_, FA), _), FB)(a, b, acc)
+#define HK_FP8_MAX_E4M3_OCP 448.0f
+#define HK_FP8_MAX_E5M2_OCP 57344.0f
+#define HK_FP8_MAX_E4M3_FNUZ 240.0f
+#define HK_FP8_MAX_E5M2_FNUZ 57344.0f
+
+HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab(hk_u32x2 w)
+{
+    hk_mfma_f8_ab_t a;
+    memcpy(&a, &w, 8);
+    return a;
+}
+/* operand i (0 or 1) of 16 bytes read at once: bytes 8i..8i+7 */
+HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab_part(hk_u32x4 v, int i)
+{
+    const hk_u32x2 w = {v[2 * i], v[2 * i + 1]};
+    return hk_mfma_f8_ab(w);
+}
+HK_DEVICE hk_mfma_f8_ab_t hk_lds_load_mfma_f8_ab(hk_lds_t l, int off, HK_EMU_SITE)
+{
+    return hk_mfma_f8_ab(hk_lds_load_b64(l, off, hk_site_file, hk_site_line));
+}
+
+#define HK_FP8_CONVERSIONS(F)                                                                  \
+    HK_DEVICE float hk_fp8_to_f32_##F(unsigned c) { return hkemu_fp8_decode(c & 0xffu, HKEMU_FP8_##F); } \
+    HK_DEVICE hk_f32x4 hk_fp8x4_to_f32x4_##F(unsigned w)                                       \
+    {                                                                                          \
+        hk_f32x4 r;                                                                            \
+        for (int j = 0; j < 4; ++j)                                                            \
+            r[j] = hkemu_fp8_decode((w >> (8 * j)) & 0xffu, HKEMU_FP8_##F);                    \
+        return r;                                                                              \
+    }                                                                                          \
+    HK_DEVICE unsigned hk_f32_to_fp8_##F(float x) { return hkemu_fp8_encode(x, HKEMU_FP8_##F); } \
+    HK_DEVICE unsigned hk_f32x4_to_fp8x4_##F(hk_f32x4 v)                                       \
+    {                                                                                          \
+        unsigned w = 0;                                                                        \
+        for (int j = 0; j < 4; ++j)                                                            \
+            w |= hkemu_fp8_encode(v[j], HKEMU_FP8_##F) << (8 * j);                             \
+        return w;                                                                              \
+    }
+#define HK_FP8_UNAVAILABLE(F, WHY)                                                             \
+    HK_DEVICE float hk_fp8_to_f32_##F(unsigned) __attribute__((unavailable(WHY)));             \
+    HK_DEVICE hk_f32x4 hk_fp8x4_to_f32x4_##F(unsigned) __attribute__((unavailable(WHY)));      \
+    HK_DEVICE unsigned hk_f32_to_fp8_##F(float) __attribute__((unavailable(WHY)));             \
+    HK_DEVICE unsigned hk_f32x4_to_fp8x4_##F(hk_f32x4) __attribute__((unavailable(WHY)));
+#define HK_FP8_MFMA(FA, FB)                                                                    \
+    HK_DEVICE hk_mfma_acc_t hk_mfma_32x32x16_##FA##_##FB(hk_mfma_f8_ab_t a, hk_mfma_f8_ab_t b, \
+                                                         hk_mfma_acc_t acc)                    \
+    {                                                                                          \
+        float c[16], d[16];                                                                    \
+        memcpy(c, &acc, sizeof c);                                                             \
+        hkemu_mfma_32x32_f8(HKEMU_FP8_##FA, HKEMU_FP8_##FB, (const unsigned char *)&a,         \
+                            (const unsigned char *)&b, c, d);                                  \
+        memcpy(&acc, d, sizeof d);                                                             \
+        return acc;                                                                            \
+    }
+#define HK_FP8_MFMA_UNAVAILABLE(FA, FB, WHY)                                                   \
+    HK_DEVICE hk_mfma_acc_t hk_mfma_32x32x16_##FA##_##FB(hk_mfma_f8_ab_t, hk_mfma_f8_ab_t,     \
+                                                         hk_mfma_acc_t)                        \
+        __attribute__((unavailable(WHY)));
+#define HK_FP8_ALL_MFMA_UNAVAILABLE(A, B, WHY)                                                 \
+    HK_FP8_MFMA_UNAVAILABLE(A, A, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(A, B, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(B, A, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(B, B, WHY)
+
+#define HK_FP8_NO_OCP_ "hk_cdna.h: gfx942 has the FNUZ fp8 formats (E4M3_FNUZ, E5M2_FNUZ), not OCP"
+#define HK_FP8_NO_FNUZ_ "hk_cdna.h: gfx950 has the OCP fp8 formats (E4M3_OCP, E5M2_OCP), not FNUZ"
+#define HK_FP8_NONE_ "hk_cdna.h: gfx90a has no fp8 conversions or fp8 MFMA"
+
+#if HK_EMU_ARCH == 3
+#define HK_FP8_FNUZ 1
+#define HK_FP8_OCP 0
+#define HK_FP8_E4M3 E4M3_FNUZ
+#define HK_FP8_E5M2 E5M2_FNUZ
+HK_FP8_CONVERSIONS(E4M3_FNUZ)
+HK_FP8_CONVERSIONS(E5M2_FNUZ)
+HK_FP8_MFMA(E4M3_FNUZ, E4M3_FNUZ)
+HK_FP8_MFMA(E4M3_FNUZ, E5M2_FNUZ)
+HK_FP8_MFMA(E5M2_FNUZ, E4M3_FNUZ)
+HK_FP8_MFMA(E5M2_FNUZ, E5M2_FNUZ)
+HK_FP8_UNAVAILABLE(E4M3_OCP, HK_FP8_NO_OCP_)
+HK_FP8_UNAVAILABLE(E5M2_OCP, HK_FP8_NO_OCP_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_OCP, E5M2_OCP, HK_FP8_NO_OCP_)
+#elif HK_EMU_ARCH == 4
+#define HK_FP8_FNUZ 0
+#define HK_FP8_OCP 1
+#define HK_FP8_E4M3 E4M3_OCP
+#define HK_FP8_E5M2 E5M2_OCP
+HK_FP8_CONVERSIONS(E4M3_OCP)
+HK_FP8_CONVERSIONS(E5M2_OCP)
+HK_FP8_MFMA(E4M3_OCP, E4M3_OCP)
+HK_FP8_MFMA(E4M3_OCP, E5M2_OCP)
+HK_FP8_MFMA(E5M2_OCP, E4M3_OCP)
+HK_FP8_MFMA(E5M2_OCP, E5M2_OCP)
+HK_FP8_UNAVAILABLE(E4M3_FNUZ, HK_FP8_NO_FNUZ_)
+HK_FP8_UNAVAILABLE(E5M2_FNUZ, HK_FP8_NO_FNUZ_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_FNUZ, E5M2_FNUZ, HK_FP8_NO_FNUZ_)
+#else
+#define HK_FP8_FNUZ 0
+#define HK_FP8_OCP 0
+#define HK_FP8_E4M3 E4M3_NONE
+#define HK_FP8_E5M2 E5M2_NONE
+HK_FP8_UNAVAILABLE(E4M3_NONE, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_NONE, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E4M3_OCP, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_OCP, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E4M3_FNUZ, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_FNUZ, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_NONE, E5M2_NONE, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_OCP, E5M2_OCP, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_FNUZ, E5M2_FNUZ, HK_FP8_NONE_)
+#endif
 
 /* ---- fast math (host libm) and cross-lane exchange (a wave collective) ---------- */
 HK_DEVICE float hk_exp2f(float x) { return exp2f(x); }

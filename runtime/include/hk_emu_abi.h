@@ -25,7 +25,21 @@ typedef struct {
                           const float *c, float *d);
   /* appended, same ABI version (a module built before leaves them unused) */
   unsigned (*swap_halves_b32)(unsigned v); /* wave collective: v of lane l ^ 32 */
+  /* the 32x32x16 fp8 MFMA: formats HKEMU_FP8_* (hk_emu_fp8.h) of A and B, 8 codes
+     of A and of B for this lane, c/d: 16 floats */
+  void (*mfma_32x32_f8)(int fmt_a, int fmt_b, const unsigned char *a, const unsigned char *b,
+                        const float *c, float *d);
+  /* statistics (hkrt_emu_stats_enable): a primitive calls note for each
+     access while *stats_on; addr is an LDS byte offset or a global address,
+     file and line the primitive's call site */
+  const int *stats_on;
+  void (*note)(int kind, unsigned long long addr, unsigned bytes, const char *file, int line);
+  int (*grid_dim)(int axis);               /* workgroups in the grid along axis */
+  void (*fault_kernel)(const char *what);  /* a kernel's own check failed: stop the launch */
 } hkemu_api_t;
+
+/* note's kinds */
+enum { HKEMU_LDS_READ = 0, HKEMU_LDS_WRITE = 1, HKEMU_GLOBAL_READ = 2, HKEMU_GLOBAL_WRITE = 3 };
 
 #ifdef __cplusplus
 }

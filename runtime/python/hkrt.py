@@ -9,10 +9,14 @@ build or run hkgen itself.
     cat = hkrt.Catalog("catalog", backend="cuda")
     k = cat.kernel("llama3_8b_qkv", "sm_90a")
     k(A=a, B=b, C=c, lda=4096, ldb=4096, ldc=6144, M=m)   # grid from the manifest
+    run = k.bind(A=a, B=b, C=c, lda=4096, ldb=4096, ldc=6144, M=m)  # checked and packed once
+    run(A=a2, C=c2)                                        # patches pointers, launches
 """
 import ctypes
 import json
 import os
+
+__version__ = "0.1.0"  # hkgen's VERSION (Makefile); tests/pipeline/install.sh checks they agree
 
 _BACKENDS = {"emu": 1, "hip": 2, "cuda": 3}
 
@@ -22,10 +26,13 @@ def _find_lib():
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "build", "libhkrt.so"), "libhkrt.so"):
-        if os.path.exists(cand) or "/" not in cand:
+    # an installed prefix (PREFIX/lib/hkgen/python/hkrt.py beside PREFIX/lib),
+    # then a build tree (runtime/python/hkrt.py, build/libhkrt.so)
+    for cand in (os.path.join(here, "..", "..", "libhkrt.so.0"),
+                 os.path.join(here, "..", "..", "build", "libhkrt.so")):
+        if os.path.exists(cand):
             return cand
-    return "libhkrt.so"
+    return "libhkrt.so.0"
 
 
 class HkrtError(RuntimeError):
@@ -80,6 +87,8 @@ class _Lib:
                                        ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
                                        ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
         c.hkrt_kernel_function.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+        c.hkrt_kernel_pointer_slot.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
+                                               ctypes.POINTER(ctypes.c_size_t)]
         c.hkrt_kernel_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Arg), ctypes.c_size_t,
                                          ctypes.c_void_p]
 
@@ -125,16 +134,77 @@ class Kernel:
     def grid(self, values):
         return self._pack(values)[1]
 
+    def bind(self, **values):
+        """A launch with every argument checked and packed now: the returned
+        Bound only patches the pointers it is given and launches (see Bound)."""
+        return Bound(self, values)
+
     def __call__(self, stream=None, **values):
-        if stream is None and self.cat.backend == "cuda":
-            try:
-                import torch
-                stream = torch.cuda.current_stream().cuda_stream
-            except ImportError:
-                stream = None
+        stream = _stream(self.cat, stream)
         self.cat.lib.check(self.cat.lib.c.hkrt_kernel_launch(self._k, None, _args(values), len(values),
                                                              ctypes.c_void_p(stream or 0)),
                            "launching " + self.name)
+
+
+def _stream(cat, stream):
+    """torch's current CUDA stream when none is given (CUDA backend only)."""
+    if stream is None and cat.backend == "cuda":
+        try:
+            import torch
+            return torch.cuda.current_stream().cuda_stream
+        except ImportError:
+            return None
+    return stream
+
+
+class Bound:
+    """One kernel at one shape, packed once: k.bind(A=a, B=b, C=c, M=4096, ...)
+    runs libhkrt's checks and packing (launch rules, grid, tensor maps) a
+    single time. A call b(A=a2, C=c2) patches only the pointers it names,
+    checking each for NULL and alignment, and launches the packed bytes
+    (hkrt_launch_ex); integers and floats stay as bound (bind again for
+    another shape). A pointer that a tensor map covers (sm_90a) is re-packed
+    through libhkrt instead, since the map holds the address."""
+
+    def __init__(self, kernel, values):
+        self.k, self.values = kernel, dict(values)
+        raw, grid, block = kernel._pack(self.values)
+        self.buf = ctypes.create_string_buffer(raw, max(1, len(raw)))
+        self.size = len(raw)
+        self.grid, self.block = (ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block)
+        self.fn = kernel._function()
+        self.ptrs = {}  # name -> (offset, alignment) of the pointers patched in place, from libhkrt
+        off, align = ctypes.c_size_t(), ctypes.c_size_t()
+        for a in kernel.entry["kernarg"]["args"]:
+            if kernel.cat.lib.c.hkrt_kernel_pointer_slot(kernel._k, a["name"].encode(), ctypes.byref(off),
+                                                         ctypes.byref(align)) == 0:
+                self.ptrs[a["name"]] = (off.value, align.value)
+        self.launch = kernel.cat.lib.c.hkrt_launch_ex
+        self.lds = kernel.dynamic_lds
+
+    def __call__(self, stream=None, **ptrs):
+        repack = False
+        for name, v in ptrs.items():
+            slot = self.ptrs.get(name)
+            p = v.data_ptr() if hasattr(v, "data_ptr") else None
+            if slot is None:
+                if name in self.values and hasattr(self.values[name], "data_ptr"):
+                    self.values[name], repack = v, True  # covered by a tensor map
+                    continue
+                raise HkrtError("kernel %s: argument %s is not a pointer this launch can change "
+                                "(bind again to change it)" % (self.k.name, name))
+            if not p or p % slot[1]:
+                raise HkrtError("kernel %s: argument %s: %s pointer (it must be a non-NULL address "
+                                "aligned to %d bytes)" % (self.k.name, name, "NULL" if not p else "misaligned",
+                                                         slot[1]))
+            ctypes.c_uint64.from_buffer(self.buf, slot[0]).value = p
+            self.values[name] = v
+        if repack:
+            raw = self.k._pack(self.values)[0]
+            ctypes.memmove(self.buf, raw, len(raw))
+        self.k.cat.lib.check(self.launch(self.fn, self.grid, self.block, self.lds, self.buf, self.size,
+                                         ctypes.c_void_p(_stream(self.k.cat, stream) or 0)),
+                             "launching " + self.k.name)
 
 
 class Catalog:

@@ -599,6 +599,28 @@ HKRT_API void hkrt_catalog_close(hkrt_catalog *cat) {
 
 HKRT_API const char *hkrt_kernel_name(const hkrt_kernel *k) { return k ? k->name : "(null)"; }
 HKRT_API unsigned hkrt_kernel_dynamic_lds(const hkrt_kernel *k) { return k ? k->dynamic_lds : 0; }
+
+/* Whether a tensor-map argument's recipe holds the pointer named. */
+static int hkrt_tmap_covers(const hkrt_kernel *k, const char *name) {
+  for (size_t i = 0; i < k->nargs; i++)
+    if (k->args[i].cls == HKRT_KA_TMAP && !strcmp(k->args[i].tmap.tensor, name)) return 1;
+  return 0;
+}
+
+HKRT_API hkrt_status hkrt_kernel_pointer_slot(const hkrt_kernel *k, const char *name, size_t *offset,
+                                              size_t *align) {
+  if (!k || !name || !offset || !align) return hkrt_fail(HKRT_ERR_ARG, "hkrt_kernel_pointer_slot: NULL argument");
+  const hkrt_karg *a = hkrt_kernel_karg(k, name);
+  if (!a) return hkrt_fail(HKRT_ERR_NOT_FOUND, "kernel %s: no argument '%s'", k->name, name);
+  if (a->cls != HKRT_KA_PTR)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is a %s, not a pointer", k->name, name, a->type);
+  if (hkrt_tmap_covers(k, name))
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is held by a tensor map too: pack it again",
+                     k->name, name);
+  *offset = a->offset;
+  *align = a->elem_align;
+  return HKRT_OK;
+}
 HKRT_API const char *hkrt_kernel_target(const hkrt_kernel *k) { return k ? k->target : "(null)"; }
 
 HKRT_API hkrt_status hkrt_catalog_find(hkrt_catalog *cat, const char *name, const char *target,

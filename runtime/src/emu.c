@@ -6,7 +6,11 @@
    one after another in a seeded random order, so a kernel that reads LDS
    before the barrier that publishes it sees stale data and fails its check;
    within a wave, a collective runs once all 64 lanes have reached it. Global
-   and LDS accesses are checked; the first bad one stops the launch. */
+   and LDS accesses are checked; the first bad one stops the launch.
+   Workgroups run one at a time, by linear id or (hkrt_emu_shuffle, as
+   `hkgen test` asks) in a seeded random order, so that workgroups that
+   hand data to each other through memory are checked in more orders than
+   one. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,8 +26,10 @@
 #include <string.h>
 
 #include "emu_fiber.h"
+#include "emu_stats.h"
 #include "target.h"
 #include "hk_emu_abi.h"
+#include "hk_emu_fp8.h"
 #include "hkrt_int.h"
 
 #define EMU_STACK (256u << 10)
@@ -39,10 +45,14 @@ typedef struct {
 
 struct emu_device {
   char target[16];
+  const tgt_info *tgt;
   int kpl;             /* k per lane of the 32x32 bf16 MFMA */
+  unsigned fp8;        /* TGT_FP8_FNUZ / TGT_FP8_OCP: the fp8 formats its MFMA takes */
   unsigned lds_limit;
   int units;           /* compute units (emu_targets) */
   unsigned long long seed;
+  int shuffle;         /* workgroups in a seeded random order (hkrt_emu_shuffle) */
+  unsigned long long launches; /* a fresh order each launch, reproducible from the seed */
   emu_block *blocks;
   size_t nblocks, cap;
   emu_fiber *stacks; /* fiber stacks kept from launch to launch */
@@ -50,6 +60,8 @@ struct emu_device {
   /* one call at a time per device: allocations, copies and launches from
      several threads are serialised (a launch holds it while it runs) */
   pthread_mutex_t lock;
+  int stats_on;      /* the modules' hkemu_api.stats_on points here */
+  emu_stats *stats;  /* made by the first hkrt_emu_stats_enable */
 };
 
 struct emu_module {
@@ -68,7 +80,7 @@ typedef struct {
 
 /* The wave collectives: a lane that reaches one deposits its operands and
    waits (TS_WAVE) until all 64 lanes of its wave are there. */
-typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP } emu_coll;
+typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP, EMU_COLL_MFMA_F8 } emu_coll;
 
 typedef struct {
   int kpl;
@@ -76,6 +88,7 @@ typedef struct {
   unsigned short a[64][8], b[64][8];
   float c[64][16], d[64][16];
   unsigned xv[64], xr[64]; /* swap_halves: deposited and returned words */
+  int f8a[64], f8b[64];     /* fp8 MFMA: the formats each lane asked for */
 } emu_wave;
 
 typedef struct {
@@ -106,6 +119,11 @@ static void hkemu_check_global(const void *p, size_t n, int write);
 static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
                                   const float *c, float *d);
 static unsigned hkemu_swap_halves_b32(unsigned v);
+static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const unsigned char *b,
+                                const float *c, float *d);
+static void hkemu_note(int kind, unsigned long long addr, unsigned bytes, const char *file, int line);
+static int hkemu_grid_dim(int axis);
+static void hkemu_fault_kernel(const char *what);
 
 /* The emulator's model of a target comes from the target table: its MFMA
    layout (k per lane), its LDS limit, and the compute units of its largest
@@ -124,7 +142,9 @@ hkrt_status emu_open(const char *target, emu_device **out) {
   emu_device *d = calloc(1, sizeof *d);
   if (!d) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
   snprintf(d->target, sizeof d->target, "%s", t->name);
+  d->tgt = t;
   d->kpl = t->emu_kpl;
+  d->fp8 = t->features & (TGT_FP8_FNUZ | TGT_FP8_OCP);
   d->lds_limit = t->lds_bytes;
   d->units = tgt_largest_part(t)->units;
   d->seed = 1;
@@ -139,6 +159,7 @@ void emu_close(emu_device *d) {
   free(d->stacks);
   for (size_t i = 0; i < d->nblocks; i++) free(d->blocks[i].p);
   free(d->blocks);
+  es_free(d->stats);
   pthread_mutex_destroy(&d->lock);
   free(d);
 }
@@ -147,6 +168,34 @@ void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit) {
   d->seed = seed;
   if (lds_limit) d->lds_limit = lds_limit;
 }
+
+hkrt_status emu_stats_enable(emu_device *d, int on) {
+  pthread_mutex_lock(&d->lock);
+  hkrt_status st = HKRT_OK;
+  if (on && !d->tgt->mem)
+    st = hkrt_fail(HKRT_ERR_ARG, "emulator: the target table has no LDS or cache-line rules for %s", d->target);
+  else if (on && !d->stats && !(d->stats = es_new(d->tgt)))
+    st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  if (st == HKRT_OK && on) es_reset(d->stats);
+  if (st == HKRT_OK) d->stats_on = on != 0;
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
+
+void emu_stats_get(emu_device *d, hkrt_emu_stats *out) {
+  pthread_mutex_lock(&d->lock);
+  if (d->stats) es_get(d->stats, out);
+  else memset(out, 0, sizeof *out);
+  pthread_mutex_unlock(&d->lock);
+}
+
+void emu_stats_reset(emu_device *d) {
+  pthread_mutex_lock(&d->lock);
+  if (d->stats) es_reset(d->stats);
+  pthread_mutex_unlock(&d->lock);
+}
+
+void emu_shuffle(emu_device *d, int shuffled) { d->shuffle = shuffled != 0; }
 
 hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr) {
   if (!bytes) return hkrt_fail(HKRT_ERR_ARG, "hkrt_alloc: zero bytes");
@@ -199,7 +248,7 @@ hkrt_status emu_check_range(emu_device *d, const void *p, size_t n) {
 
 /* have: the size of the module's hkemu_api; fields appended after a module
    was built are left alone (the module never calls them). */
-static void emu_bind(hkemu_api_t *api, size_t have) {
+static void emu_bind(hkemu_api_t *api, size_t have, emu_device *d) {
   api->thread_id = hkemu_thread_id;
   api->block_id = hkemu_block_id;
   api->barrier = hkemu_barrier;
@@ -209,6 +258,16 @@ static void emu_bind(hkemu_api_t *api, size_t have) {
   api->mfma_32x32_bf16 = hkemu_mfma_32x32_bf16;
   if (have >= offsetof(hkemu_api_t, swap_halves_b32) + sizeof api->swap_halves_b32)
     api->swap_halves_b32 = hkemu_swap_halves_b32;
+  if (have >= offsetof(hkemu_api_t, mfma_32x32_f8) + sizeof api->mfma_32x32_f8)
+    api->mfma_32x32_f8 = hkemu_mfma_32x32_f8;
+  if (have >= offsetof(hkemu_api_t, note) + sizeof api->note) {
+    api->stats_on = &d->stats_on;
+    api->note = hkemu_note;
+  }
+  if (have >= offsetof(hkemu_api_t, fault_kernel) + sizeof api->fault_kernel) {
+    api->grid_dim = hkemu_grid_dim;
+    api->fault_kernel = hkemu_fault_kernel;
+  }
 }
 
 /* dlopen of the very bytes given (verified by the caller): through an
@@ -256,7 +315,7 @@ hkrt_status emu_module_load(emu_device *d, const void *data, size_t len, const c
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
   if (dladdr1(api, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) have = sym->st_size;
-  emu_bind(api, have);
+  emu_bind(api, have, d);
   emu_module *m = calloc(1, sizeof *m);
   if (!m) {
     dlclose(h);
@@ -317,6 +376,8 @@ static void emu_yield(emu_tstate s) {
 static int hkemu_thread_id(void) { return emu_cur->cur; }
 static int hkemu_block_id(int axis) { return (int)emu_cur->bid[axis]; }
 static void hkemu_barrier(void) { emu_yield(TS_BARRIER); }
+static int hkemu_grid_dim(int axis) { return (int)emu_cur->grid[axis]; }
+static void hkemu_fault_kernel(const char *what) { emu_fault("%s", what); }
 
 static unsigned char *hkemu_lds(unsigned bytes, unsigned *size) {
   emu_run *r = emu_cur;
@@ -359,6 +420,33 @@ static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsign
   memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
 }
 
+/* The fp8 MFMA takes the formats of its target only: FNUZ on gfx942, OCP on
+   gfx950 (hk_emu.h refuses the others at compile time; this catches a module
+   built for another target). */
+static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const unsigned char *b,
+                                const float *c, float *d) {
+  emu_run *r = emu_cur;
+  for (int i = 0; i < 2; i++) {
+    int f = i ? fb : fa;
+    unsigned need = hkemu_fp8_fnuz(f) ? TGT_FP8_FNUZ : TGT_FP8_OCP;
+    if (f < 0 || f > 3 || !(r->dev->fp8 & need))
+      emu_fault("fp8 MFMA with its %s operand in %s on %s, which %s", i ? "B" : "A", hkemu_fp8_name(f),
+                r->dev->target,
+                r->dev->fp8 & TGT_FP8_FNUZ ? "has FNUZ fp8 only"
+                : r->dev->fp8 & TGT_FP8_OCP ? "has OCP fp8 only" : "has no fp8");
+  }
+  int w = r->cur / 64, l = r->cur % 64;
+  emu_wave *wv = &r->waves[w];
+  wv->kind[l] = EMU_COLL_MFMA_F8;
+  wv->f8a[l] = fa;
+  wv->f8b[l] = fb;
+  memcpy(wv->a[l], a, 8);
+  memcpy(wv->b[l], b, 8);
+  memcpy(wv->c[l], c, 16 * sizeof(float));
+  emu_yield(TS_WAVE);
+  memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
+}
+
 /* Cross-lane exchange: each lane gets the word of lane l ^ 32. */
 static unsigned hkemu_swap_halves_b32(unsigned v) {
   emu_run *r = emu_cur;
@@ -367,6 +455,12 @@ static unsigned hkemu_swap_halves_b32(unsigned v) {
   r->waves[w].xv[l] = v;
   emu_yield(TS_WAVE);
   return emu_cur->waves[w].xr[l];
+}
+
+/* Statistics are on (the module checked): the access of the lane running. */
+static void hkemu_note(int kind, unsigned long long addr, unsigned bytes, const char *file, int line) {
+  emu_run *r = emu_cur;
+  es_note(r->dev->stats, r->cur % 64, kind, addr, bytes, file, line);
 }
 
 /* ---- the scheduler ----------------------------------------------------------- */
@@ -409,6 +503,10 @@ static void emu_run_wave(emu_run *r, int w) {
       r->cur = t;
       emu_fiber_switch(&r->sched, &r->th[t].fiber);
     }
+    if (r->dev->stats_on) { /* every lane waits or is done: one round's accesses */
+      if (r->fault) es_discard(r->dev->stats);
+      else es_flush(r->dev->stats, hi - lo);
+    }
     if (r->fault) return;
     int at_wave = 0;
     for (int t = lo; t < hi; t++) at_wave += r->th[t].state == TS_WAVE;
@@ -431,8 +529,19 @@ static void emu_run_wave(emu_run *r, int w) {
                     what, at_wave, w);
       return;
     }
+    if (kind == EMU_COLL_MFMA_F8)
+      for (int l = 1; l < 64; l++)
+        if (wv->f8a[l] != wv->f8a[0] || wv->f8b[l] != wv->f8b[0]) {
+          emu_set_fault(r, "lanes of wave %d run fp8 MFMAs of different formats (lane 0: %s x %s, "
+                           "lane %d: %s x %s)", w, hkemu_fp8_name(wv->f8a[0]), hkemu_fp8_name(wv->f8b[0]), l,
+                        hkemu_fp8_name(wv->f8a[l]), hkemu_fp8_name(wv->f8b[l]));
+          return;
+        }
     if (kind == EMU_COLL_SWAP)
       for (int l = 0; l < 64; l++) wv->xr[l] = wv->xv[l ^ 32];
+    else if (kind == EMU_COLL_MFMA_F8)
+      hkemu_mfma_wave_32x32_f8(wv->f8a[0], wv->f8b[0], (const unsigned char(*)[16])wv->a,
+                               (const unsigned char(*)[16])wv->b, (const float(*)[16])wv->c, wv->d);
     else
       hkemu_mfma_wave_32x32_bf16(wv->kpl, (const unsigned short(*)[8])wv->a,
                                  (const unsigned short(*)[8])wv->b, (const float(*)[16])wv->c, wv->d);
@@ -464,6 +573,23 @@ static void emu_run_workgroup(emu_run *r) {
   }
 }
 
+/* A permutation of the linear workgroup ids 0 .. n - 1 (n <= 2^20), drawn
+   from the device's seed and its launch count (Fisher-Yates): each launch
+   its own order, the same ones for the same seed. NULL when out of memory. */
+static uint32_t *emu_order(emu_device *d, unsigned long long n) {
+  uint32_t *o = malloc((size_t)n * sizeof *o);
+  if (!o) return NULL;
+  emu_run g = {.rng = d->seed ^ 0x9e3779b97f4a7c15ull * ++d->launches};
+  for (unsigned long long i = 0; i < n; i++) o[i] = (uint32_t)i;
+  for (unsigned long long i = n - 1; i > 0; i--) {
+    unsigned long long j = emu_rand(&g) % (i + 1);
+    uint32_t t = o[i];
+    o[i] = o[j];
+    o[j] = t;
+  }
+  return o;
+}
+
 hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsigned grid[3],
                        const unsigned block[3], const void *args, size_t args_size) {
   (void)args_size;
@@ -478,6 +604,7 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
     return hkrt_fail(HKRT_ERR_ARG, "emulator: kernel %s: a grid of %llu workgroups; the emulator runs at most %llu "
                      "per launch (a few thousand a second): emulate a smaller problem", name, wgs, EMU_MAX_WORKGROUPS);
   emu_run r;
+  uint32_t *order = NULL;
   memset(&r, 0, sizeof r);
   r.dev = d;
   r.name = name;
@@ -508,20 +635,24 @@ hkrt_status emu_launch(emu_device *d, void *entry, const char *name, const unsig
       }
   }
   for (int t = 0; t < r.nthreads; t++) r.th[t].fiber = d->stacks[t];
+  if (d->shuffle && !(order = emu_order(d, wgs))) {
+    st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+    goto out;
+  }
   emu_run *saved = emu_cur;
   emu_cur = &r;
-  for (unsigned z = 0; z < grid[2] && !r.fault; z++)
-    for (unsigned y = 0; y < grid[1] && !r.fault; y++)
-      for (unsigned x = 0; x < grid[0] && !r.fault; x++) {
-        r.bid[0] = x;
-        r.bid[1] = y;
-        r.bid[2] = z;
-        r.rng = d->seed ^ (((uint64_t)z * grid[1] + y) * grid[0] + x) * 0x2545f4914f6cdd1dull;
-        emu_run_workgroup(&r);
-      }
+  for (unsigned long long i = 0; i < wgs && !r.fault; i++) {
+    uint64_t id = order ? order[i] : i; /* linear id: x fastest, then y, then z */
+    r.bid[0] = (unsigned)(id % grid[0]);
+    r.bid[1] = (unsigned)(id / grid[0] % grid[1]);
+    r.bid[2] = (unsigned)(id / grid[0] / grid[1]);
+    r.rng = d->seed ^ id * 0x2545f4914f6cdd1dull;
+    emu_run_workgroup(&r);
+  }
   emu_cur = saved;
   if (r.fault) st = hkrt_fail(HKRT_ERR_KERNEL_FAULT, "%s", r.msg);
 out:
+  free(order);
   free(r.th);
   free(r.waves);
   free(r.lds);

@@ -8,9 +8,17 @@
  * The CDNA2/3 forms are checked entry by entry against AMD's matrix
  * instruction calculator (shared/mfma-layouts, tests/emu_layout). CDNA4's
  * double-K form follows the CDNA4 ISA guide: the same placement with 8 k per
- * lane. */
+ * lane.
+ *
+ * v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8} (CDNA3 on the FNUZ formats, CDNA4 on
+ * the OCP ones; hk_emu_fp8.h), 8 codes per lane: the placement above with
+ * kpl 8, as AMD's calculator gives it for CDNA3 (tests/emu_layout checks the
+ * tables cdna3.v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8}). Every product of two fp8 values is
+ * exact in fp32; they are summed in k order onto the accumulator, as the bf16
+ * form does. */
 #include <string.h>
 
+#include "hk_emu_fp8.h"
 #include "hkrt_int.h"
 
 #ifdef HKEMU_MUTATE_LAYOUT
@@ -62,6 +70,28 @@ void hkemu_mfma_wave_32x32_bf16(int kpl, const unsigned short (*a)[8], const uns
     for (int i = 0; i < 16; i++) {
       int r, col;
       hkemu_mfma_layout(EMU_OPERAND_D, kpl, l, i, &r, &col);
+      float s = c[l][i];
+      for (int k = 0; k < K; k++) s += A[r][k] * B[k][col];
+      d[l][i] = s;
+    }
+}
+
+void hkemu_mfma_wave_32x32_f8(int fmt_a, int fmt_b, const unsigned char (*a)[16],
+                              const unsigned char (*b)[16], const float (*c)[16], float (*d)[16]) {
+  enum { KPL = 8, K = 16 };
+  float A[32][K], B[K][32];
+  for (int l = 0; l < 64; l++)
+    for (int j = 0; j < KPL; j++) {
+      int r, k;
+      hkemu_mfma_layout(EMU_OPERAND_A, KPL, l, j, &r, &k);
+      A[r][k] = hkemu_fp8_decode(a[l][j], fmt_a);
+      hkemu_mfma_layout(EMU_OPERAND_B, KPL, l, j, &k, &r);
+      B[k][r] = hkemu_fp8_decode(b[l][j], fmt_b);
+    }
+  for (int l = 0; l < 64; l++)
+    for (int i = 0; i < 16; i++) {
+      int r, col;
+      hkemu_mfma_layout(EMU_OPERAND_D, KPL, l, i, &r, &col);
       float s = c[l][i];
       for (int k = 0; k < K; k++) s += A[r][k] * B[k][col];
       d[l][i] = s;

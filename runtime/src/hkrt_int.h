@@ -99,6 +99,10 @@ HKRT_LOCAL hkrt_status emu_launch(emu_device *d, void *entry, const char *name,
                                   const unsigned grid[3], const unsigned block[3],
                                   const void *args, size_t args_size);
 HKRT_LOCAL void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit);
+HKRT_LOCAL hkrt_status emu_stats_enable(emu_device *d, int on);
+HKRT_LOCAL void emu_stats_get(emu_device *d, hkrt_emu_stats *out);
+HKRT_LOCAL void emu_stats_reset(emu_device *d);
+HKRT_LOCAL void emu_shuffle(emu_device *d, int shuffled);
 /* The compute units of the emulated part (the largest of its target). */
 HKRT_LOCAL long long emu_units(const emu_device *d);
 
@@ -110,5 +114,10 @@ HKRT_API void hkemu_mfma_layout(emu_operand which, int kpl, int lane, int i, int
 HKRT_API void hkemu_mfma_wave_32x32_bf16(int kpl, const unsigned short (*a)[8],
                                          const unsigned short (*b)[8], const float (*c)[16],
                                          float (*d)[16]);
+/* One 32x32x16 fp8 MFMA for a whole wave: formats HKEMU_FP8_* of A and B,
+   a[lane][0..7], b[lane][0..7] the codes, c/d[lane][16]. */
+HKRT_API void hkemu_mfma_wave_32x32_f8(int fmt_a, int fmt_b, const unsigned char (*a)[16],
+                                       const unsigned char (*b)[16], const float (*c)[16],
+                                       float (*d)[16]);
 
 #endif

@@ -21,8 +21,10 @@
  *   HK_WAVE_SIZE              lanes per wave (64)
  *   hk_thread_id()            work-item id in the (1-D) workgroup
  *   hk_block_id_x/y/z()       workgroup id in the grid
+ *   hk_grid_blocks_x()        workgroups in the grid along x
  *   hk_lane_id()              lane in the wave, 0..63
  *   hk_wave_id()              wave in the workgroup, made uniform (readfirstlane)
+ *   hk_uniform_i32(x)         x of the wave's first active lane, for a value every lane holds alike (readfirstlane)
  *   HK_NUM_XCD                accelerator dies (XCDs) that workgroups are dealt to round robin (8; 1 on gfx90a)
  *   hk_xcd_remap(id, n)       logical workgroup of linear id (0 <= id < n): a bijection giving each XCD a contiguous range
  *   hk_barrier()              workgroup barrier: release fence, s_barrier, acquire fence
@@ -33,10 +35,16 @@
  *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
  *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
  *   hk_global_load_f32        1 float from global
+ *   hk_global_load_i32        1 int from global
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_f32       store 1 float to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_global_load_b32/b64/b128  load 4/8/16 raw bytes from global (naturally aligned), e.g. fp8 codes
+ *   hk_fence_device()         device-wide (agent scope) fence: this work-item's global writes before, its reads after
+ *   hk_atomic_add_i32(p, v)   *p += v on global memory, device scope, acquire-release; returns the old value
+ *   hk_atomic_min_u32(p, v)   *p = min(*p, v) (unsigned) on global memory, device scope, relaxed; returns the old value
+ *   hk_report_fault(fmt, a, b, c, d)  the emulator stops the launch with fmt (printf, four %ld) filled in; no-op on the device
  *   hk_u32_as_f32(u)          the float whose bit pattern is u
  *   hk_f32_as_u32(f)          the bit pattern of float f
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
@@ -56,6 +64,23 @@
  *   hk_log2f(x)               fast log2(x) (v_log_f32; log2(0) = -inf)
  *   hk_maxf(a, b)             larger of two floats (v_max_f32; a NaN operand gives the other one)
  *   hk_swap_halves(x)         wave collective: the value of x in lane l ^ 32 (all 64 lanes must call it)
+ * fp8 (docs/FP8.md). F names a format: E4M3_FNUZ, E5M2_FNUZ (gfx942) or E4M3_OCP, E5M2_OCP (gfx950);
+ * HK_FP8_E4M3 / HK_FP8_E5M2 are the target's own. A format the target lacks, or any fp8 on gfx90a,
+ * is a compile error naming it ("... is unavailable: ..."):
+ *   HK_FP8_OCP, HK_FP8_FNUZ   1 where the target's fp8 is that encoding, else 0
+ *   hk_fp8_max(F)             largest finite value of F as a float (448, 57344, 240, 57344)
+ *   hk_fp8_to_f32(F, c)       widen the code in the low byte of c (exact; v_cvt_f32_fp8 / _bf8)
+ *   hk_fp8x4_to_f32x4(F, w)   widen the 4 codes of w, byte j -> element j (2x v_cvt_pk_f32_fp8 / _bf8)
+ *   hk_f32_to_fp8(F, x)       narrow: round to nearest even, +-inf and finite overflow saturate to
+ *                             +-max, NaN -> the NaN code (0x7f OCP, 0x80 FNUZ); code in bits 0..7
+ *   hk_f32x4_to_fp8x4(F, v)   four at once as hk_f32_to_fp8, element j -> byte j (2x v_cvt_pk_fp8_f32)
+ *   HK_MFMA_F8_K              K of the 32x32 fp8 MFMA: 16;  HK_MFMA_F8_KPL = 8 codes per lane
+ *   hk_mfma_f8_ab_t           one fp8 A/B operand: HK_MFMA_F8_KPL codes (8 bytes), k ascending from byte 0
+ *   hk_mfma_f8_ab(w)          the operand holding the 8 bytes of w (hk_u32x2, low word first)
+ *   hk_mfma_f8_ab_part(v, i)  operand i (0, 1) of the 16 bytes v (hk_u32x4): bytes 8i..8i+7
+ *   hk_lds_load_mfma_f8_ab    load one fp8 operand (8 bytes) from LDS
+ *   hk_mfma_32x32_fp8(FA, FB, a, b, acc)  acc + A(32 x 16, format FA) * B(16 x 32, format FB), one wave;
+ *                             FA, FB of the target's encoding (v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8})
  *
  * MFMA lane layouts (lane l = 0..63, j = 0..HK_MFMA_KPL-1, r = 0..15):
  *   A (32 x K):  lane l holds row  l % 32,  k = (l / 32) * HK_MFMA_KPL + j   (element j of the operand)
@@ -70,6 +95,12 @@
  *   CDNA4 ISA reference and the ROCm blog "Matrix Core Programming on AMD CDNA3 and CDNA4
  *   Architecture" (rocm.blogs.amd.com, 2025), and matches the CDNA3 32x32x16 fp8 table
  *   (k = 8*floor(lane/32) + byte index). Not yet checked on hardware here.
+ * fp8 MFMA (v_mfma_f32_32x32x16_fp8_fp8 and the bf8 forms, gfx942 and gfx950, KPL 8): the same
+ *   placement as the bf16 one with HK_MFMA_F8_KPL: A lane l holds row l % 32, k = 8 * (l / 32) + j
+ *   (byte j), B col l % 32 with the same k, D as above; AMD's calculator table
+ *   shared/mfma-layouts/cdna3.v_mfma_f32_32x32x16_fp8_fp8.{A,B,D}.csv ("A k: 8 * floor(lane / 32)
+ *   + 4 * GPR_num + floor(GPR_bits / 8)"); the bf8 forms' tables are the same (tests/data). gfx950 runs the same encoding of the instruction on the
+ *   OCP formats (CDNA4 ISA); gfx950's faster v_mfma_scale_f32_32x32x64_f8f6f4 is not wrapped yet.
  */
 #ifndef HK_CDNA_H
 #define HK_CDNA_H
@@ -110,12 +141,22 @@ HK_DEVICE int hk_thread_id(void) { return (int)__builtin_amdgcn_workitem_id_x();
 HK_DEVICE int hk_block_id_x(void) { return (int)__builtin_amdgcn_workgroup_id_x(); }
 HK_DEVICE int hk_block_id_y(void) { return (int)__builtin_amdgcn_workgroup_id_y(); }
 HK_DEVICE int hk_block_id_z(void) { return (int)__builtin_amdgcn_workgroup_id_z(); }
+HK_DEVICE int hk_grid_blocks_x(void)
+{
+    /* the dispatch's grid, in work-items, over the workgroup size */
+    return (int)(__builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x());
+}
 HK_DEVICE int hk_lane_id(void) { return hk_thread_id() & (HK_WAVE_SIZE - 1); }
 HK_DEVICE int hk_wave_id(void)
 {
     /* the same in every lane; readfirstlane lets the compiler keep it in an SGPR */
     return __builtin_amdgcn_readfirstlane(hk_thread_id() / HK_WAVE_SIZE);
 }
+
+/* A value the caller knows to be the same in every lane (loaded from one
+ * address, say) made wave-uniform, so that loops and branches on it stay
+ * scalar. */
+HK_DEVICE int hk_uniform_i32(int x) { return __builtin_amdgcn_readfirstlane(x); }
 
 /* ---- XCD-aware workgroup order ---------------------------------------------
  * MI300X/MI325X (gfx942) and MI355X (gfx950) deal workgroups to their 8 XCDs
@@ -204,10 +245,35 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
 
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
 HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
+HK_DEVICE int hk_global_load_i32(const int *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_f32(float *p, float v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
 HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
+HK_DEVICE unsigned hk_global_load_b32(const void *p) { return *(const unsigned *)p; }
+HK_DEVICE hk_u32x2 hk_global_load_b64(const void *p) { return *(const hk_u32x2 *)p; }
+HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p) { return *(const hk_u32x4 *)p; }
+
+/* Device-scope ordering for workgroups that hand data to each other through
+ * global memory (a split's partial results to the workgroup that merges
+ * them): agent scope reaches past each XCD's own L2. */
+HK_DEVICE void hk_fence_device(void) { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+#if __has_builtin(__hip_atomic_fetch_add) && __has_builtin(__hip_atomic_fetch_min)
+HK_DEVICE int hk_atomic_add_i32(int *p, int v)
+{
+    return __hip_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_AGENT);
+}
+HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v)
+{
+    return __hip_atomic_fetch_min(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+#else /* system scope: stronger than needed */
+HK_DEVICE int hk_atomic_add_i32(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
+HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v) { return __atomic_fetch_min(p, v, __ATOMIC_RELAXED); }
+#endif
+/* A kernel's own check failed (a corrupt block table, say): the emulator
+ * names it and stops; on the device a kernel records it in memory instead. */
+#define hk_report_fault(fmt, a, b, c, d) ((void)(a), (void)(b), (void)(c), (void)(d))
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __builtin_bit_cast(float, (unsigned)x << 16); }
@@ -282,6 +348,151 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_ac
     return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, acc, 0, 0, 0);
 #endif
 }
+
+/* ---- fp8 (docs/FP8.md) -------------------------------------------------------------
+ * gfx942's conversions and MFMAs read and write the FNUZ formats, gfx950's the
+ * OCP ones (same opcodes, different formats); gfx90a has none. Each primitive
+ * is a macro that pastes the format token into a function name, so asking for
+ * a format the target lacks names a function declared unavailable: a compile
+ * error with the reason, at any optimisation level.
+ * Narrowing: v_cvt_pk_{fp8,bf8}_f32 round to nearest even but overflow to NaN
+ * (or inf, OCP E5M2) in the default MODE; the v_med3_f32 clamp first makes the
+ * result saturate (finite values and infinities to +-max) whatever the MODE,
+ * and since v_med3_f32 turns a NaN into a number, a select after the
+ * conversion puts the NaN code back (the one code FNUZ has; 0x7f for OCP). */
+typedef float hk_f32x4 __attribute__((ext_vector_type(4)));
+typedef long hk_mfma_f8_ab_t;
+#define HK_MFMA_F8_K 16
+#define HK_MFMA_F8_KPL 8
+#define HK_MFMA_F8_AB_BYTES 8
+
+#define HK_FP8_CAT_(a, b) a##b
+#define HK_FP8_CAT(a, b) HK_FP8_CAT_(a, b)
+#define hk_fp8_max(F) HK_FP8_CAT(HK_FP8_MAX_, F)
+#define hk_fp8_to_f32(F, c) HK_FP8_CAT(hk_fp8_to_f32_, F)(c)
+#define hk_fp8x4_to_f32x4(F, w) HK_FP8_CAT(hk_fp8x4_to_f32x4_, F)(w)
+#define hk_f32_to_fp8(F, x) HK_FP8_CAT(hk_f32_to_fp8_, F)(x)
+#define hk_f32x4_to_fp8x4(F, v) HK_FP8_CAT(hk_f32x4_to_fp8x4_, F)(v)
+#define hk_mfma_32x32_fp8(FA, FB, a, b, acc) \
+    HK_FP8_CAT(HK_FP8_CAT(HK_FP8_CAT(hk_mfma_32x32x16_, FA), _), FB)(a, b, acc)
+#define HK_FP8_MAX_E4M3_OCP 448.0f
+#define HK_FP8_MAX_E5M2_OCP 57344.0f
+#define HK_FP8_MAX_E4M3_FNUZ 240.0f
+#define HK_FP8_MAX_E5M2_FNUZ 57344.0f
+
+HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab(hk_u32x2 w) { return __builtin_bit_cast(hk_mfma_f8_ab_t, w); }
+/* operand i (0 or 1) of 16 bytes read at once: bytes 8i..8i+7 */
+HK_DEVICE hk_mfma_f8_ab_t hk_mfma_f8_ab_part(hk_u32x4 v, int i)
+{
+    const hk_u32x2 w = {v[2 * i], v[2 * i + 1]};
+    return hk_mfma_f8_ab(w);
+}
+HK_DEVICE hk_mfma_f8_ab_t hk_lds_load_mfma_f8_ab(hk_lds_t l, int off)
+{
+    return __builtin_bit_cast(hk_mfma_f8_ab_t, hk_lds_load_b64(l, off));
+}
+
+/* The conversions of format F through the instructions of kind K (fp8: the
+ * E4M3 format, bf8: the E5M2 one); NAN8 is the code a NaN narrows to. */
+#define HK_FP8_CONVERSIONS(F, K, NAN8)                                                         \
+    HK_DEVICE float hk_fp8_to_f32_##F(unsigned c) { return __builtin_amdgcn_cvt_f32_##K((int)c, 0); } \
+    HK_DEVICE hk_f32x4 hk_fp8x4_to_f32x4_##F(unsigned w)                                       \
+    {                                                                                          \
+        const auto lo = __builtin_amdgcn_cvt_pk_f32_##K((int)w, false);                        \
+        const auto hi = __builtin_amdgcn_cvt_pk_f32_##K((int)w, true);                         \
+        const hk_f32x4 r = {lo[0], lo[1], hi[0], hi[1]};                                       \
+        return r;                                                                              \
+    }                                                                                          \
+    HK_DEVICE unsigned hk_f32_to_fp8_##F(float x)                                              \
+    {                                                                                          \
+        const float y = __builtin_amdgcn_fmed3f(x, -HK_FP8_MAX_##F, HK_FP8_MAX_##F);           \
+        const unsigned r = (unsigned)__builtin_amdgcn_cvt_pk_##K##_f32(y, y, 0, false) & 0xffu; \
+        return x != x ? (NAN8) : r;                                                            \
+    }                                                                                          \
+    HK_DEVICE unsigned hk_f32x4_to_fp8x4_##F(hk_f32x4 v)                                       \
+    {                                                                                          \
+        float y[4];                                                                            \
+        unsigned nan = 0;                                                                      \
+        _Pragma("unroll") for (int j = 0; j < 4; ++j)                                          \
+        {                                                                                      \
+            y[j] = __builtin_amdgcn_fmed3f(v[j], -HK_FP8_MAX_##F, HK_FP8_MAX_##F);             \
+            nan |= v[j] != v[j] ? 0xffu << (8 * j) : 0u;                                       \
+        }                                                                                      \
+        int w = __builtin_amdgcn_cvt_pk_##K##_f32(y[0], y[1], 0, false);                       \
+        w = __builtin_amdgcn_cvt_pk_##K##_f32(y[2], y[3], w, true);                            \
+        return ((unsigned)w & ~nan) | ((NAN8) * 0x01010101u & nan);                            \
+    }
+
+/* The same names, for a format the target does not have. */
+#define HK_FP8_UNAVAILABLE(F, WHY)                                                             \
+    HK_DEVICE float hk_fp8_to_f32_##F(unsigned) __attribute__((unavailable(WHY)));             \
+    HK_DEVICE hk_f32x4 hk_fp8x4_to_f32x4_##F(unsigned) __attribute__((unavailable(WHY)));      \
+    HK_DEVICE unsigned hk_f32_to_fp8_##F(float) __attribute__((unavailable(WHY)));             \
+    HK_DEVICE unsigned hk_f32x4_to_fp8x4_##F(hk_f32x4) __attribute__((unavailable(WHY)));
+
+#define HK_FP8_MFMA(FA, FB, KA, KB)                                                            \
+    HK_DEVICE hk_mfma_acc_t hk_mfma_32x32x16_##FA##_##FB(hk_mfma_f8_ab_t a, hk_mfma_f8_ab_t b, \
+                                                         hk_mfma_acc_t acc)                    \
+    {                                                                                          \
+        return __builtin_amdgcn_mfma_f32_32x32x16_##KA##_##KB(a, b, acc, 0, 0, 0);             \
+    }
+#define HK_FP8_MFMA_UNAVAILABLE(FA, FB, WHY)                                                   \
+    HK_DEVICE hk_mfma_acc_t hk_mfma_32x32x16_##FA##_##FB(hk_mfma_f8_ab_t, hk_mfma_f8_ab_t,     \
+                                                         hk_mfma_acc_t)                        \
+        __attribute__((unavailable(WHY)));
+#define HK_FP8_ALL_MFMA_UNAVAILABLE(A, B, WHY)                                                 \
+    HK_FP8_MFMA_UNAVAILABLE(A, A, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(A, B, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(B, A, WHY)                                                         \
+    HK_FP8_MFMA_UNAVAILABLE(B, B, WHY)
+
+#define HK_FP8_NO_OCP_ "hk_cdna.h: gfx942 has the FNUZ fp8 formats (E4M3_FNUZ, E5M2_FNUZ), not OCP"
+#define HK_FP8_NO_FNUZ_ "hk_cdna.h: gfx950 has the OCP fp8 formats (E4M3_OCP, E5M2_OCP), not FNUZ"
+#define HK_FP8_NONE_ "hk_cdna.h: gfx90a has no fp8 conversions or fp8 MFMA"
+
+#if defined(__gfx942__)
+#define HK_FP8_FNUZ 1
+#define HK_FP8_OCP 0
+#define HK_FP8_E4M3 E4M3_FNUZ
+#define HK_FP8_E5M2 E5M2_FNUZ
+HK_FP8_CONVERSIONS(E4M3_FNUZ, fp8, 0x80u)
+HK_FP8_CONVERSIONS(E5M2_FNUZ, bf8, 0x80u)
+HK_FP8_UNAVAILABLE(E4M3_OCP, HK_FP8_NO_OCP_)
+HK_FP8_UNAVAILABLE(E5M2_OCP, HK_FP8_NO_OCP_)
+HK_FP8_MFMA(E4M3_FNUZ, E4M3_FNUZ, fp8, fp8)
+HK_FP8_MFMA(E4M3_FNUZ, E5M2_FNUZ, fp8, bf8)
+HK_FP8_MFMA(E5M2_FNUZ, E4M3_FNUZ, bf8, fp8)
+HK_FP8_MFMA(E5M2_FNUZ, E5M2_FNUZ, bf8, bf8)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_OCP, E5M2_OCP, HK_FP8_NO_OCP_)
+#elif defined(__gfx950__)
+#define HK_FP8_FNUZ 0
+#define HK_FP8_OCP 1
+#define HK_FP8_E4M3 E4M3_OCP
+#define HK_FP8_E5M2 E5M2_OCP
+HK_FP8_CONVERSIONS(E4M3_OCP, fp8, 0x7fu)
+HK_FP8_CONVERSIONS(E5M2_OCP, bf8, 0x7fu)
+HK_FP8_UNAVAILABLE(E4M3_FNUZ, HK_FP8_NO_FNUZ_)
+HK_FP8_UNAVAILABLE(E5M2_FNUZ, HK_FP8_NO_FNUZ_)
+HK_FP8_MFMA(E4M3_OCP, E4M3_OCP, fp8, fp8)
+HK_FP8_MFMA(E4M3_OCP, E5M2_OCP, fp8, bf8)
+HK_FP8_MFMA(E5M2_OCP, E4M3_OCP, bf8, fp8)
+HK_FP8_MFMA(E5M2_OCP, E5M2_OCP, bf8, bf8)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_FNUZ, E5M2_FNUZ, HK_FP8_NO_FNUZ_)
+#else
+#define HK_FP8_FNUZ 0
+#define HK_FP8_OCP 0
+#define HK_FP8_E4M3 E4M3_NONE
+#define HK_FP8_E5M2 E5M2_NONE
+HK_FP8_UNAVAILABLE(E4M3_NONE, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_NONE, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_NONE, E5M2_NONE, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E4M3_OCP, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_OCP, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E4M3_FNUZ, HK_FP8_NONE_)
+HK_FP8_UNAVAILABLE(E5M2_FNUZ, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_OCP, E5M2_OCP, HK_FP8_NONE_)
+HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_FNUZ, E5M2_FNUZ, HK_FP8_NONE_)
+#endif
 
 /* ---- fast math and cross-lane exchange ------------------------------------------ */
 HK_DEVICE float hk_exp2f(float x)

@@ -16,12 +16,7 @@ EXPECTED_RUNS=61 # 8 kernels x 7 shapes + 1 baked + 4 (head_dim 96, 192)
 run_hk "$T/out.txt" test -j 2 --target "$target" "$EMU_DIR/attn_bwd.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test --target $target emu/attn_bwd.yaml"
-! grep -q 'FAIL' "$T/out.txt" || fail "FAIL rows for $target"
-pass=$(awk -v t="$target" '$2 == t && $0 ~ /  PASS( |$)/' "$T/out.txt" | wc -l)
-[ "$pass" -eq "$EXPECTED_RUNS" ] || fail "$pass PASS rows for $target, expected $EXPECTED_RUNS"
-grep -q "^$EXPECTED_RUNS runs, 0 failed, 0 kernels not built; seed " "$T/out.txt" ||
-  fail "the summary line does not say '$EXPECTED_RUNS runs, 0 failed, 0 kernels not built'"
+expect_emu_runs "$target" "$T/out.txt" "$EXPECTED_RUNS" "emu_attn_bwd_$target"
 # the causal cases with seqlen_q > seqlen_k have rows with no visible key
 grep -q 'rows with no visible key: dQ zero\|keyless rows. dQ zero' "$T/out.txt" ||
   fail "no run checked the dQ of rows with no visible key"
-echo "emu_attn_bwd_$target: $pass of $EXPECTED_RUNS runs PASS"

@@ -4,13 +4,16 @@
  *
  *   emu_launch barrier SO_DIR   test emu_barrier: barrier_with.so, barrier_without.so
  *   emu_launch oob SO_DIR       test emu_oob: fault_kernels.so
+ *   emu_launch fp8 SO_DIR       test emu_fp8_launch: fp8_kernel_gfx942.so, fp8_kernel_gfx950.so
  *
  * Exit status 0 when every check passes, 1 otherwise, 2 on a setup error. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hk_emu_fp8.h"
 #include "hkrt.h"
 #include "../unit/testlib.h"
 
@@ -295,14 +298,111 @@ static int test_oob(const char *dir) {
   return 0;
 }
 
+/* ---- emu_fp8_launch -----------------------------------------------------------
+ * fp8_kernel.hip: one wave runs one 32x32x16 fp8 MFMA (the target's E4M3 times
+ * its E5M2) through hk_emu.h and libhkrt's wave collective; D is compared with
+ * fp64 of the decoded codes (hk_emu_fp8.h, checked by emu_fp8). Fresh random
+ * codes (finite, |value| <= 64) each run; D poisoned with NaN first. Then a
+ * misaligned operand address must fault (hk_global_load_b64), and the gfx942
+ * module on a gfx950 device must fault: its MFMA asks for FNUZ. */
+static unsigned char fp8_code(uint64_t *rng, int fmt) {
+  for (;;) {
+    unsigned c = (unsigned)(t_uniform(rng) * 128.0 + 128.0) & 0xffu;
+    float v = hkemu_fp8_decode(c, fmt);
+    if (v == v && fabsf(v) <= 64.0f) return (unsigned char)c;
+  }
+}
+
+static void fp8_run(const char *target, const char *dir, const char *so, int e4m3, int e5m2, uint64_t *rng) {
+  hkrt_device *d = open_dev(target);
+  hkrt_module *mod = NULL;
+  hkrt_func *fn = load_fn(d, dir, so, "fp8_mfma_one", &mod);
+  static unsigned char A[32 * 16], Bt[32 * 16]; /* Bt[col * 16 + k] = B[k][col] */
+  static float D[32 * 32];
+  for (int i = 0; i < 32 * 16; i++) {
+    A[i] = fp8_code(rng, e4m3);
+    Bt[i] = fp8_code(rng, e5m2);
+  }
+  for (int i = 0; i < 32 * 32; i++) D[i] = NAN;
+  void *da = dev_alloc(d, sizeof A), *db = dev_alloc(d, sizeof Bt), *dd = dev_alloc(d, sizeof D);
+  if (hkrt_copy_to_device(d, da, A, sizeof A) != HKRT_OK || hkrt_copy_to_device(d, db, Bt, sizeof Bt) != HKRT_OK ||
+      hkrt_copy_to_device(d, dd, D, sizeof D) != HKRT_OK)
+    t_die("copy to device");
+  unsigned grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+  void *args[3] = {da, db, dd};
+  hkrt_status st = hkrt_launch(fn, grid, block, args, sizeof args, NULL);
+  CHECK(st == HKRT_OK, "%s fp8 MFMA launch: %s: %s", target, hkrt_status_name(st), hkrt_error());
+  if (hkrt_copy_to_host(d, D, dd, sizeof D) != HKRT_OK) t_die("copy to host");
+  double num = 0, den = 0;
+  int nans = 0;
+  for (int r = 0; r < 32; r++)
+    for (int c = 0; c < 32; c++) {
+      double ref = 0;
+      for (int k = 0; k < 16; k++)
+        ref += (double)hkemu_fp8_decode(A[r * 16 + k], e4m3) * (double)hkemu_fp8_decode(Bt[c * 16 + k], e5m2);
+      double got = D[r * 32 + c];
+      nans += isnan(got) || isinf(got);
+      num += (got - ref) * (got - ref);
+      den += ref * ref;
+    }
+  double err = sqrt(num / den);
+  CHECK(nans == 0, "%s: %d of 1024 results NaN or inf", target, nans);
+  CHECK(err <= 1e-6, "%s: relative L2 error %.3e (tolerance 1e-6)", target, err);
+  printf("  %s fp8 MFMA (E4M3 x E5M2) through hk_emu.h: relative L2 %.3e, %d NaN\n", target, err, nans);
+  hkrt_module_unload(mod);
+  hkrt_device_close(d);
+}
+
+static int test_fp8(const char *dir) {
+  const char *env = getenv("HKGEN_TEST_SEED");
+  uint64_t rng = env && *env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+  printf("seed %llu (HKGEN_TEST_SEED repeats this run)\n", (unsigned long long)rng);
+  fp8_run("gfx942", dir, "fp8_kernel_gfx942.so", HKEMU_FP8_E4M3_FNUZ, HKEMU_FP8_E5M2_FNUZ, &rng);
+  fp8_run("gfx950", dir, "fp8_kernel_gfx950.so", HKEMU_FP8_E4M3_OCP, HKEMU_FP8_E5M2_OCP, &rng);
+  /* hk_global_load_b64 at an address that is not 8-byte aligned faults */
+  {
+    hkrt_device *d = open_dev("gfx942");
+    hkrt_module *mod = NULL;
+    hkrt_func *fn = load_fn(d, dir, "fp8_kernel_gfx942.so", "fp8_mfma_one", &mod);
+    char *buf = dev_alloc(d, 32 * 32 * 4 + 16);
+    void *args[3] = {buf + 4, buf, buf};
+    unsigned grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+    hkrt_status st = hkrt_launch(fn, grid, block, args, sizeof args, NULL);
+    const char *msg = hkrt_error();
+    printf("  misaligned 8-byte load: %s: %s\n", hkrt_status_name(st), msg);
+    CHECK(st == HKRT_ERR_KERNEL_FAULT && strstr(msg, "global read of 8 bytes") != NULL,
+          "misaligned hk_global_load_b64: status %s, message \"%s\"", hkrt_status_name(st), msg);
+    hkrt_module_unload(mod);
+    hkrt_device_close(d);
+  }
+  /* a module of the other target: its fp8 formats are refused at the MFMA */
+  hkrt_device *d = open_dev("gfx950");
+  hkrt_module *mod = NULL;
+  hkrt_func *fn = load_fn(d, dir, "fp8_kernel_gfx942.so", "fp8_mfma_one", &mod);
+  void *buf = dev_alloc(d, 32 * 32 * 4);
+  void *args[3] = {buf, buf, buf};
+  unsigned grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+  hkrt_status st = hkrt_launch(fn, grid, block, args, sizeof args, NULL);
+  const char *msg = hkrt_error();
+  printf("  gfx942 module on gfx950: %s: %s\n", hkrt_status_name(st), msg);
+  CHECK(st == HKRT_ERR_KERNEL_FAULT, "gfx942 fp8 module on gfx950: status %s, expected HKRT_ERR_KERNEL_FAULT",
+        hkrt_status_name(st));
+  CHECK(strstr(msg, "fp8 MFMA with its A operand in E4M3_FNUZ on gfx950, which has OCP fp8 only") != NULL,
+        "gfx942 fp8 module on gfx950: message \"%s\"", msg);
+  hkrt_module_unload(mod);
+  hkrt_device_close(d);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   t_prog = "emu_launch";
   T_DIE_NOTE(hkrt_error);
-  if (argc != 3 || (strcmp(argv[1], "barrier") && strcmp(argv[1], "oob"))) {
-    fprintf(stderr, "usage: %s barrier|oob SO_DIR\n", argv[0]);
+  if (argc != 3 || (strcmp(argv[1], "barrier") && strcmp(argv[1], "oob") && strcmp(argv[1], "fp8"))) {
+    fprintf(stderr, "usage: %s barrier|oob|fp8 SO_DIR\n", argv[0]);
     return 2;
   }
   if (!strcmp(argv[1], "barrier")) test_barrier(argv[2]);
+  else if (!strcmp(argv[1], "fp8")) test_fp8(argv[2]);
   else test_oob(argv[2]);
   printf("%s: %d checks, %d failed\n", argv[1], checks, failures);
   return failures ? 1 : 0;

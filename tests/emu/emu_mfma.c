@@ -1,7 +1,8 @@
 /* emu_mfma.c: the emulator's 32x32 bf16 MFMA against AMD's ground truth.
  *
  *   emu_mfma layout DATA_DIR    hkemu_mfma_layout() vs the layout tables
- *   emu_mfma product DATA_DIR   hkemu_mfma_wave_32x32_bf16() vs fp64 C + A*B,
+ *   emu_mfma product DATA_DIR   hkemu_mfma_wave_32x32_bf16() and
+ *                               hkemu_mfma_wave_32x32_f8() vs fp64 C + A*B,
  *                               operands placed by the tables, not by the
  *                               emulator's own layout function
  *
@@ -23,6 +24,12 @@
  *   C/D: as v_mfma_f32_32x32x8: register r of lane l holds
  *        D[(r / 4) * 8 + (l / 32) * 4 + r % 4][l % 32]
  *
+ * fp8 (kpl 8): cdna3.v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8}.{A,B,D}.csv, AMD's
+ * tables for gfx942's four 32x32x16 fp8/bf8 MFMAs, place the operands of each
+ * format pair on gfx942 (FNUZ) and gfx950 (OCP: the same instructions on the
+ * OCP formats, CDNA4 ISA); the reference decodes the codes with
+ * hk_emu_fp8.h, which emu_fp8 checks against an independent table.
+ *
  * Exit status: 0 all checks pass, 1 a check failed (a mismatch), 2 usage or
  * unreadable data. Built twice by tests/Makefile: build/emu_mfma and
  * build/emu_mfma_mutant (runtime built with -DHKEMU_MUTATE_LAYOUT, which
@@ -37,6 +44,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "hk_emu_fp8.h"
 #include "hkrt_int.h"
 #include "../unit/testlib.h"
 
@@ -219,6 +227,72 @@ static double product_trial(const layout_set *s) {
   return sqrt(num / den);
 }
 
+/* fp8: random finite codes of magnitude at most 64 (subnormals included, so
+   every product and sum stays well inside fp32), C random fp32. */
+static unsigned char fp8_random_code(int fmt) {
+  for (;;) {
+    unsigned c = (unsigned)(t_uniform(&rng) * 128.0 + 128.0) & 0xffu;
+    float v = hkemu_fp8_decode(c, fmt);
+    if (v == v && fabsf(v) <= 64.0f) return (unsigned char)c;
+  }
+}
+
+static double fp8_product_trial(const layout_set *s, int fa, int fb) {
+  unsigned char A[32][16], B[16][32];
+  float C[32][32];
+  for (int r = 0; r < 32; r++)
+    for (int k = 0; k < 16; k++) A[r][k] = fp8_random_code(fa);
+  for (int k = 0; k < 16; k++)
+    for (int c = 0; c < 32; c++) B[k][c] = fp8_random_code(fb);
+  for (int r = 0; r < 32; r++)
+    for (int c = 0; c < 32; c++) C[r][c] = (float)(64.0 * t_uniform(&rng));
+  static unsigned char a[64][16], b[64][16];
+  static float c[64][16], d[64][16];
+  memset(a, 0, sizeof a);
+  memset(b, 0, sizeof b);
+  for (int l = 0; l < NLANES; l++) {
+    for (int j = 0; j < 8; j++) {
+      a[l][j] = A[s->t[0].row[l][j]][s->t[0].col[l][j]];
+      b[l][j] = B[s->t[1].row[l][j]][s->t[1].col[l][j]];
+    }
+    for (int i = 0; i < 16; i++) {
+      c[l][i] = C[s->t[2].row[l][i]][s->t[2].col[l][i]];
+      d[l][i] = NAN;
+    }
+  }
+  hkemu_mfma_wave_32x32_f8(fa, fb, (const unsigned char(*)[16])a, (const unsigned char(*)[16])b,
+                           (const float(*)[16])c, d);
+  double num = 0, den = 0;
+  for (int l = 0; l < NLANES; l++)
+    for (int i = 0; i < 16; i++) {
+      int r = s->t[2].row[l][i], col = s->t[2].col[l][i];
+      double ref = C[r][col];
+      for (int k = 0; k < 16; k++)
+        ref += (double)hkemu_fp8_decode(A[r][k], fa) * (double)hkemu_fp8_decode(B[k][col], fb);
+      if (isnan(d[l][i]) || isinf(d[l][i])) return NAN;
+      num += (d[l][i] - ref) * (d[l][i] - ref);
+      den += ref * ref;
+    }
+  return sqrt(num / den);
+}
+
+static void check_fp8_product(const layout_set *s, const char *target, int fa, int fb) {
+  double worst = 0;
+  int bad = 0;
+  for (int t = 0; t < PRODUCT_TRIALS; t++) {
+    double e = fp8_product_trial(s, fa, fb);
+    if (!(e <= PRODUCT_TOL)) {
+      bad++;
+      t_fail("%s fp8 %s x %s: trial %d: relative L2 error %.3e (tolerance %.0e)", target, hkemu_fp8_name(fa),
+             hkemu_fp8_name(fb), t, e, PRODUCT_TOL);
+    }
+    if (!(e <= worst)) worst = e;
+  }
+  printf("product %s v_mfma_f32_32x32x16 %-9s x %-9s (table) kpl 8: %d trials, worst relative L2 "
+         "%.3e, %d over %.0e\n",
+         target, hkemu_fp8_name(fa), hkemu_fp8_name(fb), PRODUCT_TRIALS, worst, bad, PRODUCT_TOL);
+}
+
 static void check_product(const layout_set *s) {
   double worst = 0;
   int bad = 0;
@@ -240,14 +314,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s layout|product DATA_DIR\n", argv[0]);
     return 2;
   }
-  static layout_set sets[3];
+  static layout_set sets[7];
+  static const char *const f8names[4] = {"fp8_fp8", "fp8_bf8", "bf8_fp8", "bf8_bf8"}; /* A x B */
   load_set(argv[2], "cdna3.v_mfma_f32_32x32x8_bf16", "cdna3 v_mfma_f32_32x32x8_bf16 (table)", 4,
            &sets[0]);
   load_set(argv[2], "cdna2.v_mfma_f32_32x32x8bf16_1k", "cdna2 v_mfma_f32_32x32x8bf16_1k (table)",
            4, &sets[1]);
   cdna4_set(&sets[2]);
+  static char f8labels[4][64]; /* kept: the sets point at them */
+  for (int i = 0; i < 4; i++) {
+    char base[64];
+    snprintf(base, sizeof base, "cdna3.v_mfma_f32_32x32x16_%s", f8names[i]);
+    snprintf(f8labels[i], sizeof f8labels[i], "cdna3 v_mfma_f32_32x32x16_%s (table)", f8names[i]);
+    load_set(argv[2], base, f8labels[i], 8, &sets[3 + i]);
+  }
   if (!strcmp(argv[1], "layout")) {
-    for (int i = 0; i < 3; i++) check_layout(&sets[i]);
+    for (int i = 0; i < 7; i++) check_layout(&sets[i]);
   } else {
     const char *env = getenv("HKGEN_TEST_SEED");
     unsigned long long seed = env && *env ? strtoull(env, NULL, 0)
@@ -255,6 +337,12 @@ int main(int argc, char **argv) {
     printf("seed %llu (HKGEN_TEST_SEED=%llu repeats this run)\n", seed, seed);
     rng = seed;
     for (int i = 0; i < 3; i++) check_product(&sets[i]);
+    for (int fa = 0; fa < 2; fa++)
+      for (int fb = 0; fb < 2; fb++) {
+        const layout_set *t = &sets[3 + 2 * fa + fb]; /* the table of this format pair */
+        check_fp8_product(t, "gfx942", HKEMU_FP8_E4M3_FNUZ + fa, HKEMU_FP8_E4M3_FNUZ + fb);
+        check_fp8_product(t, "gfx950", HKEMU_FP8_E4M3_OCP + fa, HKEMU_FP8_E4M3_OCP + fb);
+      }
   }
   if (t_failures) {
     printf("%s: %d mismatch%s\n", argv[1], t_failures, t_failures == 1 ? "" : "es");

@@ -1,0 +1,54 @@
+/* estimate.h: a performance estimate of an AMD kernel on a part (MI300X,
+   MI325X, MI350X, MI355X) from its code object, without the hardware
+   (`hkgen inspect --estimate`; docs/MODEL.md says the model, its assumptions,
+   its three fitted constants and how well it matches published results).
+
+   The code gives the work of one wave: its hot loop's instructions times the
+   loop's trips plus the rest of the kernel once. The problem gives the
+   workgroups and the op's work (op_work, from the op's descriptor or, for a
+   foreign object, from --shape). A bound model turns both into a time:
+   per CU, generations of resident workgroups, each as long as its busiest
+   resource (MFMA pipe, VALU, LDS) or one wave's latency-bound path, whichever
+   is longest; then L2 and HBM bounds over the whole grid, and a launch cost. */
+#ifndef HK_ESTIMATE_H
+#define HK_ESTIMATE_H
+
+#include <stddef.h>
+
+#include "op.h"
+#include "target.h"
+
+/* One kernel launch to estimate. */
+typedef struct {
+  const tgt_info *t;
+  const tgt_part *part;
+  const char *kernel; /* symbol in the disassembly */
+  int block;          /* threads per workgroup */
+  int waves_simd;     /* occupancy from registers and LDS (tgt_occupancy) */
+  double blocks;      /* workgroups in the grid */
+  op_work work;
+} es_launch;
+
+typedef struct {
+  double seconds;
+  double rate;        /* TFLOP/s when the work has matrix FLOPs, else TB/s */
+  int rate_is_tbs;
+  const char *limiter;
+  double trips;       /* hot-loop iterations per workgroup used */
+  double share[4];    /* of the dominant generation: MFMA, VALU, LDS, latency (0..1 of its time) */
+} es_result;
+
+/* Estimates l from disassembly dis. -1 with a message (a kernel without a
+   loop when trips are expected, work that does not fit the code, a part
+   without the figures) and no number. */
+int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, size_t n);
+/* The estimate of kernel k (an op_inst with its plan) whose code object is
+   at obj, for problem shape (one value per parameter) on part: the work
+   from the op's descriptor, the grid from its plan, the occupancy from the
+   object (inspect_est.c). -1 with a message. */
+int ie_kernel_estimate(const char *obj, const op_inst *k, const long *shape, const tgt_part *part, es_launch *l,
+                       es_result *r, char *msg, size_t n);
+/* One line: "12.3 us  1015 TFLOP/s  MFMA pipe". */
+void es_format(const es_result *r, char *out, size_t n);
+
+#endif

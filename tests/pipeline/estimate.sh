@@ -1,0 +1,180 @@
+#!/bin/sh
+# estimate.sh: `hkgen inspect --estimate` (gen/estimate.c). Bad input gets a
+# message and exit status 2, never a number: an unknown part, a part of
+# another target, a cubin, a kernel without a hot loop or without the matrix
+# work the problem asks, a missing or unknown --shape value. Sanity of the
+# model on synthetic kernels compiled here (clang-22) and on a generated
+# GEMM: an MFMA-bound loop reports the MFMA pipe, doubling the work doubles
+# the time, no rate above the part's peak. No predicted number is hard-coded.
+. "$(dirname "$0")/../lib/lib.sh"
+
+CLANG=${HKGEN_CLANG:-clang-22}
+command -v "$CLANG" >/dev/null || fail "no $CLANG (install clang-22)"
+
+cat >"$T/k.hip" <<'SRC'
+typedef float f4 __attribute__((ext_vector_type(4)));
+typedef __bf16 b8 __attribute__((ext_vector_type(8)));
+#define ID __builtin_amdgcn_workitem_id_x()
+#define KERNEL extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(256, 256))) void
+/* four independent MFMAs per trip, nothing else */
+KERNEL mfma_loop(f4 *out, const b8 *in, int n) {
+  b8 a = in[ID];
+  f4 c0 = {0, 0, 0, 0}, c1 = c0, c2 = c0, c3 = c0;
+  for (int i = 0; i < n; i++) {
+    c0 = __builtin_amdgcn_mfma_f32_16x16x32_bf16(a, a, c0, 0, 0, 0);
+    c1 = __builtin_amdgcn_mfma_f32_16x16x32_bf16(a, a, c1, 0, 0, 0);
+    c2 = __builtin_amdgcn_mfma_f32_16x16x32_bf16(a, a, c2, 0, 0, 0);
+    c3 = __builtin_amdgcn_mfma_f32_16x16x32_bf16(a, a, c3, 0, 0, 0);
+  }
+  out[ID] = c0 + c1 + c2 + c3;
+}
+/* one MFMA, no loop */
+KERNEL mfma_once(f4 *out, const b8 *in) {
+  f4 c = {0, 0, 0, 0};
+  out[ID] = __builtin_amdgcn_mfma_f32_16x16x32_bf16(in[ID], in[ID], c, 0, 0, 0);
+}
+/* a copy loop: memory, no matrix instructions */
+KERNEL copy_loop(float *out, const float *in, int n) {
+  for (int i = 0; i < n; i++) out[i * 256 + ID] = in[i * 256 + ID];
+}
+SRC
+"$CLANG" -x hip --cuda-device-only --no-gpu-bundle-output --offload-arch=gfx950 -nogpulib -nogpuinc -O3 \
+  -std=c++17 "$T/k.hip" -o "$T/k.hsaco" || fail "clang could not compile the synthetic kernels"
+
+# est OUT OBJ PART SHAPE: one estimate; rc set.
+est() { run_hk "$1" inspect "$2" --estimate "$3" --shape "$4"; }
+# field OUT KERNEL N: the N-th column of KERNEL's row.
+field() { awk -v k="$2" -v n="$3" '$1 == k { print $n }' "$1"; }
+# seconds OUT KERNEL: the predicted time in seconds.
+seconds() { awk -v k="$2" '$1 == k { print ($7 == "ms" ? $6 / 1e3 : $6 / 1e6) }' "$1"; }
+expect_msg() { grep -q "$2" "$1" || { cat "$1" >&2; fail "expected the message '$2'"; }; }
+ratio_in() { awk -v a="$1" -v b="$2" -v lo="$3" -v hi="$4" 'BEGIN { r = b / a; exit !(r >= lo && r <= hi) }'; }
+
+# ---- bad input -------------------------------------------------------------
+est "$T/o" "$T/k.hsaco" MI999X blocks=1
+expect_rc 2 "unknown part"
+expect_msg "$T/o" "unknown AMD part 'MI999X'; allowed: MI210, MI250X, MI300X, MI325X, MI350X, MI355X"
+est "$T/o" "$T/k.hsaco" H200 blocks=1
+expect_rc 2 "an NVIDIA part"
+expect_msg "$T/o" "unknown AMD part 'H200'"
+est "$T/o" "$T/k.hsaco" MI325X blocks=1
+expect_rc 2 "a part of another target"
+expect_msg "$T/o" "a gfx950 object cannot run on MI325X (a gfx942 part)"
+printf '\177ELF\002\001\001\063\007\000\000\000\000\000\000\000\002\000\276\000' >"$T/fake.cubin"
+head -c 200 /dev/zero >>"$T/fake.cubin"
+est "$T/o" "$T/fake.cubin" MI355X blocks=1
+expect_rc 2 "a cubin"
+expect_msg "$T/o" "not an AMD code object: the estimate reads AMD code objects only (this is a CUDA cubin)"
+run_hk "$T/o" inspect "$T/k.hsaco" --estimate MI355X
+expect_rc 2 "an object without its problem"
+expect_msg "$T/o" "needs --shape blocks=N"
+est "$T/o" "$T/k.hsaco" MI355X blocks=1024,mma_flops=1e12,flops=1e12
+expect_rc 2 "matrix work on kernels without a matrix loop"
+expect_msg "$T/o" "kernel mfma_once has no hot loop with matrix instructions, and its straight-line code does"
+expect_msg "$T/o" "kernel copy_loop has no matrix instructions, but the problem has matrix work"
+est "$T/o" "$T/k.hsaco" MI355X blocks=1024,bytes=1e9,colour=3
+expect_rc 2 "an unknown --shape name"
+expect_msg "$T/o" "shape colour: no kernel estimated here takes it"
+est "$T/o" "$T/k.hsaco" MI355X blocks=x
+expect_rc 2 "a --shape value that is no number"
+expect_msg "$T/o" "shape blocks: 'x' is not a number"
+if grep -q 'TFLOP/s\|TB/s' "$T/o"; then fail "a number was printed for bad input"; fi
+
+# ---- the model on the synthetic loop ---------------------------------------
+# 1024 workgroups of 4 waves, each trip 4 MFMAs of 16384 FLOPs per wave
+f1=$(awk 'BEGIN { printf "%.0f", 1024 * 4 * 4 * 16384 * 20000 }')
+f2=$(awk -v f="$f1" 'BEGIN { printf "%.0f", 2 * f }')
+run_hk "$T/a" inspect "$T/k.hsaco" --estimate MI355X --shape "blocks=1024,flops=$f1,mma_flops=$f1"
+rc_a=$rc
+grep -q '^mfma_loop ' "$T/a" || { cat "$T/a" >&2; fail "no estimate row for mfma_loop (status $rc_a)"; }
+[ "$(field "$T/a" mfma_loop 5)" = 20000 ] || fail "mfma_loop: trips $(field "$T/a" mfma_loop 5), expected 20000"
+grep '^mfma_loop ' "$T/a" | grep -q 'MFMA pipe$' || { cat "$T/a" >&2; fail "mfma_loop is not reported MFMA-bound"; }
+run_hk "$T/b" inspect "$T/k.hsaco" --estimate MI355X --shape "blocks=1024,flops=$f2,mma_flops=$f2"
+ratio_in "$(seconds "$T/a" mfma_loop)" "$(seconds "$T/b" mfma_loop)" 1.8 2.2 ||
+  fail "twice the work: $(seconds "$T/a" mfma_loop) s then $(seconds "$T/b" mfma_loop) s"
+awk '$1 == "mfma_loop" { exit !($8 > 0 && $8 <= 2517) }' "$T/a" || fail "mfma_loop: a rate above MI355X's peak"
+# the copy loop: trips from the bytes, memory-bound
+run_hk "$T/c" inspect "$T/k.hsaco" --estimate MI355X --shape "blocks=8192,bytes=8e9"
+grep '^copy_loop ' "$T/c" | grep -q 'TB/s  \(HBM\|L2\) bandwidth$\|TB/s  latency$' ||
+  { cat "$T/c" >&2; fail "copy_loop is not memory- or latency-bound"; }
+
+# ---- a generated GEMM from a catalogue -------------------------------------
+cat >"$T/gemm.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: gemm
+    name: g
+    layout: nt
+    tile_m: 128
+    tile_n: 128
+    target: gfx950
+SPEC
+run_hk "$T/build" build "$T/gemm.yaml" -o "$T/cat" -q
+expect_rc 0 "hkgen build"
+run_hk "$T/g1" inspect "$T/cat" --estimate MI355X --shape M=8192,N=8192,K=2048
+expect_rc 0 "estimate of the catalogue"
+run_hk "$T/g2" inspect "$T/cat" --estimate MI355X --shape M=16384,N=8192,K=2048
+expect_rc 0 "estimate of twice the problem"
+k=$(awk 'NR == 2 { print $1 }' "$T/g1")
+ratio_in "$(seconds "$T/g1" "$k")" "$(seconds "$T/g2" "$k")" 1.6 2.4 ||
+  fail "gemm, twice M: $(seconds "$T/g1" "$k") s then $(seconds "$T/g2" "$k") s"
+awk -v k="$k" '$1 == k { exit !($8 > 0 && $8 <= 2517) }' "$T/g1" || fail "gemm: a rate above MI355X's peak"
+run_hk "$T/o" inspect "$T/cat" --estimate MI355X --shape M=4096,N=4096
+expect_rc 2 "a run-time parameter missing"
+expect_msg "$T/o" "K is a run-time parameter: give it with --shape K=V"
+run_hk "$T/o" inspect "$T/cat" --estimate MI300X --shape M=8192,N=8192,K=2048
+expect_rc 2 "a catalogue without the part's target"
+expect_msg "$T/o" "no gfx942 kernel in this catalogue to estimate on MI300X"
+run_hk "$T/o" inspect "$T/cat" --shape M=1
+expect_rc 2 "--shape without --estimate"
+expect_msg "$T/o" "shape goes with --estimate PART"
+
+# a baked kernel: a row saying it does not serve another problem; explain's estimate line
+cat >"$T/baked.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: gemm
+    name: gb
+    layout: nt
+    M: 4096
+    N: 4096
+    K: 4096
+    target: gfx950
+SPEC
+run_hk "$T/build" build "$T/baked.yaml" -o "$T/bcat" -q
+expect_rc 0 "hkgen build (baked)"
+run_hk "$T/o" inspect "$T/bcat" --estimate MI355X --shape M=1024
+expect_rc 2 "no kernel serves the problem"
+expect_msg "$T/o" "gb .* not this problem: M is 4096 in the kernel, not 1024"
+expect_msg "$T/o" "no kernel in this catalogue serves the problem"
+run_hk "$T/o" explain "$T/baked.yaml" "$T/gemm.yaml"
+expect_rc 0 "hkgen explain"
+[ "$(grep -c '^  estimate on MI355X: .* TFLOP/s  ' "$T/o")" = 1 ] ||
+  { cat "$T/o" >&2; fail "explain: one estimate line expected (the baked, cached kernel only)"; }
+
+# attention and RoPE through their descriptors' work: a causal mask halves the
+# time of a long sequence; RoPE's rate is in TB/s
+cat >"$T/attn.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_fwd
+    name: a
+    head_dim: 64
+    causal: [true, false]
+    target: gfx950
+  - op: rope
+    name: r
+    target: gfx950
+SPEC
+run_hk "$T/build" build "$T/attn.yaml" -o "$T/acat" -q
+expect_rc 0 "hkgen build (attention, rope)"
+run_hk "$T/a" inspect "$T/acat" --estimate MI355X \
+  --shape batch=4,seqlen_q=8192,seqlen_k=8192,heads_q=32,heads_k=8,seq_len=4096,head_dim=128
+expect_rc 0 "head_dim baked in attention, given for RoPE: RoPE is estimated"
+expect_msg "$T/a" "a_c1 .* not this problem: head_dim is 64 in the kernel, not 128"
+grep -q '^r .* TB/s  ' "$T/a" || { cat "$T/a" >&2; fail "rope: no estimate in TB/s"; }
+run_hk "$T/a" inspect "$T/acat" --estimate MI355X --shape batch=4,seqlen_q=8192,seqlen_k=8192,heads_q=32,heads_k=8,seq_len=4096,head_dim=64
+expect_rc 0 "estimate of attention and rope"
+ratio_in "$(seconds "$T/a" a_c0)" "$(seconds "$T/a" a_c1)" 0.4 0.7 ||
+  fail "causal against full attention: $(seconds "$T/a" a_c1) s against $(seconds "$T/a" a_c0) s"
+echo "PASS estimate"
