@@ -18,6 +18,9 @@ int attn_check(const op_inst *k, char *msg, size_t n);
 extern const char *const attn_dim_names[];
 #define ATTN_NDIMS 5
 
+/* Keys row r of a causal mask (bottom-right aligned) sees, of sk. */
+double attn_keys_seen(long r, long sq, long sk);
+
 /* `hkgen test`: a case fits when heads_q is a multiple of heads_k. */
 int attn_case_fits(const op_inst *k, const long *s);
 

@@ -349,8 +349,7 @@ static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   return rc;
 }
 
-/* Keys row r of a causal mask (bottom-right aligned) sees, of sk. */
-static double attn_keys_seen(long r, long sq, long sk) {
+double attn_keys_seen(long r, long sq, long sk) {
   long v = r + 1 + sk - sq;
   return v < 0 ? 0 : v > sk ? (double)sk : (double)v;
 }

@@ -427,6 +427,43 @@ static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, doub
   return rc;
 }
 
+/* The estimate's work: 2.5 times the forward's FLOPs (4 d per visible
+   (query, key) pair; the convention of the published backward figures).
+   Matrix FLOPs issued: KV workgroups 4 products of 2 q_step x 128 x d per
+   step from the first query step that sees their keys, over the group's
+   query heads; Q workgroups 3 products of 2 x 128 x k_step x d per key
+   step up to the block's last visible key. Bytes: Q, K, V, O, dO and LSE
+   read, dQ, dK, dV written, once. */
+static int attn_bwd_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
+#define ATTN_VAL(name) shape[op_param_index(k->op, name)]
+  long b = ATTN_VAL("batch"), sq = ATTN_VAL("seqlen_q"), sk = ATTN_VAL("seqlen_k"), hq = ATTN_VAL("heads_q"),
+       hk = ATTN_VAL("heads_k");
+#undef ATTN_VAL
+  long qs = op_tune(k->plan, "q_step"), ks = op_tune(k->plan, "k_step"), kvb = op_tune(k->plan, "kv_block");
+  if (qs <= 0 || ks <= 0 || kvb <= 0 || hk < 1 || hq % hk) {
+    snprintf(msg, n, "kernel %s: no attn_bwd plan for this problem", k->name);
+    return -1;
+  }
+  int causal = (int)op_int(k, "causal");
+  double d = (double)op_int(k, "head_dim"), pairs = 0, kv = 0, qw = 0;
+  for (long r = 0; r < sq; r++) pairs += causal ? attn_keys_seen(r, sq, sk) : (double)sk;
+  for (long k0 = 0; k0 < sk; k0 += kvb) {
+    long first = causal ? k0 - (sk - sq) : 0;
+    first = first > 0 ? first : 0;
+    if (first < sq) kv += (double)((sq + qs - 1) / qs - first / qs); /* steps of one query head */
+  }
+  for (long q0 = 0; q0 < sq; q0 += 128) {
+    long last = q0 + 127 < sq ? q0 + 127 : sq - 1;
+    qw += ceil((causal ? attn_keys_seen(last, sq, sk) : (double)sk) / (double)ks);
+  }
+  double bh = (double)b * (double)hq;
+  w->flops = 2.5 * 4 * d * pairs * bh;
+  w->mma_flops = bh * (kv * 4 * 2 * (double)qs * (double)kvb * d + qw * 3 * 2 * 128 * (double)ks * d);
+  w->bytes = (double)b * (2 * d * (4 * (double)hq * (double)sq + 4 * (double)hk * (double)sk) + 4.0 * (double)hq * (double)sq);
+  w->trips = 0;
+  return 0;
+}
+
 const op_desc op_attn_bwd = {
     .name = "attn_bwd",
     .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic, no scratch)",
@@ -437,4 +474,5 @@ const op_desc op_attn_bwd = {
     .plan = attn_bwd_plan,
     .emu_shapes = attn_bwd_emu_shapes,
     .emu_run = attn_bwd_emu_run,
+    .work = attn_bwd_work,
 };
