@@ -28,16 +28,16 @@ static const tgt_part tgt_parts_sm90[] = {
 
 static const tgt_info tgt_table[] = {
     {"gfx90a", "cdna2", "hk_cdna.h", "MI210/MI250X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
-     TGT_CDNA_GRID, 0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2)},
+     TGT_CDNA_GRID, 0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2), 32},
     {"gfx942", "cdna3", "hk_cdna.h", "MI300X/MI325X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
-     TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3)},
+     TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3), 32},
     {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X", TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16, 64,
      163840, 163840, TGT_CDNA_REGS, TGT_CDNA_GRID, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
-     TGT_PARTS(tgt_parts_cdna4)},
+     TGT_PARTS(tgt_parts_cdna4), 64}, /* CDNA4 doubled the LDS banks with its size */
     /* shared memory per block with the opt-in limit; 228 KiB per SM, of
        which each resident block reserves 1 KiB; 64K registers per SM */
     {"sm_90a", "sm90", "hk_sm90.h", "H100/H200", TGT_WGMMA | TGT_TMA, 32, 232448, 233472, 65536, 256, 64, 32,
-     4, 1024, TGT_CUDA_GRID, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90)},
+     4, 1024, TGT_CUDA_GRID, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90), 0},
 };
 
 #define TGT_N (sizeof tgt_table / sizeof tgt_table[0])

@@ -52,6 +52,9 @@ typedef struct {
   const char *mma_prefix[3]; /* mnemonics of matrix instructions, for hot-loop figures */
   const tgt_part *parts;
   int nparts;
+  /* LDS banks of 4 bytes (AMD; 0 for NVIDIA): a 16-byte LDS access is served
+     lds_banks / 4 lanes at a time, so conflict-free layouts depend on it */
+  int lds_banks;
 } tgt_info;
 
 const tgt_info *tgt_all(size_t *n);

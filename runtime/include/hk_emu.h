@@ -33,6 +33,7 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define hkemu_check_global(p, n, w) (hkemu_api.check_global((p), (n), (w)))
 #define hkemu_mfma_32x32_bf16(kpl, a, b, c, d) (hkemu_api.mfma_32x32_bf16((kpl), (a), (b), (c), (d)))
 #define hkemu_swap_halves_b32(v) (hkemu_api.swap_halves_b32(v))
+#define hkemu_mfma_16x16_bf16(kpl, a, b, c, d) (hkemu_api.mfma_16x16_bf16((kpl), (a), (b), (c), (d)))
 
 #define __global__
 #define __device__
@@ -275,6 +276,65 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_ac
     hkemu_mfma_32x32_bf16(HK_MFMA_KPL, av, bv, c, d);
     memcpy(&acc, d, sizeof d);
     return acc;
+}
+
+/* ---- MFMA 16x16 bf16 -> fp32: a wave collective (layouts in hk_cdna.h) -------- */
+typedef float hk_mfma16_acc_t __attribute__((ext_vector_type(4)));
+typedef hk_mfma_ab_t hk_mfma16_ab_t;
+#define HK_MFMA16_K (2 * HK_MFMA_K)
+#define HK_MFMA16_PER_B128 (16 / HK_MFMA_AB_BYTES)
+
+HK_DEVICE hk_mfma16_acc_t hk_mfma16_acc_zero(void)
+{
+    hk_mfma16_acc_t z;
+    for (int i = 0; i < 4; ++i)
+        z[i] = 0.0f;
+    return z;
+}
+HK_DEVICE hk_mfma16_ab_t hk_mfma16_ab_part(hk_u32x4 v, int i)
+{
+    hk_mfma16_ab_t a;
+    memcpy(&a, (const unsigned char *)&v + i * HK_MFMA_AB_BYTES, HK_MFMA_AB_BYTES);
+    return a;
+}
+HK_DEVICE hk_mfma16_acc_t hk_mfma_16x16(hk_mfma16_ab_t a, hk_mfma16_ab_t b, hk_mfma16_acc_t acc)
+{
+    unsigned short av[HK_MFMA_KPL], bv[HK_MFMA_KPL];
+    float c[4], d[4];
+    memcpy(av, &a, sizeof av);
+    memcpy(bv, &b, sizeof bv);
+    memcpy(c, &acc, sizeof c);
+    hkemu_mfma_16x16_bf16(HK_MFMA_KPL, av, bv, c, d);
+    memcpy(&acc, d, sizeof d);
+    return acc;
+}
+
+/* ---- buffer loads: words past the buffer's size read 0 (the hardware's range
+ * check); the words inside are bounds-checked against the launch's buffers --- */
+typedef struct {
+    const unsigned char *p;
+    unsigned bytes;
+} hk_buffer_t;
+HK_DEVICE hk_buffer_t hk_buffer_make(const void *p, unsigned bytes)
+{
+    hk_buffer_t r;
+    r.p = (const unsigned char *)p;
+    r.bytes = bytes;
+    return r;
+}
+HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
+{
+    hk_u32x4 v = {0u, 0u, 0u, 0u};
+    if ((unsigned)off & 3u)
+        hkemu_check_global(NULL, 16, 0); /* misaligned: reported as a read at address 0 */
+    for (int w = 0; w < 4; ++w) {
+        const unsigned o = (unsigned)off + 4u * (unsigned)w;
+        if (o < (unsigned)off || o + 4u > r.bytes)
+            continue;
+        hkemu_check_global(r.p + o, 4, 0);
+        memcpy((unsigned char *)&v + 4 * w, r.p + o, 4);
+    }
+    return v;
 }
 
 /* ---- fast math (host libm) and cross-lane exchange (a wave collective) ---------- */

@@ -25,6 +25,8 @@ typedef struct {
                           const float *c, float *d);
   /* appended, same ABI version (a module built before leaves them unused) */
   unsigned (*swap_halves_b32)(unsigned v); /* wave collective: v of lane l ^ 32 */
+  void (*mfma_16x16_bf16)(int kpl, const unsigned short *a, const unsigned short *b,
+                          const float *c, float *d); /* c, d: 4 floats */
 } hkemu_api_t;
 
 #ifdef __cplusplus

@@ -110,5 +110,10 @@ HKRT_API void hkemu_mfma_layout(emu_operand which, int kpl, int lane, int i, int
 HKRT_API void hkemu_mfma_wave_32x32_bf16(int kpl, const unsigned short (*a)[8],
                                          const unsigned short (*b)[8], const float (*c)[16],
                                          float (*d)[16]);
+/* The same for the 16x16xK MFMA (K = 4 * kpl): c/d use registers 0..3 of each lane. */
+HKRT_API void hkemu_mfma16_layout(emu_operand which, int kpl, int lane, int i, int *row, int *col);
+HKRT_API void hkemu_mfma_wave_16x16_bf16(int kpl, const unsigned short (*a)[8],
+                                         const unsigned short (*b)[8], const float (*c)[16],
+                                         float (*d)[16]);
 
 #endif

@@ -48,6 +48,16 @@
  *   hk_mfma_ab_t, hk_mfma_acc_t   operand type and 16-float accumulator type
  *   hk_mfma_acc_zero()        a zero accumulator
  *   hk_mfma_32x32(a, b, acc)  acc + A(32 x K) * B(K x 32), one wave
+ *   HK_MFMA16_K               K of the 16x16 bf16 MFMA: 16 (gfx90a, gfx942) or 32 (gfx950)
+ *   hk_mfma16_ab_t, hk_mfma16_acc_t   its operand type (HK_MFMA_KPL bf16) and 4-float accumulator
+ *   hk_mfma16_acc_zero()      a zero 16x16 accumulator
+ *   hk_mfma_16x16(a, b, acc)  acc + A(16 x K) * B(K x 16), one wave
+ *   HK_MFMA16_PER_B128        16x16 operands in one 16-byte LDS read: 2 (4 k per lane) or 1 (gfx950)
+ *   hk_mfma16_ab_part(v, i)   operand i (0 <= i < HK_MFMA16_PER_B128) of the 16 bytes v, low bytes first
+ *   hk_buffer_t               a buffer resource: base address and size in bytes (wave-uniform)
+ *   hk_buffer_make(p, bytes)  the buffer of `bytes' bytes at p (bytes < 2^31)
+ *   hk_buffer_load_b128(r, off)  16 bytes at byte offset off of buffer r, 4-byte aligned; each 4-byte
+ *                             word outside [0, bytes) reads as 0 (buffer_load_dwordx4, range-checked)
  *   hk_waitcnt_all()          wait for all outstanding memory operations of this wave
  *   hk_waitcnt_lds()          wait for this wave's outstanding LDS operations only (lgkmcnt 0)
  *   hk_sched_barrier()        stop the compiler moving instructions across this point (no-op if unsupported)
@@ -57,6 +67,11 @@
  *   hk_maxf(a, b)             larger of two floats (v_max_f32; a NaN operand gives the other one)
  *   hk_swap_halves(x)         wave collective: the value of x in lane l ^ 32 (all 64 lanes must call it)
  *
+ * 16x16 MFMA lane layouts (j = 0..HK_MFMA_KPL-1, r = 0..3; AMD's calculator tables
+ * cdna3.v_mfma_f32_16x16x16_bf16, cdna2 ..._1k; gfx950's 16x16x32 with 8 k per lane):
+ *   A (16 x K):  lane l holds row  l % 16,  k = (l / 16) * HK_MFMA_KPL + j
+ *   B (K x 16):  lane l holds col  l % 16,  k = (l / 16) * HK_MFMA_KPL + j
+ *   D (16 x 16): lane l, accumulator element r holds row = (l / 16) * 4 + r,  col = l % 16
  * MFMA lane layouts (lane l = 0..63, j = 0..HK_MFMA_KPL-1, r = 0..15):
  *   A (32 x K):  lane l holds row  l % 32,  k = (l / 32) * HK_MFMA_KPL + j   (element j of the operand)
  *   B (K x 32):  lane l holds col  l % 32,  k = (l / 32) * HK_MFMA_KPL + j
@@ -282,6 +297,79 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_ac
     return __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(a, b, acc, 0, 0, 0);
 #endif
 }
+
+/* ---- MFMA 16x16 bf16 -> fp32 ---------------------------------------------------
+ * Same rate per FLOP as the 32x32 form; half the operand bytes per MFMA, so a
+ * wave tile needs fewer LDS reads per instruction issued. */
+typedef float hk_mfma16_acc_t __attribute__((ext_vector_type(4)));
+typedef hk_mfma_ab_t hk_mfma16_ab_t;
+#define HK_MFMA16_K (2 * HK_MFMA_K)
+#define HK_MFMA16_PER_B128 (16 / HK_MFMA_AB_BYTES)
+
+HK_DEVICE hk_mfma16_acc_t hk_mfma16_acc_zero(void)
+{
+    hk_mfma16_acc_t z = {0.0f, 0.0f, 0.0f, 0.0f};
+    return z;
+}
+
+HK_DEVICE hk_mfma16_ab_t hk_mfma16_ab_part(hk_u32x4 v, int i)
+{
+#if defined(__gfx950__)
+    (void)i;
+    return __builtin_bit_cast(hk_mfma16_ab_t, v);
+#else
+    const hk_u32x2 h = i ? (hk_u32x2){v[2], v[3]} : (hk_u32x2){v[0], v[1]};
+    return __builtin_bit_cast(hk_mfma16_ab_t, h);
+#endif
+}
+
+HK_DEVICE hk_mfma16_acc_t hk_mfma_16x16(hk_mfma16_ab_t a, hk_mfma16_ab_t b, hk_mfma16_acc_t acc)
+{
+#if defined(__gfx950__)
+    return __builtin_amdgcn_mfma_f32_16x16x32_bf16(a, b, acc, 0, 0, 0);
+#else
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, acc, 0, 0, 0);
+#endif
+}
+
+/* ---- buffer loads -----------------------------------------------------------------
+ * A buffer resource carries base and size; the load's range check gives 0 for
+ * words past the end, so tiles that hang over a matrix's last row need no
+ * compare in the loop.  Word 3 (0x00020000): 32-bit raw data, no swizzle, the
+ * gfx9 encoding CDNA uses.  LLVM 15 (comgr, gfx90a) has no buffer builtins: a
+ * plain load with the same range rule there. */
+#if __has_builtin(__builtin_amdgcn_make_buffer_rsrc) && __has_builtin(__builtin_amdgcn_raw_buffer_load_b128)
+typedef __amdgpu_buffer_rsrc_t hk_buffer_t;
+HK_DEVICE hk_buffer_t hk_buffer_make(const void *p, unsigned bytes)
+{
+    return __builtin_amdgcn_make_buffer_rsrc((void *)p, (short)0, (int)bytes, 0x00020000);
+}
+HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
+{
+    return __builtin_amdgcn_raw_buffer_load_b128(r, off, 0, 0);
+}
+#else
+typedef struct {
+    const unsigned char *p;
+    unsigned bytes;
+} hk_buffer_t;
+HK_DEVICE hk_buffer_t hk_buffer_make(const void *p, unsigned bytes)
+{
+    hk_buffer_t r = {(const unsigned char *)p, bytes};
+    return r;
+}
+HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
+{
+    hk_u32x4 v = {0u, 0u, 0u, 0u};
+    if ((unsigned)off + 16u <= r.bytes)
+        return *(const hk_u32x4 *)(r.p + off);
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+        if ((unsigned)off + 4u * w + 4u <= r.bytes)
+            v[w] = *(const unsigned *)(r.p + off + 4 * w);
+    return v;
+}
+#endif
 
 /* ---- fast math and cross-lane exchange ------------------------------------------ */
 HK_DEVICE float hk_exp2f(float x)
