@@ -110,6 +110,17 @@ static void gemm_plan_amd(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "lds_swizzle_shift", t->lds_banks > 32 ? 1 : 0);
   op_plan_tune(p, "group_m", GEMM_AMD_GROUP_M);
   op_plan_tune(p, "waves_per_simd", 2);
+  /* direct global -> LDS loads need two stages and the 16-byte form (gfx950).
+     Layout nn transposes B on the way, through registers; A alone by DMA
+     there spilled (clang-22, 2026-12-01), so nn keeps both in registers */
+  int nt = !strcmp(op_val(k, "layout"), "nt");
+  int dma = tgt_has(t, TGT_LDS_DMA) && nt && 2 * stage <= (long)t->lds_bytes;
+  op_plan_tune(p, "lds_dma", dma);
+  /* A fragments per LDS wait: all of them; none (the compiler's waits) in
+     two-stage steps that hold the next tile in registers across the multiply,
+     which have no registers left for it at 2 waves per SIMD */
+  op_plan_tune(p, "mma_a_group", op_int(k, "tile_m") / 2 / 16);
+  op_plan_tune(p, "mma_a_group_staged", 0);
   p->block = 64 * 2 * 4;
 }
 

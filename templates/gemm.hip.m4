@@ -63,10 +63,11 @@ m4_ifelse(hkm_block_size, m4_eval(64 * hkm_tune([waves_m]) * hkm_tune([waves_n])
 # Buffer loads of the B k-tile at k0 (a fast tile).
 m4_define([hkm_gemm_b_fast], [hkm_if_param([layout], [nt],
 [[    // B is N x K: like A; rows past N read 0
+    const hk_buffer_t b = hk_buffer_make(g.B + (long)g.block_n * g.ldb + k0, g.b_bytes);
 #pragma unroll
     for (int j = 0; j < B_VECS; ++j) {
         const int v = hk_thread_id() + GEMM_THREADS * j;
-        s->b[j] = hk_buffer_load_b128(g.b, ((v / CHUNKS) * g.ldb + k0 + (v % CHUNKS) * 8) * 2);
+        s->b[j] = hk_buffer_load_b128(b, ((v / CHUNKS) * g.ldb + (v % CHUNKS) * 8) * 2);
     }
 ]],
 [[    // B is K x N: KG rows k of 8 consecutive n each, this k-tile's rows
@@ -152,10 +153,17 @@ static constexpr int STAGES = ]hkm_tune([stages])[;      // LDS buffers
 static constexpr int WAVES_M = ]hkm_tune([waves_m])[, WAVES_N = ]hkm_tune([waves_n])[;
 static constexpr int SWIZZLE_SHIFT = ]hkm_tune([lds_swizzle_shift])[;
 static constexpr int GROUP_M = ]hkm_tune([group_m])[;    // tile rows per L2 group
+static constexpr bool LDS_DMA = ]hkm_tune([lds_dma])[;    // fast tiles of A global -> LDS directly
+static constexpr bool B_DMA = LDS_DMA && ]hkm_if_param([layout], [nt], [true], [false])[; // and of B
+static constexpr int NWAVES = WAVES_M * WAVES_N;
 static constexpr int WAVE_M = TILE_M / WAVES_M;
 static constexpr int WAVE_N = TILE_N / WAVES_N;
 static constexpr int FRAG_M = WAVE_M / 16; // 16x16 MFMA tiles per wave
 static constexpr int FRAG_N = WAVE_N / 16;
+// A fragments read per LDS wait (gemm_mma_stage): in steps that hold no
+// next tile in registers across the multiply, and in those that do
+static constexpr int A_GROUP = ]hkm_tune([mma_a_group])[;
+static constexpr int A_GROUP_STAGED = ]hkm_tune([mma_a_group_staged])[;
 static constexpr int CHUNKS = TILE_K / 8;  // 16-byte chunks per LDS row
 static constexpr int ROW_BYTES = TILE_K * 2;
 static constexpr int LDS_A_BYTES = TILE_M * ROW_BYTES;
@@ -175,9 +183,13 @@ static constexpr int B_VECS = B_UNITS_PER_THREAD * KG;
 static_assert(GEMM_THREADS == 64 * WAVES_M * WAVES_N, "one wave per 64 threads");
 static_assert(WAVE_M % 16 == 0 && WAVE_N % 16 == 0, "wave tiles of whole 16x16 MFMAs");
 static_assert(TILE_M * CHUNKS % GEMM_THREADS == 0, "A tile must split into 16-byte vectors evenly");
+static_assert(FRAG_M % A_GROUP == 0 && (A_GROUP_STAGED == 0 || FRAG_M % A_GROUP_STAGED == 0),
+              "A fragments in whole groups");
 static_assert(CHUNKS == 8, "the swizzle permutes 8 chunks per row");
 static_assert(TILE_K % KSTEP == 0 && KSTEP == 4 * 8, "a 16-byte read per lane covers 32 k");
 static_assert(HK_MFMA16_PER_B128 * HK_MFMA16_K == KSTEP, "16-byte reads feed whole MFMAs");
+static_assert(!LDS_DMA || (STAGES == 2 && TILE_M % (8 * NWAVES) == 0 && TILE_N % (8 * NWAVES) == 0),
+              "direct LDS loads: two stages, 8 rows per wave instruction");
 static_assert(STAGES * LDS_STAGE_BYTES <= ]hkm_tune([lds_bytes])[, "LDS budget of the plan");
 
 struct gemm_stage {
@@ -185,11 +197,11 @@ struct gemm_stage {
     hk_u32x4 b[B_VECS];
 };
 
-// what every load needs; buffers cover the workgroup's rows of A (and of B
-// for layout nt), so rows past M / N read 0
+// what every load needs; a_bytes (b_bytes, layout nt) cover the
+// workgroup's rows of A (B), so that rows past M (N) read 0
 struct gemm_src {
     const hk_bf16 *A, *B;
-    hk_buffer_t a, b;
+    unsigned a_bytes, b_bytes;
     int lda, ldb, block_m, block_n;
     bool vec_a, vec_b;
 };
@@ -201,14 +213,20 @@ HK_DEVICE int gemm_lds_off(int r, int c)
 }
 
 // ---- global -> registers: k-tile at k0 ---------------------------------------
-HK_DEVICE void gemm_load_fast(gemm_stage *s, const gemm_src &g, int k0)
+HK_DEVICE void gemm_load_fast_a(gemm_stage *s, const gemm_src &g, int k0)
 {
+    // the buffers start at column k0: the lanes' offsets stay the same every step
+    const hk_buffer_t a = hk_buffer_make(g.A + (long)g.block_m * g.lda + k0, g.a_bytes);
     // A is M x K: chunk v % CHUNKS of row v / CHUNKS, 8 lanes per 128-byte row
 #pragma unroll
     for (int j = 0; j < A_VECS; ++j) {
         const int v = hk_thread_id() + GEMM_THREADS * j;
-        s->a[j] = hk_buffer_load_b128(g.a, ((v / CHUNKS) * g.lda + k0 + (v % CHUNKS) * 8) * 2);
+        s->a[j] = hk_buffer_load_b128(a, ((v / CHUNKS) * g.lda + (v % CHUNKS) * 8) * 2);
     }
+}
+
+HK_DEVICE void gemm_load_fast_b(gemm_stage *s, const gemm_src &g, int k0)
+{
 ]hkm_gemm_b_fast()[}
 
 HK_DEVICE void gemm_load_edge(gemm_stage *s, const gemm_src &g, int M, int N, int K, int k0)
@@ -222,63 +240,125 @@ HK_DEVICE void gemm_load_edge(gemm_stage *s, const gemm_src &g, int M, int N, in
     }
 ]hkm_gemm_b_edge()[}
 
+HK_DEVICE void gemm_load_fast(gemm_stage *s, const gemm_src &g, int k0)
+{
+    gemm_load_fast_a(s, g, k0);
+    gemm_load_fast_b(s, g, k0);
+}
+
 // ---- registers -> LDS stage at byte offset a_off -------------------------------
+HK_DEVICE void gemm_store_lds_b(hk_lds_t lds, int b_off, const gemm_stage *s)
+{
+]hkm_gemm_b_store()[}
+
 HK_DEVICE void gemm_store_lds(hk_lds_t lds, int a_off, const gemm_stage *s)
 {
-    const int b_off = a_off + LDS_A_BYTES;
 #pragma unroll
     for (int j = 0; j < A_VECS; ++j) {
         const int v = hk_thread_id() + GEMM_THREADS * j;
         hk_lds_store_b128(lds, a_off + gemm_lds_off(v / CHUNKS, v % CHUNKS), s->a[j]);
     }
-]hkm_gemm_b_store()[}
+    gemm_store_lds_b(lds, a_off + LDS_A_BYTES, s);
+}
+
+// ---- global -> LDS directly (fast tiles, LDS_DMA): k-tile at k0 into the stage at a_off
+// A wave instruction fills 8 whole rows, lane l the physical chunk l % 8 of
+// row l / 8; it loads the logical chunk the swizzle puts there.
+HK_DEVICE void gemm_dma_rows(hk_lds_t lds, int off, hk_buffer_t buf, int ld, int wave, int rows)
+{
+    const int lane = hk_lane_id();
+#pragma unroll
+    for (int j = 0; j < rows / (8 * NWAVES); ++j) {
+        const int r0 = (wave + NWAVES * j) * 8, r = r0 + lane / 8;
+        const int c = (lane % CHUNKS) ^ ((r >> SWIZZLE_SHIFT) % CHUNKS);
+        hk_buffer_load_lds_b128(buf, (r * ld + c * 8) * 2, lds, off + r0 * ROW_BYTES);
+    }
+}
+
 
 // ---- one LDS stage x MFMA: acc += A_tile * B_tile over TILE_K -------------------
+// A_GROUP > 0: A fragments A_GROUP at a time, one wait for their operands,
+// then an uninterrupted run of MFMAs (the other wave on the SIMD covers the
+// wait); 0: all operands read first, waits placed by the compiler (fewer
+// registers live at once)
+template <int A_GROUP>
 HK_DEVICE void gemm_mma_stage(hk_lds_t lds, int a_off, int wave_m, int wave_n,
                               hk_mfma16_acc_t (&acc)[FRAG_M][FRAG_N])
 {
+    constexpr int AG = A_GROUP > 0 ? A_GROUP : FRAG_M;
     const int lane = hk_lane_id();
     const int b_off = a_off + LDS_A_BYTES;
     // lane l reads row l % 16 of a fragment, chunk (k / 8) + l / 16
     const int row = lane % 16, cq = lane / 16;
 #pragma unroll
     for (int kk = 0; kk < TILE_K; kk += KSTEP) {
-        hk_u32x4 a[FRAG_M], b[FRAG_N];
-#pragma unroll
-        for (int i = 0; i < FRAG_M; ++i)
-            a[i] = hk_lds_load_b128(lds, a_off + gemm_lds_off(wave_m * WAVE_M + i * 16 + row, kk / 8 + cq));
+        hk_u32x4 b[FRAG_N];
 #pragma unroll
         for (int j = 0; j < FRAG_N; ++j)
             b[j] = hk_lds_load_b128(lds, b_off + gemm_lds_off(wave_n * WAVE_N + j * 16 + row, kk / 8 + cq));
 #pragma unroll
-        for (int p = 0; p < HK_MFMA16_PER_B128; ++p)
+        for (int i0 = 0; i0 < FRAG_M; i0 += AG) {
+            hk_u32x4 a[AG];
 #pragma unroll
-            for (int i = 0; i < FRAG_M; ++i)
+            for (int i = 0; i < AG; ++i)
+                a[i] = hk_lds_load_b128(lds, a_off + gemm_lds_off(wave_m * WAVE_M + (i0 + i) * 16 + row, kk / 8 + cq));
+            if (A_GROUP > 0)
+                hk_waitcnt_lds();
 #pragma unroll
-                for (int j = 0; j < FRAG_N; ++j)
-                    acc[i][j] = hk_mfma_16x16(hk_mfma16_ab_part(a[i], p), hk_mfma16_ab_part(b[j], p), acc[i][j]);
+            for (int p = 0; p < HK_MFMA16_PER_B128; ++p)
+#pragma unroll
+                for (int i = 0; i < AG; ++i)
+#pragma unroll
+                    for (int j = 0; j < FRAG_N; ++j)
+                        acc[i0 + i][j] = hk_mfma_16x16(hk_mfma16_ab_part(a[i], p), hk_mfma16_ab_part(b[j], p),
+                                                       acc[i0 + i][j]);
+        }
     }
 }
 
 // ---- one k step: multiply tile t's stage, bring tile t + 1 in ---------------------
-// FAST: tile t + 1 by buffer loads; else masked loads (or none when LOAD is false)
-template <bool FAST>
+// FAST: tile t + 1 by buffer loads; else masked loads (or none when LOAD is
+// false). STAGE: the stage tile t is in (0 or 1), or -1: found from t.
+template <bool FAST, int STAGE>
 HK_DEVICE void gemm_step(hk_lds_t lds, const gemm_src &g, int M, int N, int K, int t, bool load,
                          int wave_m, int wave_n, hk_mfma16_acc_t (&acc)[FRAG_M][FRAG_N])
 {
     gemm_stage s;
-    const int cur = STAGES == 2 ? (t & 1) * LDS_STAGE_BYTES : 0;
+    const int st = STAGES == 1 ? 0 : STAGE >= 0 ? STAGE : t & 1;
     if (load) {
         if (FAST)
             gemm_load_fast(&s, g, (t + 1) * TILE_K);
         else
             gemm_load_edge(&s, g, M, N, K, (t + 1) * TILE_K);
     }
-    gemm_mma_stage(lds, cur, wave_m, wave_n, acc);
+    gemm_mma_stage<STAGES == 2 ? A_GROUP_STAGED : A_GROUP>(lds, st * LDS_STAGE_BYTES, wave_m, wave_n, acc);
     if (STAGES == 1)
         hk_barrier(); // every wave is done reading the one stage
     if (load)
-        gemm_store_lds(lds, STAGES == 2 ? LDS_STAGE_BYTES - cur : 0, &s);
+        gemm_store_lds(lds, STAGES == 1 ? 0 : (1 - st) * LDS_STAGE_BYTES, &s);
+    hk_barrier();
+}
+
+// LDS_DMA: tile t + 1 of A (and of B in layout nt) goes straight into the
+// other stage while this one is multiplied; layout nn's B through registers
+// (transposed on the way); the wave waits for its loads before the barrier
+template <int STAGE>
+HK_DEVICE void gemm_step_dma(hk_lds_t lds, const gemm_src &g, int t, int wave, int wave_m, int wave_n,
+                             hk_mfma16_acc_t (&acc)[FRAG_M][FRAG_N])
+{
+    const int st = STAGE >= 0 ? STAGE : t & 1, k0 = (t + 1) * TILE_K;
+    const int next = (1 - st) * LDS_STAGE_BYTES;
+    gemm_stage s;
+    if (!B_DMA)
+        gemm_load_fast_b(&s, g, k0);
+    gemm_dma_rows(lds, next, hk_buffer_make(g.A + (long)g.block_m * g.lda + k0, g.a_bytes), g.lda, wave, TILE_M);
+    if (B_DMA)
+        gemm_dma_rows(lds, next + LDS_A_BYTES, hk_buffer_make(g.B + (long)g.block_n * g.ldb + k0, g.b_bytes),
+                      g.ldb, wave, TILE_N);
+    gemm_mma_stage<B_DMA ? A_GROUP : A_GROUP_STAGED>(lds, st * LDS_STAGE_BYTES, wave_m, wave_n, acc);
+    if (!B_DMA)
+        gemm_store_lds_b(lds, next + LDS_A_BYTES, &s);
+    hk_waitcnt_all();
     hk_barrier();
 }
 
@@ -312,13 +392,13 @@ HK_DEVICE void gemm_step(hk_lds_t lds, const gemm_src &g, int M, int N, int K, i
     g.vec_a = (g.lda % 8 == 0) && ((unsigned long)g.A % 16 == 0);
     g.vec_b = (g.ldb % 8 == 0) && ((unsigned long)g.B % 16 == 0);
     const int rows_a = M - g.block_m < TILE_M ? M - g.block_m : TILE_M;
-    g.a = hk_buffer_make(g.A + (long)g.block_m * g.lda, (unsigned)rows_a * (unsigned)g.lda * 2u);
+    g.a_bytes = (unsigned)rows_a * (unsigned)g.lda * 2u;
 ]hkm_if_param([layout], [nt],
 [[    const int rows_b = N - g.block_n < TILE_N ? N - g.block_n : TILE_N;
-    g.b = hk_buffer_make(g.B + (long)g.block_n * g.ldb, (unsigned)rows_b * (unsigned)g.ldb * 2u);
+    g.b_bytes = (unsigned)rows_b * (unsigned)g.ldb * 2u;
     const bool fast_b = (long)TILE_N * g.ldb < (1L << 30);
 ]],
-[[    g.b = g.a; // layout nn: a buffer per k-tile, made in the fast loads
+[[    g.b_bytes = 0; // layout nn: a buffer per k-tile, made in the fast loads
     const bool fast_b = (long)TILE_K * g.ldb < (1L << 30) && g.block_n + TILE_N <= N;
 ]])[    // buffer offsets are 32-bit: a tile's rows must span less than 2^31 bytes
     const bool fast = g.vec_a && g.vec_b && (long)TILE_M * g.lda < (1L << 30) && fast_b;
@@ -346,12 +426,26 @@ HK_DEVICE void gemm_step(hk_lds_t lds, const gemm_src &g, int M, int N, int K, i
         hk_barrier();
     }
 
-    // main loop: tile t + 1 is a fast tile; then the tail, masked
+    // main loop: tile t + 1 is a fast tile, two steps per trip with two
+    // stages (LDS offsets constant in each); then the tail, masked
     int t = 0;
+    if (LDS_DMA) {
+        for (; t + 2 < k_fast; t += 2) {
+            gemm_step_dma<0>(hk_lds, g, t, wave, wave_m, wave_n, acc);
+            gemm_step_dma<1>(hk_lds, g, t + 1, wave, wave_m, wave_n, acc);
+        }
+        for (; t + 1 < k_fast; ++t)
+            gemm_step_dma<-1>(hk_lds, g, t, wave, wave_m, wave_n, acc);
+    }
+    if (STAGES == 2)
+        for (; t + 2 < k_fast; t += 2) {
+            gemm_step<true, 0>(hk_lds, g, M, N, K, t, true, wave_m, wave_n, acc);
+            gemm_step<true, 1>(hk_lds, g, M, N, K, t + 1, true, wave_m, wave_n, acc);
+        }
     for (; t + 1 < k_fast; ++t)
-        gemm_step<true>(hk_lds, g, M, N, K, t, true, wave_m, wave_n, acc);
+        gemm_step<true, -1>(hk_lds, g, M, N, K, t, true, wave_m, wave_n, acc);
     for (; t < k_tiles; ++t)
-        gemm_step<false>(hk_lds, g, M, N, K, t, t + 1 < k_tiles, wave_m, wave_n, acc);
+        gemm_step<false, -1>(hk_lds, g, M, N, K, t, t + 1 < k_tiles, wave_m, wave_n, acc);
 
     // epilogue: accumulator element r of lane l is
     // C[(l / 16) * 4 + r][l % 16] of its 16x16 tile

@@ -337,6 +337,14 @@ HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
     return v;
 }
 
+/* global -> LDS: each lane's 16 bytes land at lds_off + 16 * lane (the
+ * hardware writes them asynchronously; the kernel waits and barriers before
+ * reading them, and here they are simply there at once) */
+HK_DEVICE void hk_buffer_load_lds_b128(hk_buffer_t r, int off, hk_lds_t l, int lds_off)
+{
+    hk_lds_store_b128(l, lds_off + 16 * hk_lane_id(), hk_buffer_load_b128(r, off));
+}
+
 /* ---- fast math (host libm) and cross-lane exchange (a wave collective) ---------- */
 HK_DEVICE float hk_exp2f(float x) { return exp2f(x); }
 HK_DEVICE float hk_log2f(float x) { return log2f(x); }

@@ -58,6 +58,10 @@
  *   hk_buffer_make(p, bytes)  the buffer of `bytes' bytes at p (bytes < 2^31)
  *   hk_buffer_load_b128(r, off)  16 bytes at byte offset off of buffer r, 4-byte aligned; each 4-byte
  *                             word outside [0, bytes) reads as 0 (buffer_load_dwordx4, range-checked)
+ *   hk_buffer_load_lds_b128(r, off, l, lds_off)  global -> LDS without registers: lane i's 16 bytes at
+ *                             off (as hk_buffer_load_b128) go to LDS byte lds_off + 16 * i; lds_off
+ *                             wave-uniform, 16-byte aligned; visible after hk_waitcnt_all() and a
+ *                             barrier (gfx950 buffer_load_dwordx4 ... lds; elsewhere load + ds_write)
  *   hk_waitcnt_all()          wait for all outstanding memory operations of this wave
  *   hk_waitcnt_lds()          wait for this wave's outstanding LDS operations only (lgkmcnt 0)
  *   hk_sched_barrier()        stop the compiler moving instructions across this point (no-op if unsupported)
@@ -370,6 +374,18 @@ HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
     return v;
 }
 #endif
+
+/* The LDS address is M0 (wave-uniform) + 16 * lane: a layout that permutes
+ * chunks does so on the global side, through each lane's offset. */
+HK_DEVICE void hk_buffer_load_lds_b128(hk_buffer_t r, int off, hk_lds_t l, int lds_off)
+{
+#if defined(__gfx950__) && __has_builtin(__builtin_amdgcn_raw_ptr_buffer_load_lds)
+    __builtin_amdgcn_raw_ptr_buffer_load_lds(r, (__attribute__((address_space(3))) void *)(l.base + lds_off), 16,
+                                             off, 0, 0, 0);
+#else
+    hk_lds_store_b128(l, lds_off + 16 * hk_lane_id(), hk_buffer_load_b128(r, off));
+#endif
+}
 
 /* ---- fast math and cross-lane exchange ------------------------------------------ */
 HK_DEVICE float hk_exp2f(float x)
