@@ -49,6 +49,7 @@ void hkemu_mfma16_layout(emu_operand which, int kpl, int lane, int i, int *row, 
   case EMU_OPERAND_A:
     *row = lane % 16;
     *col = (lane / 16) * kpl + i;
+    if (EMU_MUTANT) *col = i * 4 + lane / 16; /* k interleaved across the lane groups */
     break;
   case EMU_OPERAND_B:
     *row = (lane / 16) * kpl + i;
