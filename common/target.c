@@ -21,6 +21,25 @@ static const tgt_part tgt_parts_sm90[] = {
     {"H200", 132, 1, 1980, 4.8, 989.0},
 };
 
+/* LDS and cache lines (tgt_mem in target.h).
+   CDNA2/3: 32 banks of 4 bytes, 128 bytes a cycle (ROCm Compute Profiler's
+   LDS model, "Local data share"); 16-byte reads in 8 passes over AMD's lane
+   groups {0-3,20-23} {4-7,16-19} {8-11,28-31} {12-15,24-27} and the same +32
+   (the ROCm blog "Avoiding LDS bank conflicts on AMD GPUs using CK-Tile",
+   2025, and Composable Kernel's notes), 16-byte writes over consecutive
+   groups of 8 lanes (Composable Kernel's "LDS bank conflicts" page). The
+   CDNA2 groups are taken as CDNA3's: no source here says otherwise.
+   CDNA4: 64 banks; reads serve 256 bytes a pass (ds_read_b64: 2 passes of 32
+   consecutive lanes; ds_read_b128: 4 passes, each two of the CDNA3 groups,
+   {0-3,12-15,20-23,24-27} {4-11,16-19,28-31} and +32), writes 128 bytes
+   (ds_write_b64: 4 passes of 16) - HipKittens' measured phase tables
+   (analysis/paper_experiments/phases, MI355X) and AMD's rocRoller notes.
+   4-byte accesses and CDNA4's ds_write_b128 follow the pass-bytes rule;
+   nobody measured them in the sources found.
+   Cache line: 128 bytes, the L2's (CDNA white papers). */
+static const tgt_mem tgt_mem_cdna3 = {32, 4, 128, 128, {0, 1, 2, 3, 1, 0, 3, 2, 4, 5, 6, 7, 5, 4, 7, 6}, 128};
+static const tgt_mem tgt_mem_cdna4 = {64, 4, 256, 128, {0, 1, 1, 0, 1, 0, 0, 1, 2, 3, 3, 2, 3, 2, 2, 3}, 128};
+
 #define TGT_PARTS(p) p, (int)(sizeof p / sizeof p[0])
 #define TGT_CDNA_REGS 512, 8, 8, 32, 4, 0 /* VGPRs+AGPRs per lane, granule, waves/SIMD, blocks, SIMDs */
 #define TGT_CDNA_GRID {0, 0, 0}, {4294967295LL, 4294967295LL, 4294967295LL}
@@ -28,16 +47,16 @@ static const tgt_part tgt_parts_sm90[] = {
 
 static const tgt_info tgt_table[] = {
     {"gfx90a", "cdna2", "hk_cdna.h", "MI210/MI250X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
-     TGT_CDNA_GRID, 0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2), 32},
+     TGT_CDNA_GRID, 0x3f, 0, 2, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna2), &tgt_mem_cdna3},
     {"gfx942", "cdna3", "hk_cdna.h", "MI300X/MI325X", TGT_AMD | TGT_MFMA, 64, 65536, 65536, TGT_CDNA_REGS,
-     TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3), 32},
+     TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna3), &tgt_mem_cdna3},
     {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X", TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16, 64,
      163840, 163840, TGT_CDNA_REGS, TGT_CDNA_GRID, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
-     TGT_PARTS(tgt_parts_cdna4), 64}, /* CDNA4 doubled the LDS banks with its size */
+     TGT_PARTS(tgt_parts_cdna4), &tgt_mem_cdna4},
     /* shared memory per block with the opt-in limit; 228 KiB per SM, of
        which each resident block reserves 1 KiB; 64K registers per SM */
     {"sm_90a", "sm90", "hk_sm90.h", "H100/H200", TGT_WGMMA | TGT_TMA, 32, 232448, 233472, 65536, 256, 64, 32,
-     4, 1024, TGT_CUDA_GRID, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90), 0},
+     4, 1024, TGT_CUDA_GRID, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90), NULL},
 };
 
 #define TGT_N (sizeof tgt_table / sizeof tgt_table[0])
@@ -127,6 +146,14 @@ int tgt_occupancy(const tgt_info *t, int regs, long lds, int block) {
 long long tgt_grid_max(const tgt_info *t, int axis, int block) {
   if (t->grid_blocks[axis]) return t->grid_blocks[axis];
   return t->grid_items[axis] / (block > 0 ? block : 1);
+}
+
+int tgt_lds_pass(const tgt_info *t, int write, unsigned bytes, int lane) {
+  const tgt_mem *m = t->mem;
+  if (!write && bytes == 16) return m->read_b128_quad[(lane & 63) / 4];
+  unsigned w = bytes > (unsigned)m->bank_bytes ? bytes : (unsigned)m->bank_bytes;
+  unsigned lanes = (unsigned)(write ? m->write_pass_bytes : m->read_pass_bytes) / w;
+  return lanes ? (int)((unsigned)lane / lanes) : lane;
 }
 
 const char *tgt_default_list(void) { return "gfx942,gfx950"; }

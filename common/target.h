@@ -16,6 +16,22 @@
 #define TGT_LDS_DMA (1u << 4)   /* direct global-to-LDS loads of 16 bytes */
 #define TGT_CVT_PK_BF16 (1u << 5) /* a packed fp32 -> bf16 conversion instruction */
 
+/* How the LDS serves one wave's access and how global memory is cached, as
+   the emulator's statistics (hkgen test --stats) count them. A ds_read or
+   ds_write of W bytes per lane is split into passes; each pass serves
+   pass_bytes / max(W, bank_bytes) lanes, consecutive ones except for 16-byte
+   reads, whose lane groups are AMD's (read_b128_quad: the pass of each
+   group of 4 lanes). In a pass, each bank serves one dword per cycle; lanes
+   on the same dword share it (broadcast). Sources in target.c. */
+typedef struct {
+  int banks;            /* dword banks */
+  int bank_bytes;       /* bytes one bank serves per cycle */
+  int read_pass_bytes;  /* bytes one pass of a ds_read serves */
+  int write_pass_bytes; /* the same for ds_write */
+  unsigned char read_b128_quad[16]; /* pass of lanes 4q..4q+3 for ds_read_b128 */
+  int line_bytes;       /* global memory: the cache line a request is served in */
+} tgt_mem;
+
 /* One product that runs the ISA, with its published figures. */
 typedef struct {
   const char *name;   /* MI300X */
@@ -52,9 +68,7 @@ typedef struct {
   const char *mma_prefix[3]; /* mnemonics of matrix instructions, for hot-loop figures */
   const tgt_part *parts;
   int nparts;
-  /* LDS banks of 4 bytes (AMD; 0 for NVIDIA): a 16-byte LDS access is served
-     lds_banks / 4 lanes at a time, so conflict-free layouts depend on it */
-  int lds_banks;
+  const tgt_mem *mem;    /* LDS banks and cache lines; NULL where not modelled */
 } tgt_info;
 
 const tgt_info *tgt_all(size_t *n);
@@ -77,6 +91,9 @@ int tgt_occupancy(const tgt_info *t, int regs, long lds, int block);
 /* The most blocks a launch may have on axis (0..2) with blocks of block
    threads. */
 long long tgt_grid_max(const tgt_info *t, int axis, int block);
+/* The LDS pass that lane (0..63) of a wave's access of bytes per lane
+   (write: a ds_write) falls in, by t->mem's rule; t must have one. */
+int tgt_lds_pass(const tgt_info *t, int write, unsigned bytes, int lane);
 /* Targets used when a spec names none. */
 const char *tgt_default_list(void);
 

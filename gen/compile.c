@@ -169,6 +169,25 @@ const char *cc_runtime_include(void) {
   return dir;
 }
 
+/* The emulator headers' digest: a generated source only #includes them, so
+   a change to hk_emu.h must change the cache key some other way. */
+static void cc_emu_headers_digest(char hex[17]) {
+  static const char *const names[] = {"hk_emu.h", "hk_emu_abi.h"};
+  sha256_ctx s;
+  unsigned char d[32];
+  sha256_init(&s);
+  for (int i = 0; i < 2; i++) {
+    char *path = xasprintf("%s/%s", cc_runtime_include(), names[i]), *text = NULL;
+    size_t len = 0;
+    if (fs_read_file(path, 1u << 24, &text, &len) == 0) sha256_update(&s, text, len);
+    else sha256_update(&s, "missing", 8);
+    free(text);
+    free(path);
+  }
+  sha256_final(&s, d);
+  for (int i = 0; i < 8; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
 int cc_resolve_host(cc_compiler *cc, char *why, size_t n) {
   memset(cc, 0, sizeof *cc);
   pthread_mutex_lock(&cc_lock);
@@ -180,7 +199,9 @@ int cc_resolve_host(cc_compiler *cc, char *why, size_t n) {
   }
   cc->kind = CC_HOST;
   snprintf(cc->path, sizeof cc->path, "%s", cc_clang_path);
-  snprintf(cc->identity, sizeof cc->identity, "host %.500s", cc_clang_id);
+  char hex[17];
+  cc_emu_headers_digest(hex);
+  snprintf(cc->identity, sizeof cc->identity, "host %.440s, hk_emu.h %s", cc_clang_id, hex);
   return 0;
 }
 

@@ -263,14 +263,15 @@ typedef struct {
   int n;
 } et_devices;
 
-static int et_device(et_devices *ds, const char *target, const char *catdir, unsigned long long seed) {
+static int et_device(et_devices *ds, const char *target, const char *catdir, unsigned long long seed,
+                     int stats) {
   for (int i = 0; i < ds->n; i++)
     if (!strcmp(ds->names[i], target)) return i;
   hkrt_device *d = NULL;
   hkrt_catalog *cat = NULL;
   if (ds->n == 8 || hkrt_device_open(HKRT_BACKEND_EMU, target, &d) != HKRT_OK) return -1;
   hkrt_emu_configure(d, seed, 0);
-  if (hkrt_catalog_open(d, catdir, &cat) != HKRT_OK) {
+  if ((stats && hkrt_emu_stats_enable(d, 1) != HKRT_OK) || hkrt_catalog_open(d, catdir, &cat) != HKRT_OK) {
     hkrt_device_close(d);
     return -1;
   }
@@ -287,7 +288,67 @@ static void et_devices_close(et_devices *ds) {
   }
 }
 
-static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, int *failed) {
+/* ---- --stats ------------------------------------------------------------------ */
+
+static const char *et_kind_name(hkrt_emu_access k) {
+  static const char *const names[] = {"lds read", "lds write", "global read", "global write"};
+  return names[k];
+}
+
+static int et_is_lds(const hkrt_emu_site *e) { return e->kind == HKRT_EMU_LDS_READ || e->kind == HKRT_EMU_LDS_WRITE; }
+
+/* LDS sites first, most extra cycles first; then global ones, most wasted
+   line bytes first. */
+static int et_site_cmp(const void *a, const void *b) {
+  const hkrt_emu_site *x = a, *y = b;
+  if (et_is_lds(x) != et_is_lds(y)) return et_is_lds(y) - et_is_lds(x);
+  unsigned long long wx = et_is_lds(x) ? x->cycles - x->ideal : x->line_bytes - x->req_bytes;
+  unsigned long long wy = et_is_lds(y) ? y->cycles - y->ideal : y->line_bytes - y->req_bytes;
+  return wx < wy ? 1 : wx > wy ? -1 : (x->line > y->line) - (x->line < y->line);
+}
+
+static double et_ratio(unsigned long long a, unsigned long long b) { return b ? (double)a / (double)b : 1.0; }
+
+static void et_print_site(const hkrt_emu_site *e) {
+  const char *base = strrchr(e->file, '/');
+  char where[160];
+  snprintf(where, sizeof where, "%s:%d", base ? base + 1 : e->file, e->line);
+  if (!et_is_lds(e)) {
+    printf("    %-30s %-12s %3u %9llu %11llu B requested %11llu B in lines  %5.2fx", where, et_kind_name(e->kind),
+           e->bytes, e->insts, e->req_bytes, e->line_bytes, et_ratio(e->line_bytes, e->req_bytes));
+    if (e->partial) printf("  %llu with inactive lanes", e->partial);
+    printf("\n");
+    return;
+  }
+  printf("    %-30s %-12s %3u %9llu %11llu cycles %15llu conflict-free %5.2fx", where, et_kind_name(e->kind),
+         e->bytes, e->insts, e->cycles, e->ideal, et_ratio(e->cycles, e->ideal));
+  if (e->partial) printf("  %llu with inactive lanes", e->partial);
+  if (e->worst_extra) {
+    printf("  worst +%u, pass lane:offset", e->worst_extra);
+    for (int i = 0; i < e->worst_lanes && i < 8; i++) printf(" %u:%u", e->worst_lane[i], e->worst_off[i]);
+    if (e->worst_lanes > 8) printf(" ...");
+  }
+  printf("\n");
+}
+
+/* The run's statistics, under its result row. */
+static void et_print_stats(hkrt_device *dev) {
+  hkrt_emu_stats st;
+  if (hkrt_emu_stats_get(dev, &st) != HKRT_OK) return;
+  printf("  stats: lds %llu insts, %llu bank cycles, %llu conflict-free (%.2fx; %d banks x %d B); "
+         "global %llu insts, %llu B requested, %llu B in %d-B lines (%.2fx)%s\n",
+         st.lds_insts, st.lds_cycles, st.lds_ideal, et_ratio(st.lds_cycles, st.lds_ideal), st.banks,
+         st.bank_bytes, st.global_insts, st.global_req_bytes, st.global_line_bytes, st.line_bytes,
+         et_ratio(st.global_line_bytes, st.global_req_bytes), st.dropped ? " (some accesses not counted)" : "");
+  hkrt_emu_site *v = malloc((size_t)(st.nsites ? st.nsites : 1) * sizeof *v);
+  if (!v) return;
+  memcpy(v, st.sites, (size_t)st.nsites * sizeof *v);
+  qsort(v, (size_t)st.nsites, sizeof *v, et_site_cmp);
+  for (int i = 0; i < st.nsites; i++) et_print_site(&v[i]);
+  free(v);
+}
+
+static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, int *failed, int stats) {
   char text[256];
   et_shape_text(c->k, shape, text, sizeof text);
   c->shape = shape;
@@ -295,10 +356,12 @@ static int et_one_shape(et_ctx *c, const long *shape, unsigned long long seed, i
   c->msg[0] = 0;
   c->rng = seed;
   double err = INFINITY;
+  if (stats) hkrt_emu_stats_reset(c->dev);
   int ran = c->k->op->emu_run(c->k, shape, c, &err) == 0;
   int pass = ran && err <= ET_TOLERANCE; /* false for NaN and inf */
   printf("%-36s %-7s %-52s %10.3e  %s%s%s\n", c->k->name, c->k->target, text, ran ? err : NAN,
          pass ? "PASS" : "FAIL", c->msg[0] ? "  " : "", c->msg);
+  if (stats) et_print_stats(c->dev);
   fflush(stdout);
   for (int i = 0; i < c->nallocs; i++) hkrt_free(c->dev, c->allocs[i]);
   c->nallocs = 0;
@@ -312,7 +375,7 @@ static int et_kernel(const op_inst *k, et_devices *ds, const char *catdir, const
   long shapes[ET_MAX_SHAPES][OP_MAX_PARAMS];
   int ns = et_shapes(k, o, shapes);
   if (ns < 0) return -1;
-  int d = et_device(ds, k->target, catdir, o->seed);
+  int d = et_device(ds, k->target, catdir, o->seed, o->stats);
   et_ctx c;
   memset(&c, 0, sizeof c);
   c.k = k;
@@ -322,7 +385,7 @@ static int et_kernel(const op_inst *k, et_devices *ds, const char *catdir, const
   }
   c.dev = ds->dev[d];
   for (int s = 0; s < ns; s++, (*runs)++)
-    et_one_shape(&c, shapes[s], o->seed + (unsigned long long)s * 7919u, failed);
+    et_one_shape(&c, shapes[s], o->seed + (unsigned long long)s * 7919u, failed, o->stats);
   return 0;
 }
 

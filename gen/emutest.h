@@ -47,6 +47,7 @@ typedef struct {
   unsigned long long seed;
   int keep;              /* keep the temporary folder */
   int jobs;              /* parallel host compiles of the emulated catalogue */
+  int stats;             /* --stats: LDS bank conflicts and cache-line traffic per run */
 } et_options;
 
 /* Runs every kernel of set on the emulator; returns an exit status. */

@@ -47,8 +47,9 @@ static void cli_usage(FILE *f) {
         "       hkgen gen SPEC... [-o DIR] [--target LIST]   write sources only\n"
         "       hkgen check SPEC... [--target LIST]          validate only\n"
         "       hkgen explain SPEC... [--target LIST]        which kernel serves each problem; build estimate\n"
-        "       hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep]\n"
-        "                                                    run kernels on the CPU emulator\n"
+        "       hkgen test SPEC... [--target LIST] [--shape NAME=V,...] [--seed N] [-j N] [--keep] [--stats]\n"
+        "                                                    run kernels on the CPU emulator (--stats: LDS bank\n"
+        "                                                    conflicts and cache-line bytes per run)\n"
         "       hkgen merge SHARD_DIR... -o DIR                join --shard K/N builds into one catalogue\n"
         "       hkgen plan SPEC... --shards N [-o DIR] [--make FILE]   a Makefile of shard builds + merge\n"
         "       hkgen list                                   ops, parameters, targets\n"
@@ -180,7 +181,7 @@ static int cmd_check(int argc, char **argv) {
   return rc;
 }
 
-/* hkgen test: its own options (--shape, --seed, --keep) plus --target. */
+/* hkgen test: its own options (--shape, --seed, --keep, --stats) plus --target. */
 static int cmd_test(int argc, char **argv) {
   et_options o = {0};
   cli_args a = {0};
@@ -200,6 +201,8 @@ static int cmd_test(int argc, char **argv) {
       }
     } else if (!strcmp(argv[i], "--keep")) {
       o.keep = 1;
+    } else if (!strcmp(argv[i], "--stats")) {
+      o.stats = 1;
     } else if (!strcmp(argv[i], "--shape") || !strcmp(argv[i], "--seed")) {
       diag_error(NULL, 0, 0, "%s needs a value", argv[i]);
       bad = 1;

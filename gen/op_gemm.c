@@ -106,8 +106,9 @@ static void gemm_plan_amd(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "lds_bytes", t->lds_bytes);
   op_plan_tune(p, "waves_m", 2);
   op_plan_tune(p, "waves_n", 4);
-  /* 32 banks: 8 lanes per 16-byte access phase read 8 rows; 64: 16 lanes, rows in pairs */
-  op_plan_tune(p, "lds_swizzle_shift", t->lds_banks > 32 ? 1 : 0);
+  /* the target's LDS banks (tgt_mem): 32 banks take 128 bytes a pass, one
+     row's worth; 64 take two rows, which the swizzle then keys in pairs */
+  op_plan_tune(p, "lds_swizzle_shift", t->mem && t->mem->banks > 32 ? 1 : 0);
   op_plan_tune(p, "group_m", GEMM_AMD_GROUP_M);
   op_plan_tune(p, "waves_per_simd", 2);
   /* direct global -> LDS loads need two stages and the 16-byte form (gfx950).

@@ -102,6 +102,15 @@ add_test(emu_barrier build/emu_launch barrier build/emu)
 set_tests_properties(emu_barrier PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_oob build/emu_launch oob build/emu)
 set_tests_properties(emu_oob PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+# Access statistics (hkrt_emu_stats_*, hkgen test --stats): LDS bank cycles
+# and cache-line bytes of a hand-written kernel against AMD's rules per
+# target, and the --stats report of generated GEMM and RoPE kernels.
+foreach(t gfx90a gfx942 gfx950)
+  add_test(emu_stats_${t} build/emu_stats ${t} build/emu)
+  set_tests_properties(emu_stats_${t} PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+endforeach()
+add_test(emu_stats_report sh emu/stats.sh)
+set_tests_properties(emu_stats_report PROPERTIES TIMEOUT 120 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_kernels_gfx90a sh emu/kernels.sh gfx90a)
 set_tests_properties(emu_kernels_gfx90a PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
 add_test(emu_kernels_gfx942 sh emu/kernels.sh gfx942)

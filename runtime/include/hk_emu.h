@@ -7,6 +7,12 @@
  * that wait for all 64 lanes of the wave; barriers wait for the workgroup.
  * LDS and global accesses are bounds-checked: a bad one stops the launch with
  * the kernel, workgroup, lane and address.
+ *
+ * Statistics (hkgen test --stats): each LDS and global primitive takes its
+ * call site as trailing default arguments (HK_EMU_SITE: clang evaluates
+ * __builtin_FILE/LINE where the call is written, the template's line through
+ * #line) and reports each access with HK_EMU_NOTE, one predictable branch
+ * when statistics are off. A new primitive does the same.
  */
 #ifndef HK_EMU_H
 #define HK_EMU_H
@@ -34,6 +40,17 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define hkemu_mfma_32x32_bf16(kpl, a, b, c, d) (hkemu_api.mfma_32x32_bf16((kpl), (a), (b), (c), (d)))
 #define hkemu_swap_halves_b32(v) (hkemu_api.swap_halves_b32(v))
 #define hkemu_mfma_16x16_bf16(kpl, a, b, c, d) (hkemu_api.mfma_16x16_bf16((kpl), (a), (b), (c), (d)))
+
+/* The call site, as trailing parameters of a primitive, and the report of one
+   access of n bytes per lane (kind: HKEMU_LDS_READ ... in hk_emu_abi.h; a
+   direct-to-LDS load reports its global read and its LDS write). stats_on is
+   NULL under a libhkrt older than these fields. */
+#define HK_EMU_SITE const char *hk_site_file = __builtin_FILE(), int hk_site_line = __builtin_LINE()
+#define HK_EMU_NOTE(kind, addr, n)                                                              \
+    do {                                                                                        \
+        if (__builtin_expect(hkemu_api.stats_on && *hkemu_api.stats_on, 0))                     \
+            hkemu_api.note((kind), (unsigned long long)(addr), (n), hk_site_file, hk_site_line); \
+    } while (0)
 
 #define __global__
 #define __device__
@@ -114,95 +131,111 @@ HK_DEVICE hk_lds_t hk_emu_lds_region(unsigned bytes)
             hkemu_fault_lds((unsigned)(off), (n), (l).size, (w));                       \
     } while (0)
 
-HK_DEVICE unsigned hk_lds_load_b32(hk_lds_t l, int off)
+HK_DEVICE unsigned hk_lds_load_b32(hk_lds_t l, int off, HK_EMU_SITE)
 {
     unsigned v;
     HK_EMU_LDS_CHECK(l, off, 4u, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, 4u);
     memcpy(&v, l.base + off, 4);
     return v;
 }
-HK_DEVICE hk_u32x2 hk_lds_load_b64(hk_lds_t l, int off)
+HK_DEVICE hk_u32x2 hk_lds_load_b64(hk_lds_t l, int off, HK_EMU_SITE)
 {
     hk_u32x2 v;
     HK_EMU_LDS_CHECK(l, off, 8u, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, 8u);
     memcpy(&v, l.base + off, 8);
     return v;
 }
-HK_DEVICE hk_u32x4 hk_lds_load_b128(hk_lds_t l, int off)
+HK_DEVICE hk_u32x4 hk_lds_load_b128(hk_lds_t l, int off, HK_EMU_SITE)
 {
     hk_u32x4 v;
     HK_EMU_LDS_CHECK(l, off, 16u, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, 16u);
     memcpy(&v, l.base + off, 16);
     return v;
 }
-HK_DEVICE void hk_lds_store_b32(hk_lds_t l, int off, unsigned v)
+HK_DEVICE void hk_lds_store_b32(hk_lds_t l, int off, unsigned v, HK_EMU_SITE)
 {
     HK_EMU_LDS_CHECK(l, off, 4u, 1);
+    HK_EMU_NOTE(HKEMU_LDS_WRITE, off, 4u);
     memcpy(l.base + off, &v, 4);
 }
-HK_DEVICE void hk_lds_store_b64(hk_lds_t l, int off, hk_u32x2 v)
+HK_DEVICE void hk_lds_store_b64(hk_lds_t l, int off, hk_u32x2 v, HK_EMU_SITE)
 {
     HK_EMU_LDS_CHECK(l, off, 8u, 1);
+    HK_EMU_NOTE(HKEMU_LDS_WRITE, off, 8u);
     memcpy(l.base + off, &v, 8);
 }
-HK_DEVICE void hk_lds_store_b128(hk_lds_t l, int off, hk_u32x4 v)
+HK_DEVICE void hk_lds_store_b128(hk_lds_t l, int off, hk_u32x4 v, HK_EMU_SITE)
 {
     HK_EMU_LDS_CHECK(l, off, 16u, 1);
+    HK_EMU_NOTE(HKEMU_LDS_WRITE, off, 16u);
     memcpy(l.base + off, &v, 16);
 }
 
 /* ---- global memory: every access checked against the launch's buffers ------ */
-HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool vec_ok)
+/* the element-wise path counts as one 2-byte load per element, as hk_cdna.h
+   issues them */
+HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool vec_ok, HK_EMU_SITE)
 {
     hk_bf16x8 v = {0, 0, 0, 0, 0, 0, 0, 0};
     if (vec_ok && n_valid >= 8) {
         hkemu_check_global(p, 16, 0);
+        HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 16u);
         memcpy(&v, p, 16);
         return v;
     }
     for (int j = 0; j < 8; ++j)
         if (j < n_valid) {
             hkemu_check_global(p + j, 2, 0);
+            HK_EMU_NOTE(HKEMU_GLOBAL_READ, p + j, 2u);
             v[j] = p[j];
         }
     return v;
 }
-HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid)
+HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid, HK_EMU_SITE)
 {
     if (!valid)
         return 0;
     hkemu_check_global(p, 2, 0);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 2u);
     return *p;
 }
-HK_DEVICE float hk_global_load_f32(const float *p)
+HK_DEVICE float hk_global_load_f32(const float *p, HK_EMU_SITE)
 {
     hkemu_check_global(p, 4, 0);
+    HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 4u);
     return *p;
 }
-HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v)
+HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v, HK_EMU_SITE)
 {
     hkemu_check_global(p, 2, 1);
+    HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 2u);
     *p = v;
 }
-HK_DEVICE void hk_global_store_f32(float *p, float v)
+HK_DEVICE void hk_global_store_f32(float *p, float v, HK_EMU_SITE)
 {
     hkemu_check_global(p, 4, 1);
+    HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 4u);
     *p = v;
 }
 /* 4 and 16 bytes: a misaligned address faults (sm_90a would), reported as a
  * write at address 0; otherwise bounds-checked like the others */
-HK_DEVICE void hk_global_store_b32(void *p, unsigned v)
+HK_DEVICE void hk_global_store_b32(void *p, unsigned v, HK_EMU_SITE)
 {
     if ((size_t)p % 4)
         hkemu_check_global(NULL, 4, 1);
     hkemu_check_global(p, 4, 1);
+    HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 4u);
     memcpy(p, &v, 4);
 }
-HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v)
+HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v, HK_EMU_SITE)
 {
     if ((size_t)p % 16)
         hkemu_check_global(NULL, 16, 1);
     hkemu_check_global(p, 16, 1);
+    HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 16u);
     memcpy(p, &v, 16);
 }
 
@@ -259,10 +292,11 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_acc_zero(void)
         z[i] = 0.0f;
     return z;
 }
-HK_DEVICE hk_mfma_ab_t hk_lds_load_mfma_ab(hk_lds_t l, int off)
+HK_DEVICE hk_mfma_ab_t hk_lds_load_mfma_ab(hk_lds_t l, int off, HK_EMU_SITE)
 {
     hk_mfma_ab_t v;
     HK_EMU_LDS_CHECK(l, off, (unsigned)HK_MFMA_AB_BYTES, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, (unsigned)HK_MFMA_AB_BYTES);
     memcpy(&v, l.base + off, HK_MFMA_AB_BYTES);
     return v;
 }
@@ -322,11 +356,13 @@ HK_DEVICE hk_buffer_t hk_buffer_make(const void *p, unsigned bytes)
     r.bytes = bytes;
     return r;
 }
-HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
+HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off, HK_EMU_SITE)
 {
     hk_u32x4 v = {0u, 0u, 0u, 0u};
     if ((unsigned)off & 3u)
         hkemu_check_global(NULL, 16, 0); /* misaligned: reported as a read at address 0 */
+    if ((unsigned)off + 16u <= r.bytes && (unsigned)off + 16u > (unsigned)off)
+        HK_EMU_NOTE(HKEMU_GLOBAL_READ, r.p + (unsigned)off, 16u); /* lanes out of range fetch nothing */
     for (int w = 0; w < 4; ++w) {
         const unsigned o = (unsigned)off + 4u * (unsigned)w;
         if (o < (unsigned)off || o + 4u > r.bytes)
@@ -339,10 +375,12 @@ HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
 
 /* global -> LDS: each lane's 16 bytes land at lds_off + 16 * lane (the
  * hardware writes them asynchronously; the kernel waits and barriers before
- * reading them, and here they are simply there at once) */
-HK_DEVICE void hk_buffer_load_lds_b128(hk_buffer_t r, int off, hk_lds_t l, int lds_off)
+ * reading them, and here they are simply there at once); reported as the
+ * global read and the LDS write it is */
+HK_DEVICE void hk_buffer_load_lds_b128(hk_buffer_t r, int off, hk_lds_t l, int lds_off, HK_EMU_SITE)
 {
-    hk_lds_store_b128(l, lds_off + 16 * hk_lane_id(), hk_buffer_load_b128(r, off));
+    hk_lds_store_b128(l, lds_off + 16 * hk_lane_id(), hk_buffer_load_b128(r, off, hk_site_file, hk_site_line),
+                      hk_site_file, hk_site_line);
 }
 
 /* ---- fast math (host libm) and cross-lane exchange (a wave collective) ---------- */

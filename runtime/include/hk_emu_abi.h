@@ -25,9 +25,17 @@ typedef struct {
                           const float *c, float *d);
   /* appended, same ABI version (a module built before leaves them unused) */
   unsigned (*swap_halves_b32)(unsigned v); /* wave collective: v of lane l ^ 32 */
+  /* statistics (hkrt_emu_stats_enable): a primitive calls note for each
+     access while *stats_on; addr is an LDS byte offset or a global address,
+     file and line the primitive's call site */
+  const int *stats_on;
+  void (*note)(int kind, unsigned long long addr, unsigned bytes, const char *file, int line);
   void (*mfma_16x16_bf16)(int kpl, const unsigned short *a, const unsigned short *b,
                           const float *c, float *d); /* c, d: 4 floats */
 } hkemu_api_t;
+
+/* note's kinds */
+enum { HKEMU_LDS_READ = 0, HKEMU_LDS_WRITE = 1, HKEMU_GLOBAL_READ = 2, HKEMU_GLOBAL_WRITE = 3 };
 
 #ifdef __cplusplus
 }

@@ -68,6 +68,47 @@ hkrt_status hkrt_launch_ex(hkrt_func *fn, const unsigned grid[3], const unsigned
    LDS bytes a workgroup may allocate (default: the target's). */
 hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long seed, unsigned lds_limit);
 
+/* Emulator statistics: what each wave-level LDS and global instruction of
+   the kernels launched on dev would cost by the target's LDS bank and cache
+   line rules (common/target.c). The n-th access of each lane at one call
+   site between two synchronisation points (barrier, wave collective, end) is
+   one instruction; lanes that do not reach it take no part. */
+typedef enum { HKRT_EMU_LDS_READ, HKRT_EMU_LDS_WRITE, HKRT_EMU_GLOBAL_READ, HKRT_EMU_GLOBAL_WRITE } hkrt_emu_access;
+
+typedef struct {
+  char file[128];               /* the primitive's call site: template file and line */
+  int line;
+  hkrt_emu_access kind;
+  unsigned bytes;               /* per lane */
+  unsigned long long insts;     /* wave-level instructions */
+  unsigned long long partial;   /* of which some lanes of the wave did not take part */
+  unsigned long long cycles;    /* LDS: bank cycles, summed over passes (a pass: its busiest bank) */
+  unsigned long long ideal;     /* LDS: the conflict-free count, one cycle per pass with lanes */
+  unsigned long long req_bytes;  /* global: bytes the lanes asked for */
+  unsigned long long line_bytes; /* global: bytes of the distinct cache lines each instruction touched */
+  /* LDS: the instance with the most extra cycles, and the lanes and byte
+     offsets of its worst pass (at most 16 shown) */
+  unsigned worst_extra;
+  int worst_lanes;
+  unsigned char worst_lane[16];
+  unsigned worst_off[16];
+} hkrt_emu_site;
+
+typedef struct {
+  int banks, bank_bytes, line_bytes; /* the target's rules */
+  unsigned long long lds_insts, lds_cycles, lds_ideal;
+  unsigned long long global_insts, global_req_bytes, global_line_bytes;
+  unsigned long long dropped; /* accesses not counted: past 1024 call sites, or out of memory */
+  int nsites;
+  const hkrt_emu_site *sites; /* owned by dev; valid until the next reset, enable or close */
+} hkrt_emu_stats;
+
+/* on != 0: count from now (and start from zero); 0: stop counting. */
+hkrt_status hkrt_emu_stats_enable(hkrt_device *dev, int on);
+/* The counts since enable or the last reset. */
+hkrt_status hkrt_emu_stats_get(hkrt_device *dev, hkrt_emu_stats *out);
+hkrt_status hkrt_emu_stats_reset(hkrt_device *dev);
+
 /* The message of the last failed call on this thread ("" when none). */
 const char *hkrt_error(void);
 const char *hkrt_status_name(hkrt_status s);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "emu_fiber.h"
+#include "emu_stats.h"
 #include "target.h"
 #include "hk_emu_abi.h"
 #include "hkrt_int.h"
@@ -39,6 +40,7 @@ typedef struct {
 
 struct emu_device {
   char target[16];
+  const tgt_info *tgt;
   int kpl;             /* k per lane of the 32x32 bf16 MFMA */
   unsigned lds_limit;
   int units;           /* compute units (emu_targets) */
@@ -50,6 +52,8 @@ struct emu_device {
   /* one call at a time per device: allocations, copies and launches from
      several threads are serialised (a launch holds it while it runs) */
   pthread_mutex_t lock;
+  int stats_on;      /* the modules' hkemu_api.stats_on points here */
+  emu_stats *stats;  /* made by the first hkrt_emu_stats_enable */
 };
 
 struct emu_module {
@@ -106,6 +110,7 @@ static void hkemu_check_global(const void *p, size_t n, int write);
 static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
                                   const float *c, float *d);
 static unsigned hkemu_swap_halves_b32(unsigned v);
+static void hkemu_note(int kind, unsigned long long addr, unsigned bytes, const char *file, int line);
 static void hkemu_mfma_16x16_bf16(int kpl, const unsigned short *a, const unsigned short *b,
                                   const float *c, float *d);
 
@@ -126,6 +131,7 @@ hkrt_status emu_open(const char *target, emu_device **out) {
   emu_device *d = calloc(1, sizeof *d);
   if (!d) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
   snprintf(d->target, sizeof d->target, "%s", t->name);
+  d->tgt = t;
   d->kpl = t->emu_kpl;
   d->lds_limit = t->lds_bytes;
   d->units = tgt_largest_part(t)->units;
@@ -141,6 +147,7 @@ void emu_close(emu_device *d) {
   free(d->stacks);
   for (size_t i = 0; i < d->nblocks; i++) free(d->blocks[i].p);
   free(d->blocks);
+  es_free(d->stats);
   pthread_mutex_destroy(&d->lock);
   free(d);
 }
@@ -148,6 +155,29 @@ void emu_close(emu_device *d) {
 void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit) {
   d->seed = seed;
   if (lds_limit) d->lds_limit = lds_limit;
+}
+
+hkrt_status emu_stats_enable(emu_device *d, int on) {
+  pthread_mutex_lock(&d->lock);
+  hkrt_status st = HKRT_OK;
+  if (on && !d->stats && !(d->stats = es_new(d->tgt))) st = hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  if (st == HKRT_OK && on) es_reset(d->stats);
+  if (st == HKRT_OK) d->stats_on = on != 0;
+  pthread_mutex_unlock(&d->lock);
+  return st;
+}
+
+void emu_stats_get(emu_device *d, hkrt_emu_stats *out) {
+  pthread_mutex_lock(&d->lock);
+  if (d->stats) es_get(d->stats, out);
+  else memset(out, 0, sizeof *out);
+  pthread_mutex_unlock(&d->lock);
+}
+
+void emu_stats_reset(emu_device *d) {
+  pthread_mutex_lock(&d->lock);
+  if (d->stats) es_reset(d->stats);
+  pthread_mutex_unlock(&d->lock);
 }
 
 hkrt_status emu_alloc(emu_device *d, size_t bytes, void **ptr) {
@@ -201,7 +231,7 @@ hkrt_status emu_check_range(emu_device *d, const void *p, size_t n) {
 
 /* have: the size of the module's hkemu_api; fields appended after a module
    was built are left alone (the module never calls them). */
-static void emu_bind(hkemu_api_t *api, size_t have) {
+static void emu_bind(hkemu_api_t *api, size_t have, emu_device *d) {
   api->thread_id = hkemu_thread_id;
   api->block_id = hkemu_block_id;
   api->barrier = hkemu_barrier;
@@ -211,6 +241,10 @@ static void emu_bind(hkemu_api_t *api, size_t have) {
   api->mfma_32x32_bf16 = hkemu_mfma_32x32_bf16;
   if (have >= offsetof(hkemu_api_t, swap_halves_b32) + sizeof api->swap_halves_b32)
     api->swap_halves_b32 = hkemu_swap_halves_b32;
+  if (have >= offsetof(hkemu_api_t, note) + sizeof api->note) {
+    api->stats_on = &d->stats_on;
+    api->note = hkemu_note;
+  }
   if (have >= offsetof(hkemu_api_t, mfma_16x16_bf16) + sizeof api->mfma_16x16_bf16)
     api->mfma_16x16_bf16 = hkemu_mfma_16x16_bf16;
 }
@@ -260,7 +294,7 @@ hkrt_status emu_module_load(emu_device *d, const void *data, size_t len, const c
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
   if (dladdr1(api, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) have = sym->st_size;
-  emu_bind(api, have);
+  emu_bind(api, have, d);
   emu_module *m = calloc(1, sizeof *m);
   if (!m) {
     dlclose(h);
@@ -390,6 +424,12 @@ static unsigned hkemu_swap_halves_b32(unsigned v) {
   return emu_cur->waves[w].xr[l];
 }
 
+/* Statistics are on (the module checked): the access of the lane running. */
+static void hkemu_note(int kind, unsigned long long addr, unsigned bytes, const char *file, int line) {
+  emu_run *r = emu_cur;
+  es_note(r->dev->stats, r->cur % 64, kind, addr, bytes, file, line);
+}
+
 /* ---- the scheduler ----------------------------------------------------------- */
 
 static uint64_t emu_rand(emu_run *r) { /* splitmix64 */
@@ -429,6 +469,10 @@ static void emu_run_wave(emu_run *r, int w) {
       if (r->th[t].state != TS_RUN) continue;
       r->cur = t;
       emu_fiber_switch(&r->sched, &r->th[t].fiber);
+    }
+    if (r->dev->stats_on) { /* every lane waits or is done: one round's accesses */
+      if (r->fault) es_discard(r->dev->stats);
+      else es_flush(r->dev->stats, hi - lo);
     }
     if (r->fault) return;
     int at_wave = 0;

@@ -283,3 +283,26 @@ HKRT_API hkrt_status hkrt_emu_configure(hkrt_device *dev, unsigned long long see
   emu_configure(dev->impl, seed, lds_limit);
   return HKRT_OK;
 }
+
+static hkrt_status hkrt_emu_dev(hkrt_device *dev, const char *fn) {
+  if (!dev || dev->backend != HKRT_BACKEND_EMU) return hkrt_fail(HKRT_ERR_ARG, "%s: not an emulator device", fn);
+  return HKRT_OK;
+}
+
+HKRT_API hkrt_status hkrt_emu_stats_enable(hkrt_device *dev, int on) {
+  hkrt_status st = hkrt_emu_dev(dev, "hkrt_emu_stats_enable");
+  return st != HKRT_OK ? st : emu_stats_enable(dev->impl, on);
+}
+
+HKRT_API hkrt_status hkrt_emu_stats_get(hkrt_device *dev, hkrt_emu_stats *out) {
+  hkrt_status st = hkrt_emu_dev(dev, "hkrt_emu_stats_get");
+  if (st == HKRT_OK && !out) st = hkrt_fail(HKRT_ERR_ARG, "hkrt_emu_stats_get: out is NULL");
+  if (st == HKRT_OK) emu_stats_get(dev->impl, out);
+  return st;
+}
+
+HKRT_API hkrt_status hkrt_emu_stats_reset(hkrt_device *dev) {
+  hkrt_status st = hkrt_emu_dev(dev, "hkrt_emu_stats_reset");
+  if (st == HKRT_OK) emu_stats_reset(dev->impl);
+  return st;
+}

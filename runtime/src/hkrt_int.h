@@ -99,6 +99,9 @@ HKRT_LOCAL hkrt_status emu_launch(emu_device *d, void *entry, const char *name,
                                   const unsigned grid[3], const unsigned block[3],
                                   const void *args, size_t args_size);
 HKRT_LOCAL void emu_configure(emu_device *d, unsigned long long seed, unsigned lds_limit);
+HKRT_LOCAL hkrt_status emu_stats_enable(emu_device *d, int on);
+HKRT_LOCAL void emu_stats_get(emu_device *d, hkrt_emu_stats *out);
+HKRT_LOCAL void emu_stats_reset(emu_device *d);
 /* The compute units of the emulated part (the largest of its target). */
 HKRT_LOCAL long long emu_units(const emu_device *d);
 
