@@ -429,21 +429,20 @@ HK_DEVICE void gemm_step_dma(hk_lds_t lds, const gemm_src &g, int t, int wave, i
     // main loop: tile t + 1 is a fast tile, two steps per trip with two
     // stages (LDS offsets constant in each); then the tail, masked
     int t = 0;
-    if (LDS_DMA) {
+    if (LDS_DMA)
         for (; t + 2 < k_fast; t += 2) {
             gemm_step_dma<0>(hk_lds, g, t, wave, wave_m, wave_n, acc);
             gemm_step_dma<1>(hk_lds, g, t + 1, wave, wave_m, wave_n, acc);
         }
-        for (; t + 1 < k_fast; ++t)
-            gemm_step_dma<-1>(hk_lds, g, t, wave, wave_m, wave_n, acc);
-    }
-    if (STAGES == 2)
+    else if (STAGES == 2)
         for (; t + 2 < k_fast; t += 2) {
             gemm_step<true, 0>(hk_lds, g, M, N, K, t, true, wave_m, wave_n, acc);
             gemm_step<true, 1>(hk_lds, g, M, N, K, t + 1, true, wave_m, wave_n, acc);
         }
-    for (; t + 1 < k_fast; ++t)
-        gemm_step<true, -1>(hk_lds, g, M, N, K, t, true, wave_m, wave_n, acc);
+    else
+        for (; t + 1 < k_fast; ++t)
+            gemm_step<true, -1>(hk_lds, g, M, N, K, t, true, wave_m, wave_n, acc);
+    // an odd fast step left over joins the tail: one copy of the multiply less to compile
     for (; t < k_tiles; ++t)
         gemm_step<false, -1>(hk_lds, g, M, N, K, t, t + 1 < k_tiles, wave_m, wave_n, acc);
 
