@@ -92,31 +92,35 @@ static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
 }
 
 /* AMD: 8 waves in a 2 x 4 grid (wave tiles of 128 x 64 at 256 x 256, as the
-   fastest AMD GEMMs use), k-tiles of 64 (128-byte LDS rows), two LDS stages
-   when they fit in the target's LDS (gfx950's 160 KiB; gfx942's 64 KiB holds
-   one 256 x 256 stage), an LDS swizzle for the target's bank count, and
-   registers for 2 waves per SIMD. Static LDS only. */
+   fastest AMD GEMMs use), LDS stages as below, an LDS swizzle for the
+   target's bank count, and registers for 2 waves per SIMD. Static LDS only. */
 #define GEMM_AMD_TILE_K 64
-#define GEMM_AMD_GROUP_M 4 /* tile rows per L2 group */
+#define GEMM_AMD_PP_TILE_K 32 /* ping-pong: three stages of k 32 */
+#define GEMM_AMD_GROUP_M 4    /* tile rows per L2 group */
 static void gemm_plan_amd(const op_inst *k, op_plan *p) {
   const tgt_info *t = tgt_find(k->target);
-  long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_AMD_TILE_K * 2;
-  op_plan_tune(p, "tile_k", GEMM_AMD_TILE_K);
-  op_plan_tune(p, "stages", 2 * stage <= (long)t->lds_bytes ? 2 : 1);
+  long rows = op_int(k, "tile_m") + op_int(k, "tile_n");
+  long stage = rows * GEMM_AMD_TILE_K * 2, pp_stage = rows * GEMM_AMD_PP_TILE_K * 2;
+  int nt = !strcmp(op_val(k, "layout"), "nt");
+  /* 8-wave ping-pong (two wave groups a phase apart, three stages of k 32)
+     where A and B can both go global -> LDS directly (16-byte LDS DMA:
+     gfx950) and the stages fit. Layout nn transposes B through registers;
+     with A alone by DMA it spilled (clang-22, 2026-12-01): no ping-pong
+     there. Otherwise two stages of k 64 where they fit (gfx950 nn), one on
+     gfx942 (64 KiB holds one 256 x 256 stage). */
+  int pp = tgt_has(t, TGT_LDS_DMA) && nt && 3 * pp_stage <= (long)t->lds_bytes;
+  op_plan_tune(p, "tile_k", pp ? GEMM_AMD_PP_TILE_K : GEMM_AMD_TILE_K);
+  op_plan_tune(p, "stages", pp ? 3 : 2 * stage <= (long)t->lds_bytes ? 2 : 1);
+  op_plan_tune(p, "pingpong", pp);
+  op_plan_tune(p, "lds_dma", pp);
   op_plan_tune(p, "lds_bytes", t->lds_bytes);
   op_plan_tune(p, "waves_m", 2);
   op_plan_tune(p, "waves_n", 4);
   /* the target's LDS banks (tgt_mem): 32 banks take 128 bytes a pass, one
-     row's worth; 64 take two rows, which the swizzle then keys in pairs */
+     line's worth; 64 take two lines, which the swizzle then keys in pairs */
   op_plan_tune(p, "lds_swizzle_shift", t->mem && t->mem->banks > 32 ? 1 : 0);
   op_plan_tune(p, "group_m", GEMM_AMD_GROUP_M);
   op_plan_tune(p, "waves_per_simd", 2);
-  /* direct global -> LDS loads need two stages and the 16-byte form (gfx950).
-     Layout nn transposes B on the way, through registers; A alone by DMA
-     there spilled (clang-22, 2026-12-01), so nn keeps both in registers */
-  int nt = !strcmp(op_val(k, "layout"), "nt");
-  int dma = tgt_has(t, TGT_LDS_DMA) && nt && 2 * stage <= (long)t->lds_bytes;
-  op_plan_tune(p, "lds_dma", dma);
   /* A fragments per LDS wait: all of them; none (the compiler's waits) in
      two-stage steps that hold the next tile in registers across the multiply,
      which have no registers left for it at 2 waves per SIMD */

@@ -6,10 +6,11 @@ m4_divert(-1)                                                   -*- C -*-
 #
 # Parameters (hkm_p_*): M, N, K (baked or `any'), layout (nt|nn), tile_m and
 # tile_n (64|128|256).  Tunables (hkm_t_*, gen/op_gemm.c decides them per
-# target): tile_k, stages (LDS buffers: 1 or 2), waves_m x waves_n (the wave
-# grid), lds_swizzle_shift, group_m, waves_per_simd.  Kernel arguments
-# (hkm_kernarg_struct): A, B, C, lda, ldb, ldc, then the run-time ones of M,
-# N, K.
+# target): tile_k (64, or 32 with the ping-pong), stages (1, 2 or 3),
+# pingpong and lds_dma, waves_m x waves_n (the wave grid), lds_swizzle_shift,
+# group_m, waves_per_simd, mma_a_group(_staged), lds_bytes.  Kernel
+# arguments (hkm_kernarg_struct): A, B, C, lda, ldb, ldc, then the run-time
+# ones of M, N, K.
 #
 # Block: waves_m x waves_n waves; each owns a (tile_m / waves_m) x
 # (tile_n / waves_n) block of C made of 16x16 MFMA tiles.
@@ -18,24 +19,29 @@ m4_divert(-1)                                                   -*- C -*-
 # workgroups one XCD runs share rows of A and columns of B in its L2.
 #
 # LDS: per stage an A tile [tile_m][tile_k] and a B tile [tile_n][tile_k],
-# k innermost, rows of tile_k * 2 = 128 bytes in 16-byte chunks; chunk c of
-# row r lies at chunk c ^ ((r >> lds_swizzle_shift) % 8).  Bank analysis
-# (4-byte banks; a 16-byte access is served banks / 4 lanes at a time, one
-# 128-byte row spans 32 banks):
-#  - MFMA operand reads (ds_read_b128): lane l reads row base + l % 16, chunk
-#    c0 + l / 16.  32 banks (shift 0): lanes 8i..8i+7 read rows 8i..8i+7 of
-#    one logical chunk, 8 distinct physical chunks = 32 banks.  64 banks
-#    (shift 1): lanes 16i..16i+15 read rows in pairs that share a chunk but
-#    lie 128 bytes apart, 8 pairs on distinct chunks = 64 banks.
-#  - A and layout-nt B stores (ds_write_b128): 8 consecutive lanes write the
-#    8 chunks of one row (16 lanes: two adjacent rows): no conflict either.
-#  - layout-nn B stores (ds_write_b64): 16 consecutive lanes write the 16
-#    halves of one row's 128 bytes: none with 32 banks; with 64 banks the
-#    next 16 lanes write a row 8 rows on, 1024 bytes apart: 2-way.
-# K advances tile_k per step.  stages 2: tile t+1 is loaded from global into
-# registers while stage t % 2 is multiplied, then written to the other
-# stage; one barrier per step.  stages 1: the store waits for a barrier after
-# the multiply; two barriers per step.
+# k innermost, in 128-byte lines of 8 16-byte slots: a line is one row
+# (tile_k 64, slot = chunk) or two (tile_k 32, slot = (row % 2) * 4 +
+# chunk); slot s of line L lies at s ^ key(L), key(L) = (L >> shift) % 8
+# (tile_k 64) or ((L >> shift) % 4) * 2 (tile_k 32), shift 0 for 32 banks,
+# 1 for 64 (tgt_mem).  With AMD's lane groups per pass (docs/EMULATOR.md)
+# every read and write site of the kernel is conflict-free: `hkgen test
+# --stats` counts 1.00x on gfx90a, gfx942 and gfx950 (tests/emu/stats.sh).
+#  - MFMA operand reads (ds_read_b128): lane l reads row base + l % 16,
+#    chunk c0 + l / 16; the rows of one pass fall on distinct slots, or
+#    (64 banks) on pairs of slots 128 bytes apart.
+#  - Stores (ds_write_b128): 8 consecutive lanes write one line's 8 slots;
+#    layout-nn B (ds_write_b64): 16 lanes the 16 halves of one line.
+#
+# Steps (k advances tile_k each):
+#  - stages 1 (gfx942): tile t + 1 from global into registers during the
+#    multiply of the one stage, stored after a barrier; two barriers a step.
+#  - stages 2 (gfx950 layout nn): tile t + 1 into registers during the
+#    multiply of stage t % 2, then into the other stage; one barrier.
+#  - pingpong (gfx950 layout nt): 8-wave ping-pong, see gemm_step_pp: tile
+#    t + 1 goes global -> LDS directly (no registers) into stage (t + 1) % 3
+#    in phase X, tile t is multiplied in phase Y at raised priority; wave
+#    group 1 runs one phase behind group 0, so each SIMD's two waves take
+#    turns on the matrix unit.
 # The 16x16 MFMA of 4 k per lane takes two per 16-byte LDS read: lane group g
 # (l / 16) holds k = 8g..8g+7 of each 32; the first MFMA sums k 8g..8g+3, the
 # second 8g+4..8g+7; A and B use the same placement, so together they sum
@@ -153,9 +159,9 @@ static constexpr int STAGES = ]hkm_tune([stages])[;      // LDS buffers
 static constexpr int WAVES_M = ]hkm_tune([waves_m])[, WAVES_N = ]hkm_tune([waves_n])[;
 static constexpr int SWIZZLE_SHIFT = ]hkm_tune([lds_swizzle_shift])[;
 static constexpr int GROUP_M = ]hkm_tune([group_m])[;    // tile rows per L2 group
-static constexpr bool LDS_DMA = ]hkm_tune([lds_dma])[;    // fast tiles of A global -> LDS directly
-static constexpr bool B_DMA = LDS_DMA && ]hkm_if_param([layout], [nt], [true], [false])[; // and of B
+static constexpr bool LDS_DMA = ]hkm_tune([lds_dma])[;    // fast tiles global -> LDS directly (ping-pong)
 static constexpr int NWAVES = WAVES_M * WAVES_N;
+static constexpr bool PINGPONG = ]hkm_tune([pingpong])[;  // wave groups offset by one phase
 static constexpr int WAVE_M = TILE_M / WAVES_M;
 static constexpr int WAVE_N = TILE_N / WAVES_N;
 static constexpr int FRAG_M = WAVE_M / 16; // 16x16 MFMA tiles per wave
@@ -185,11 +191,13 @@ static_assert(WAVE_M % 16 == 0 && WAVE_N % 16 == 0, "wave tiles of whole 16x16 M
 static_assert(TILE_M * CHUNKS % GEMM_THREADS == 0, "A tile must split into 16-byte vectors evenly");
 static_assert(FRAG_M % A_GROUP == 0 && (A_GROUP_STAGED == 0 || FRAG_M % A_GROUP_STAGED == 0),
               "A fragments in whole groups");
-static_assert(CHUNKS == 8, "the swizzle permutes 8 chunks per row");
+static_assert(CHUNKS == 8 || CHUNKS == 4, "the swizzle permutes the 8 chunks of 128 bytes");
 static_assert(TILE_K % KSTEP == 0 && KSTEP == 4 * 8, "a 16-byte read per lane covers 32 k");
 static_assert(HK_MFMA16_PER_B128 * HK_MFMA16_K == KSTEP, "16-byte reads feed whole MFMAs");
-static_assert(!LDS_DMA || (STAGES == 2 && TILE_M % (8 * NWAVES) == 0 && TILE_N % (8 * NWAVES) == 0),
-              "direct LDS loads: two stages, 8 rows per wave instruction");
+static_assert(!LDS_DMA || (TILE_M * ROW_BYTES % (1024 * NWAVES) == 0 && TILE_N * ROW_BYTES % (1024 * NWAVES) == 0),
+              "direct LDS loads: 1024 bytes per wave instruction");
+static_assert(PINGPONG == LDS_DMA && (!PINGPONG || (STAGES == 3 && WAVES_M == 2)),
+              "direct loads go with the ping-pong: three stages, two wave groups");
 static_assert(STAGES * LDS_STAGE_BYTES <= ]hkm_tune([lds_bytes])[, "LDS budget of the plan");
 
 struct gemm_stage {
@@ -206,10 +214,17 @@ struct gemm_src {
     bool vec_a, vec_b;
 };
 
-// byte offset of 16-byte chunk c of LDS row r inside a tile
+// byte offset of 16-byte chunk c of LDS row r inside a tile. A 128-byte
+// line holds one row (TILE_K 64) or two (TILE_K 32: slot = (r % 2) * 4 + c);
+// its 8 slots are permuted by a key of the line number
+HK_DEVICE int gemm_lds_key(int line)
+{
+    return CHUNKS == 8 ? (line >> SWIZZLE_SHIFT) % 8 : ((line >> SWIZZLE_SHIFT) % 4) * 2;
+}
 HK_DEVICE int gemm_lds_off(int r, int c)
 {
-    return r * ROW_BYTES + ((c ^ ((r >> SWIZZLE_SHIFT) % CHUNKS)) * 16);
+    const int line = CHUNKS == 8 ? r : r / 2, slot = CHUNKS == 8 ? c : (r % 2) * 4 + c;
+    return line * 128 + (slot ^ gemm_lds_key(line)) * 16;
 }
 
 // ---- global -> registers: k-tile at k0 ---------------------------------------
@@ -262,19 +277,19 @@ HK_DEVICE void gemm_store_lds(hk_lds_t lds, int a_off, const gemm_stage *s)
 }
 
 // ---- global -> LDS directly (fast tiles, LDS_DMA): k-tile at k0 into the stage at a_off
-// A wave instruction fills 8 whole rows, lane l the physical chunk l % 8 of
-// row l / 8; it loads the logical chunk the swizzle puts there.
+// A wave instruction fills 1024 contiguous bytes, 8 whole lines; lane l the
+// slot l % 8 of line l / 8, so it loads the row and chunk the swizzle puts there.
 HK_DEVICE void gemm_dma_rows(hk_lds_t lds, int off, hk_buffer_t buf, int ld, int wave, int rows)
 {
     const int lane = hk_lane_id();
 #pragma unroll
-    for (int j = 0; j < rows / (8 * NWAVES); ++j) {
-        const int r0 = (wave + NWAVES * j) * 8, r = r0 + lane / 8;
-        const int c = (lane % CHUNKS) ^ ((r >> SWIZZLE_SHIFT) % CHUNKS);
-        hk_buffer_load_lds_b128(buf, (r * ld + c * 8) * 2, lds, off + r0 * ROW_BYTES);
+    for (int j = 0; j < rows * ROW_BYTES / (1024 * NWAVES); ++j) {
+        const int line0 = (wave + NWAVES * j) * 8, line = line0 + lane / 8;
+        const int slot = (lane % 8) ^ gemm_lds_key(line);
+        const int r = CHUNKS == 8 ? line : line * 2 + slot / 4, c = CHUNKS == 8 ? slot : slot % 4;
+        hk_buffer_load_lds_b128(buf, (r * ld + c * 8) * 2, lds, off + line0 * 128);
     }
 }
-
 
 // ---- one LDS stage x MFMA: acc += A_tile * B_tile over TILE_K -------------------
 // A_GROUP > 0: A fragments A_GROUP at a time, one wait for their operands,
@@ -302,8 +317,11 @@ HK_DEVICE void gemm_mma_stage(hk_lds_t lds, int a_off, int wave_m, int wave_n,
 #pragma unroll
             for (int i = 0; i < AG; ++i)
                 a[i] = hk_lds_load_b128(lds, a_off + gemm_lds_off(wave_m * WAVE_M + (i0 + i) * 16 + row, kk / 8 + cq));
-            if (A_GROUP > 0)
+            if (A_GROUP > 0) {
+                hk_sched_barrier(); // keeps the reads above the wait
                 hk_waitcnt_lds();
+                hk_sched_barrier();
+            }
 #pragma unroll
             for (int p = 0; p < HK_MFMA16_PER_B128; ++p)
 #pragma unroll
@@ -339,25 +357,36 @@ HK_DEVICE void gemm_step(hk_lds_t lds, const gemm_src &g, int M, int N, int K, i
     hk_barrier();
 }
 
-// LDS_DMA: tile t + 1 of A (and of B in layout nt) goes straight into the
-// other stage while this one is multiplied; layout nn's B through registers
-// (transposed on the way); the wave waits for its loads before the barrier
-template <int STAGE>
-HK_DEVICE void gemm_step_dma(hk_lds_t lds, const gemm_src &g, int t, int wave, int wave_m, int wave_n,
-                             hk_mfma16_acc_t (&acc)[FRAG_M][FRAG_N])
+// PINGPONG: each step is two phases, X (issue tile t + 1 into its stage) and
+// Y (multiply tile t), each ended by a barrier. Wave group 1 (wave_m 1) runs
+// one barrier behind group 0, so that on each SIMD, which holds one wave of
+// each group, one wave multiplies while the other issues loads; Y raises the
+// wave's priority. Three stages make it safe: stage (t + 1) % 3 was last read
+// in Y of step t - 2, which group 1 ends two phases before group 0 issues X
+// of step t; tile t + 1 has landed (each wave waits for its own loads at the
+// end of its Y) a phase before group 0 first reads it.
+// STAGE: tile t's stage (t % 3) when known, else -1.
+template <bool FAST, int STAGE>
+HK_DEVICE void gemm_step_pp(hk_lds_t lds, const gemm_src &g, int M, int N, int K, int t, int k_tiles, int wave,
+                            int wave_m, int wave_n, hk_mfma16_acc_t (&acc)[FRAG_M][FRAG_N])
 {
-    const int st = STAGE >= 0 ? STAGE : t & 1, k0 = (t + 1) * TILE_K;
-    const int next = (1 - st) * LDS_STAGE_BYTES;
-    gemm_stage s;
-    if (!B_DMA)
-        gemm_load_fast_b(&s, g, k0);
-    gemm_dma_rows(lds, next, hk_buffer_make(g.A + (long)g.block_m * g.lda + k0, g.a_bytes), g.lda, wave, TILE_M);
-    if (B_DMA)
+    const int st = STAGE >= 0 ? STAGE : t % 3, next = (st + 1) % 3 * LDS_STAGE_BYTES, k0 = (t + 1) * TILE_K;
+    if (FAST) {
+        gemm_dma_rows(lds, next, hk_buffer_make(g.A + (long)g.block_m * g.lda + k0, g.a_bytes), g.lda, wave, TILE_M);
         gemm_dma_rows(lds, next + LDS_A_BYTES, hk_buffer_make(g.B + (long)g.block_n * g.ldb + k0, g.b_bytes),
                       g.ldb, wave, TILE_N);
-    gemm_mma_stage<B_DMA ? A_GROUP : A_GROUP_STAGED>(lds, st * LDS_STAGE_BYTES, wave_m, wave_n, acc);
-    if (!B_DMA)
-        gemm_store_lds_b(lds, next + LDS_A_BYTES, &s);
+    } else if (t + 1 < k_tiles) {
+        gemm_stage s;
+        gemm_load_edge(&s, g, M, N, K, k0);
+        gemm_store_lds(lds, next, &s);
+    }
+    if (FAST)
+        hk_barrier_acquire(); // the loads stay in flight across it
+    else
+        hk_barrier();
+    HK_SETPRIO(1);
+    gemm_mma_stage<A_GROUP>(lds, st * LDS_STAGE_BYTES, wave_m, wave_n, acc);
+    HK_SETPRIO(0);
     hk_waitcnt_all();
     hk_barrier();
 }
@@ -429,12 +458,20 @@ HK_DEVICE void gemm_step_dma(hk_lds_t lds, const gemm_src &g, int t, int wave, i
     // main loop: tile t + 1 is a fast tile, two steps per trip with two
     // stages (LDS offsets constant in each); then the tail, masked
     int t = 0;
-    if (LDS_DMA)
-        for (; t + 2 < k_fast; t += 2) {
-            gemm_step_dma<0>(hk_lds, g, t, wave, wave_m, wave_n, acc);
-            gemm_step_dma<1>(hk_lds, g, t + 1, wave, wave_m, wave_n, acc);
+    if (PINGPONG) {
+        if (wave_m == 1)
+            hk_barrier(); // group 1 starts one phase behind
+        // three steps per trip: the stages are constants; fast steps left over join the tail
+        for (; t + 3 < k_fast; t += 3) {
+            gemm_step_pp<true, 0>(hk_lds, g, M, N, K, t, k_tiles, wave, wave_m, wave_n, acc);
+            gemm_step_pp<true, 1>(hk_lds, g, M, N, K, t + 1, k_tiles, wave, wave_m, wave_n, acc);
+            gemm_step_pp<true, 2>(hk_lds, g, M, N, K, t + 2, k_tiles, wave, wave_m, wave_n, acc);
         }
-    else if (STAGES == 2)
+        for (; t < k_tiles; ++t)
+            gemm_step_pp<false, -1>(hk_lds, g, M, N, K, t, k_tiles, wave, wave_m, wave_n, acc);
+        if (wave_m == 0)
+            hk_barrier(); // and group 0 makes up for it at the end
+    } else if (STAGES == 2)
         for (; t + 2 < k_fast; t += 2) {
             gemm_step<true, 0>(hk_lds, g, M, N, K, t, true, wave_m, wave_n, acc);
             gemm_step<true, 1>(hk_lds, g, M, N, K, t + 1, true, wave_m, wave_n, acc);
@@ -443,8 +480,9 @@ HK_DEVICE void gemm_step_dma(hk_lds_t lds, const gemm_src &g, int t, int wave, i
         for (; t + 1 < k_fast; ++t)
             gemm_step<true, -1>(hk_lds, g, M, N, K, t, true, wave_m, wave_n, acc);
     // an odd fast step left over joins the tail: one copy of the multiply less to compile
-    for (; t < k_tiles; ++t)
-        gemm_step<false, -1>(hk_lds, g, M, N, K, t, t + 1 < k_tiles, wave_m, wave_n, acc);
+    if (!PINGPONG)
+        for (; t < k_tiles; ++t)
+            gemm_step<false, -1>(hk_lds, g, M, N, K, t, t + 1 < k_tiles, wave_m, wave_n, acc);
 
     // epilogue: accumulator element r of lane l is
     // C[(l / 16) * 4 + r][l % 16] of its 16x16 tile

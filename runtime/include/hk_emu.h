@@ -104,6 +104,7 @@ HK_DEVICE int hk_xcd_remap(int id, int n)
 
 /* ---- synchronisation and scheduling: only the barrier does anything --------- */
 HK_DEVICE void hk_barrier(void) { hkemu_barrier(); }
+HK_DEVICE void hk_barrier_acquire(void) { hkemu_barrier(); } /* writes land at once here */
 HK_DEVICE void hk_waitcnt_all(void) {}
 HK_DEVICE void hk_waitcnt_lds(void) {}
 HK_DEVICE void hk_sched_barrier(void) {}

@@ -26,6 +26,8 @@
  *   HK_NUM_XCD                accelerator dies (XCDs) that workgroups are dealt to round robin (8; 1 on gfx90a)
  *   hk_xcd_remap(id, n)       logical workgroup of linear id (0 <= id < n): a bijection giving each XCD a contiguous range
  *   hk_barrier()              workgroup barrier: release fence, s_barrier, acquire fence
+ *   hk_barrier_acquire()      workgroup barrier without the release: s_barrier, acquire fence; this
+ *                             wave's outstanding writes (LDS DMA) are not waited for, others' released ones are seen
  *   HK_LDS_DECLARE(bytes)     declares the workgroup's LDS region and the handle `hk_lds` (once per kernel)
  *   hk_lds_load_b32/b64/b128  load 4/8/16 bytes of LDS at a byte offset (naturally aligned)
  *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of LDS at a byte offset (naturally aligned)
@@ -161,6 +163,15 @@ HK_DEVICE int hk_xcd_remap(int id, int n)
 HK_DEVICE void hk_barrier(void)
 {
     __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+/* The release fence waits for every outstanding write of the wave, LDS DMA
+ * included (vmcnt 0); a phase barrier that only orders what the others
+ * released leaves it out, so that loads stay in flight across it. */
+HK_DEVICE void hk_barrier_acquire(void)
+{
     __builtin_amdgcn_s_barrier();
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
