@@ -108,7 +108,10 @@ static void gemm_plan_amd(const op_inst *k, op_plan *p) {
      with A alone by DMA it spilled (clang-22, 2026-12-01): no ping-pong
      there. Otherwise two stages of k 64 where they fit (gfx950 nn), one on
      gfx942 (64 KiB holds one 256 x 256 stage). */
-  int pp = tgt_has(t, TGT_LDS_DMA) && nt && 3 * pp_stage <= (long)t->lds_bytes;
+  /* a k-32 stage must give each wave whole 1024-byte DMA instructions and
+     each thread whole 16-byte vectors: tiles of 128 or more */
+  int big = op_int(k, "tile_m") >= 128 && op_int(k, "tile_n") >= 128;
+  int pp = tgt_has(t, TGT_LDS_DMA) && nt && big && 3 * pp_stage <= (long)t->lds_bytes;
   op_plan_tune(p, "tile_k", pp ? GEMM_AMD_PP_TILE_K : GEMM_AMD_TILE_K);
   op_plan_tune(p, "stages", pp ? 3 : 2 * stage <= (long)t->lds_bytes ? 2 : 1);
   op_plan_tune(p, "pingpong", pp);
