@@ -178,6 +178,11 @@ HK_DEVICE float hk_global_load_f32(const float *p)
     hkemu_check_global(p, 4, 0);
     return *p;
 }
+HK_DEVICE int hk_global_load_i32(const int *p)
+{
+    hkemu_check_global(p, 4, 0);
+    return *p;
+}
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v)
 {
     hkemu_check_global(p, 2, 1);
@@ -281,6 +286,12 @@ HK_DEVICE hk_mfma_acc_t hk_mfma_32x32(hk_mfma_ab_t a, hk_mfma_ab_t b, hk_mfma_ac
 HK_DEVICE float hk_exp2f(float x) { return exp2f(x); }
 HK_DEVICE float hk_log2f(float x) { return log2f(x); }
 HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
+/* hk_cdna.h's formula (not libm's tanhf), so the emulator sees its error */
+HK_DEVICE float hk_tanhf(float x)
+{
+    const float e = exp2f(-2.88539008177792681f * fabsf(x));
+    return copysignf((1.0f - e) / (1.0f + e), x);
+}
 HK_DEVICE float hk_swap_halves(float x)
 {
     unsigned u;

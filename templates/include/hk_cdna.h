@@ -33,6 +33,7 @@
  *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
  *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
  *   hk_global_load_f32        1 float from global
+ *   hk_global_load_i32        1 int from global
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_f32       store 1 float to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
@@ -55,6 +56,7 @@
  *   hk_exp2f(x)               fast 2^x (v_exp_f32; ~1 ulp, 2^-inf = 0, no denormal results required)
  *   hk_log2f(x)               fast log2(x) (v_log_f32; log2(0) = -inf)
  *   hk_maxf(a, b)             larger of two floats (v_max_f32; a NaN operand gives the other one)
+ *   hk_tanhf(x)               tanh(x) from hk_exp2f and a reciprocal (~1e-7 absolute; odd; +-inf give +-1)
  *   hk_swap_halves(x)         wave collective: the value of x in lane l ^ 32 (all 64 lanes must call it)
  *
  * MFMA lane layouts (lane l = 0..63, j = 0..HK_MFMA_KPL-1, r = 0..15):
@@ -204,6 +206,7 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
 
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
 HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
+HK_DEVICE int hk_global_load_i32(const int *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_f32(float *p, float v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
@@ -303,6 +306,19 @@ HK_DEVICE float hk_log2f(float x)
 }
 
 HK_DEVICE float hk_maxf(float a, float b) { return __builtin_fmaxf(a, b); }
+
+/* tanh |x| = (1 - e) / (1 + e), e = 2^(-2 |x| log2 e) in (0, 1]: no overflow;
+ * v_rcp_f32 (1 ulp) instead of a full division; the sign put back. */
+HK_DEVICE float hk_tanhf(float x)
+{
+    const float e = hk_exp2f(-2.88539008177792681f * __builtin_fabsf(x));
+#if __has_builtin(__builtin_amdgcn_rcpf)
+    const float t = (1.0f - e) * __builtin_amdgcn_rcpf(1.0f + e);
+#else
+    const float t = (1.0f - e) / (1.0f + e);
+#endif
+    return __builtin_copysignf(t, x);
+}
 
 /* Lane l gets x of lane l ^ 32: v_permlane32_swap where the target has it
  * (gfx950), else ds_bpermute (no LDS memory used). */
