@@ -287,21 +287,26 @@ HK_DEVICE void attn_softmax(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB
     // mask, row max of the raw scores (in lane, two chains, then across the lane halves)
     float mx0 = neg_inf, mx1 = neg_inf;
     const int lim = klim - kb - half * 4;                // key tt*32 + (r/4)*8 + r%4 visible iff <= lim
+    // WIN_L: and >= low (klo); two compares per score would hold twice the
+    // lane masks in SGPRs (gfx942 spilled), so [low, lim] is one range: a
+    // lane without a visible key gets low far above any key
+    const int low0 = WIN_L ? klo - kb - half * 4 : 0;
+    const int low = WIN_L && lim < low0 ? 1 << 30 : low0;
+    const unsigned span = WIN_L && lim >= low0 ? (unsigned)(lim - low0) : 0u;
 #pragma unroll
     for (int tt = 0; tt < SUB_N; ++tt)
 #pragma unroll
         for (int r = 0; r < 16; r += 2) {
-            if (MASKED) {
+            if (MASKED && WIN_L) {                       // one unsigned compare: low <= key <= lim
+                if ((unsigned)(tt * 32 + (r / 4) * 8 + r % 4 - low) > span)
+                    s[tt][r] = neg_inf;
+                if ((unsigned)(tt * 32 + (r / 4) * 8 + r % 4 + 1 - low) > span)
+                    s[tt][r + 1] = neg_inf;
+            } else if (MASKED) {
                 if (tt * 32 + (r / 4) * 8 + r % 4 > lim)
                     s[tt][r] = neg_inf;
                 if (tt * 32 + (r / 4) * 8 + r % 4 + 1 > lim)
                     s[tt][r + 1] = neg_inf;
-                if constexpr (WIN_L) {                   // keys before the window
-                    if (tt * 32 + (r / 4) * 8 + r % 4 < klo - kb - half * 4)
-                        s[tt][r] = neg_inf;
-                    if (tt * 32 + (r / 4) * 8 + r % 4 + 1 < klo - kb - half * 4)
-                        s[tt][r + 1] = neg_inf;
-                }
             }
             float &m = r % 4 == 0 ? mx0 : mx1;
             m = hk_maxf(m, s[tt][r]);
@@ -371,14 +376,14 @@ HK_DEVICE void attn_pv(hk_lds_t lds, const hk_mfma_ab_t (&p)[SUB_N][PV_STEPS], h
 // re-reads the last whole block, unused (no masks, no clamps, no skipping:
 // the hot loop).  Otherwise per wave: skip the block if none of its queries
 // sees a key of it (wave_last, wave-uniform), else mask it.
-// WIN_L: blocks t_first .. t_main - 1 run masked before the main loop;
+// WIN_L: blocks t_first .. t_main - 1 run masked after the tail (attn_masked_block);
 // wave_first and klo are the first keys the wave and the lane's query see.
 struct attn_ctx {
     const hk_bf16 *Kh, *Vh;
     long k_ss, v_ss;
     int Sk, n_blocks, wave_last, klim;
     float c;
-    int t_first, t_main, wave_first, klo; // WIN_L
+    int t_first, t_main, n_main, wave_first, klo; // WIN_L
     float sc;                             // SOFTCAP: |scale| / cap
 };
 
@@ -417,21 +422,33 @@ HK_DEVICE float attn_sink(float sb, float &m, float &l)
     return alpha;
 }
 
+// WIN_L: the masked blocks are the tail (n_main .. n_blocks - 1), then the
+// head (t_first .. t_main - 1): one masked loop, whose i-th block this is
+// (the main loop, then the masked one, walk every block once; the order of
+// blocks does not change the online softmax).
+HK_DEVICE int attn_masked_block(const attn_ctx &x, int i)
+{
+    const int n_tail = x.n_blocks - x.n_main;
+    return i < n_tail ? x.n_main + i : x.t_first + (i - n_tail);
+}
+
 template <bool VEC, bool MAIN>
 HK_DEVICE void attn_kv_range(hk_lds_t lds, const attn_ctx &x, int t0, int t1,
                              const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
                              float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
 {
     for (int t = t0; t < t1; ++t) {
-        const int kb = t * BLOCK_N;
-        const bool more = MAIN || t + 1 < x.n_blocks;    // uniform
+        const int kb = (WIN_L && !MAIN ? attn_masked_block(x, t) : t) * BLOCK_N;
+        const bool more = MAIN || t + 1 < (WIN_L ? t1 : x.n_blocks); // uniform
         const bool run = MAIN || (kb <= x.wave_last && (!WIN_L || kb + BLOCK_N > x.wave_first)); // wave-uniform
         hk_mfma_ab_t p[SUB_N][PV_STEPS];
         if (run)
             attn_softmax<!MAIN>(lds, qop, x.c, kb, x.klim, x.klo, x.sc, m_run, l_run, o, p);
         hk_barrier();                                    // K of block t read by every wave
         if constexpr (MAIN) {
-            const int kn = !MAIN_LAST || kb + BLOCK_N < x.Sk - BLOCK_N ? kb + BLOCK_N : x.Sk - BLOCK_N;
+            int kn = !MAIN_LAST || kb + BLOCK_N < x.Sk - BLOCK_N ? kb + BLOCK_N : x.Sk - BLOCK_N;
+            if constexpr (WIN_L)                         // no tail: the head's first block next (whole)
+                kn = t + 1 == t1 && x.n_main == x.n_blocks ? x.t_first * BLOCK_N : kn;
             // block t + 1 to registers while P V runs: K during the first
             // half of the subtiles, then to LDS; V during the second half
             // (fewer registers live at once than loading both up front)
@@ -452,8 +469,9 @@ HK_DEVICE void attn_kv_range(hk_lds_t lds, const attn_ctx &x, int t0, int t1,
             if (more) {
                 hk_bf16x8 rk[K_VECS];
                 hk_bf16x8 rv[V_REGS][2];
-                attn_load_k<VEC, true>(rk, x.Kh, x.k_ss, x.Sk, kb + BLOCK_N);
-                attn_load_v<VEC, true>(rv, x.Vh, x.v_ss, x.Sk, kb + BLOCK_N);
+                const int kn = WIN_L ? attn_masked_block(x, t + 1) * BLOCK_N : kb + BLOCK_N;
+                attn_load_k<VEC, true>(rk, x.Kh, x.k_ss, x.Sk, kn);
+                attn_load_v<VEC, true>(rv, x.Vh, x.v_ss, x.Sk, kn);
                 attn_store_k(lds, rk);
                 attn_store_v(lds, rv);
             }
@@ -467,7 +485,8 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
                             const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
                             float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
 {
-    const int t0 = WIN_L ? x.t_first : 0;                // the first block a query sees
+    // WIN_L: the main loop's first block, or the head's when there is no other
+    const int t0 = WIN_L ? (x.t_main < x.n_blocks ? x.t_main : x.t_first) : 0;
     if (x.n_blocks > t0) {                               // prologue: block t0
         hk_bf16x8 rk[K_VECS];
         hk_bf16x8 rv[V_REGS][2];
@@ -477,10 +496,12 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
         attn_store_v(lds, rv);
     }
     hk_barrier();
-    if constexpr (WIN_L)                                 // blocks across the window's left edge
-        attn_kv_range<VEC, false>(lds, x, t0, x.t_main, qop, m_run, l_run, o);
     attn_kv_range<VEC, true>(lds, x, WIN_L ? x.t_main : 0, n_main, qop, m_run, l_run, o);
-    attn_kv_range<VEC, false>(lds, x, n_main, x.n_blocks, qop, m_run, l_run, o);
+    if constexpr (WIN_L)                                 // the tail, then the window's left edge
+        attn_kv_range<VEC, false>(lds, x, 0, x.n_blocks - n_main + (x.t_main > x.t_first ? x.t_main - x.t_first : 0),
+                                  qop, m_run, l_run, o);
+    else
+        attn_kv_range<VEC, false>(lds, x, n_main, x.n_blocks, qop, m_run, l_run, o);
 }
 
 // ---- kernel ------------------------------------------------------------------
@@ -573,8 +594,10 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
         n_main -= 1;
     }
     n_main = n_main > 0 ? n_main : 0;
-    if constexpr (WIN_L)                                 // the main loop starts at t_main
+    if constexpr (WIN_L) {                               // the main loop starts at t_main
         n_main = n_main > x.t_main ? n_main : x.t_main;
+        x.n_main = n_main;
+    }
 
     // softmax scale in base 2, made positive: c = |scale| * log2(e) (at least
     // the smallest normal float, so that -inf * c stays -inf) and Q negated

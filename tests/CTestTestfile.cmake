@@ -154,6 +154,13 @@ foreach(t gfx942 gfx950)
   set_tests_properties(emu_attn_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 endforeach()
 
+# attn_fwd's serving features (sliding windows, sinks, soft-capping, varlen)
+# on the emulator.
+foreach(t gfx942 gfx950)
+  add_test(emu_attn_serve_${t} sh emu/attn_serve.sh ${t})
+  set_tests_properties(emu_attn_serve_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+endforeach()
+
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
 add_test(build_attn sh pipeline/build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
