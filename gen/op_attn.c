@@ -305,7 +305,7 @@ static int attn_uses_any(const op_inst *k) {
    lengths as maxima (attn_varlen_lengths), plus a case with K and V strides
    past the limit of 32-bit row offsets (attn_big_layout). Windows: small
    ones, a right edge only, a left edge only, both, and left edges long
-   enough for masked blocks before the unmasked main loop (400 keys). */
+   enough for masked blocks below the unmasked main loop's (400 keys). */
 static int attn_fwd_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k", "window_left", "window_right"};
   static const long cases[][7] = {{1, 37, 37, 12, 12, 8, 0},    {1, 1, 1, 1, 1, 0, 0},

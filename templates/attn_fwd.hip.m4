@@ -21,9 +21,10 @@ m4_divert(-1)                                                   -*- C -*-
 # the longest sequence's; workgroups past their sequence's end exit).
 # Block: 256 threads = 4 waves; wave w owns queries q0 + 32 w .. q0 + 32 w + 31.
 #
-# Features: a window's left edge adds masked blocks before the main loop
-# (klo, the first key a lane's query sees) and its right edge lowers the
-# last visible key (attn_hi); soft-capping replaces the raw scores by
+# Features: a window's left edge adds masked blocks below the main loop's
+# (keys before klo, the first a lane's query sees, masked; they run after the
+# tail, attn_masked_block) and its right edge lowers the last visible key
+# (attn_hi); soft-capping replaces the raw scores by
 # tanh(|scale| s / cap) and takes cap * log2(e) as the softmax scale; a sink
 # joins the row's sum in the epilogue (attn_sink).
 #
