@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "target.h"
 #include "util.h"
 
 static const char *const model_keys[] = {"name", "hidden", "heads_q", "heads_k", "head_dim",
                                          "ffn", "tp", "rope_theta", "causal", "target",
-                                         "norm", "eps", "serving"};
+                                         "norm", "eps", "training", "serving"};
 #define MODEL_NKEYS (sizeof model_keys / sizeof model_keys[0])
 
 typedef struct {
@@ -204,6 +205,45 @@ static void model_serving(const yt_node *m, const yt_node *sv, const char *base,
   }
 }
 
+/* Whether the model asks for backward kernels (`training: true`); a value
+   other than true or false is an error. */
+static int model_training(model_ctx *c, const yt_node *m) {
+  const yt_node *v = yt_map_get(m, "training");
+  if (!v) return 0;
+  if (v->kind == YT_SCALAR && (!strcmp(v->value, "true") || !strcmp(v->value, "false")))
+    return !strcmp(v->value, "true");
+  diag_error(c->file, v->line, v->col, "model 'training' must be true or false (got '%s')",
+             v->kind == YT_SCALAR ? v->value : "?");
+  c->errors++;
+  return 0;
+}
+
+/* attn_fwd, and attn_bwd when training, of one rank. */
+static void model_attn(const yt_node *m, const char *base, const yt_node *target, int training, long d,
+                       long hq_r, long hk_r, yt_node ***out, size_t *n) {
+  const yt_node *causal = yt_map_get(m, "causal");
+  for (int bwd = 0; bwd <= training; bwd++) {
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_attn%s", base, bwd ? "_bwd" : "");
+    yt_node *a = model_entry(m, bwd ? "attn_bwd" : "attn_fwd", nm, target);
+    model_set_int(a, "head_dim", d);
+    model_set_int(a, "heads_q", hq_r);
+    model_set_int(a, "heads_k", hk_r);
+    model_set(a, "causal", causal && causal->kind == YT_SCALAR ? causal->value : "true");
+    model_add(out, n, a);
+  }
+}
+
+/* attn_bwd and the serving prefill (varlen) have no sm_90a kernel yet: a
+   model's such kernels go to its AMD targets only (the spec reader drops the
+   others, and the entry when none is left). */
+unsigned model_entry_needs(const yt_node *entry) {
+  const yt_node *op = yt_map_get(entry, "op");
+  if (!op || op->kind != YT_SCALAR) return 0;
+  if (!strcmp(op->value, "attn_bwd")) return TGT_AMD;
+  return !strcmp(op->value, "attn_fwd") && yt_map_get(entry, "varlen") ? TGT_AMD : 0;
+}
+
 static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n) {
   if (m->kind != YT_MAP) {
     diag_error(c->file, m->line, m->col, "each model is a mapping (name, hidden, heads_q, ...)");
@@ -220,7 +260,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
     c->errors++;
   }
   const yt_node *name = yt_map_get(m, "name"), *tpn = yt_map_get(m, "tp");
-  const yt_node *target = yt_map_get(m, "target"), *causal = yt_map_get(m, "causal");
+  const yt_node *target = yt_map_get(m, "target");
   const yt_node *theta = yt_map_get(m, "rope_theta"), *serving = yt_map_get(m, "serving");
   if (!name || name->kind != YT_SCALAR || !str_is_c_identifier(name->value) || strlen(name->value) > 24) {
     diag_error(c->file, name ? name->line : m->line, name ? name->col : m->col,
@@ -231,6 +271,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
   long hidden = model_int(c, m, "hidden", -1), hq = model_int(c, m, "heads_q", -1);
   long hk = model_int(c, m, "heads_k", hq), d = model_int(c, m, "head_dim", -1);
   long ffn = model_int(c, m, "ffn", -1);
+  int training = model_training(c, m);
   if (hq % hk) {
     diag_error(c->file, m->line, m->col, "heads_q (%ld) must be a multiple of heads_k (%ld)", hq, hk);
     c->errors++;
@@ -260,13 +301,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
       model_set_int(e, "K", gemms[g].K);
       model_add(out, n, e);
     }
-    snprintf(nm, sizeof nm, "%s_attn", base);
-    yt_node *a = model_entry(m, "attn_fwd", nm, target);
-    model_set_int(a, "head_dim", d);
-    model_set_int(a, "heads_q", hq_r);
-    model_set_int(a, "heads_k", hk_r);
-    model_set(a, "causal", causal && causal->kind == YT_SCALAR ? causal->value : "true");
-    model_add(out, n, a);
+    model_attn(m, base, target, training, d, hq_r, hk_r, out, n);
     snprintf(nm, sizeof nm, "%s_rope", base);
     yt_node *r = model_entry(m, "rope", nm, target);
     model_set_int(r, "head_dim", d);
