@@ -20,7 +20,7 @@ int cmd_explain_set(const spec_set *set, int jobs);
 /* Seconds one compile takes on one core, measured on the 2-core Debian 12
    machines of this project (2026-11-29): the catalogue of specs/ built in
    33 s for 72 GEMM and RoPE kernels; attention kernels take longer. */
-static double ex_seconds(const op_inst *k) { return !strcmp(k->op->name, "attn_fwd") ? 3.0 : 0.9; }
+static double ex_seconds(const op_inst *k) { return !strncmp(k->op->name, "attn_", 5) ? 3.0 : 0.9; }
 
 /* Why k cannot be built here, or NULL. */
 static const char *ex_blocker(const op_inst *k, const cc_compiler *cc, int have_cc, char *why, size_t n) {

@@ -15,5 +15,8 @@
    diag_error; returns the number of errors. */
 int model_expand(const char *file, const yt_node *models, yt_node ***out, size_t *n);
 void model_free(yt_node **v, size_t n);
+/* Target features a derived entry needs (TGT_*; 0: none): the spec reader
+   keeps only the entry's targets that have them. */
+unsigned model_entry_needs(const yt_node *entry);
 
 #endif

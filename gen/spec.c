@@ -35,6 +35,7 @@ typedef struct {
   unsigned char *defaults_used; /* per defaults pair: read by some kernel */
   spec_set *set;
   int errors;
+  unsigned needs; /* a model's derived entry: targets without these features are left out */
 } spec_ctx;
 
 static void spec_err(spec_ctx *c, const yt_node *n, const char *fmt, const char *a,
@@ -175,6 +176,17 @@ static int spec_read_targets(spec_ctx *c, const yt_node *entry, spec_vals *tv) {
   return bad ? -1 : 0;
 }
 
+/* Leaves out the targets without c->needs (a derived entry may end with none:
+   then it makes no kernel). */
+static void spec_keep_targets(spec_ctx *c, spec_vals *tv) {
+  size_t k = 0;
+  for (size_t i = 0; i < tv->n; i++) {
+    if (!c->needs || tgt_name_has(tv->v[i], c->needs)) tv->v[k++] = tv->v[i];
+    else free(tv->v[i]);
+  }
+  tv->n = k;
+}
+
 /* A parameter's value text as it appears in a kernel name. */
 static void spec_name_part(hk_buf *b, const op_param *p, const char *v) {
   buf_puts(b, "_");
@@ -201,7 +213,7 @@ static void spec_make_name(op_inst *k, const char *base, const spec_vals *pv, in
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
     int varies = pv[i].n > 1;
-    int shown = !user_named && (strcmp(k->vals[i], p->def) != 0 || p->runtime_ok);
+    int shown = !user_named && (strcmp(k->vals[i], p->def) != 0 || p->runtime_ok) && !op_feature_off(k, i);
     if (varies || shown) spec_name_part(&b, p, k->vals[i]);
   }
   snprintf(k->name, sizeof k->name, "%s", b.s);
@@ -346,6 +358,7 @@ static void spec_entry(spec_ctx *c, const yt_node *entry) {
   }
   spec_vals tv = {0};
   spec_read_targets(c, entry, &tv);
+  spec_keep_targets(c, &tv);
   if (yt_map_get(c->defaults, "target")) spec_mark_default_used(c, "target");
   const yt_node *namen = yt_map_get(entry, "name");
   if (c->errors == before)
@@ -420,7 +433,11 @@ static void spec_top(spec_ctx *c, const yt_node *root) {
     yt_node **derived = NULL;
     size_t nd = 0;
     c->errors += model_expand(c->file, models, &derived, &nd);
-    for (size_t i = 0; i < nd && !c->errors; i++) spec_entry(c, derived[i]);
+    for (size_t i = 0; i < nd && !c->errors; i++) {
+      c->needs = model_entry_needs(derived[i]);
+      spec_entry(c, derived[i]);
+    }
+    c->needs = 0;
     model_free(derived, nd);
   }
   for (size_t i = 0; c->defaults && c->errors == 0 && i + 1 < c->defaults->n; i += 2)

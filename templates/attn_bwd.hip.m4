@@ -17,7 +17,7 @@ m4_divert(-1)                                                   -*- C -*-
 # workgroup (256 threads = 4 waves), the KV ones first (they run longest):
 #  - KV workgroup kb of KV head hkv: wave w owns keys k0 + 32 w .. + 31 and
 #    keeps dK^T, dV^T (d x keys) in registers, K^T and V^T as B operands.  For
-#    every query head of the group and every step of 32 queries that sees the
+#    every query head of the group and every step of queries that sees the
 #    block, the step's Q, dO (row-major) and Q^T, dO^T (transposed, queries
 #    in B's k order) go to LDS with LSE and D = rowsum(dO * O) of its rows;
 #    then per wave:  S = Q K^T, dP = dO V^T (A from LDS, B from registers; the
@@ -27,11 +27,17 @@ m4_divert(-1)                                                   -*- C -*-
 #    operands as they are, attn_vt_pos ordering the transposed tiles).
 #  - Q workgroup of 128 queries of query head hq: wave w owns 32 queries and
 #    keeps dQ^T in registers, Q^T and dO^T as B operands and D, LSE per lane
-#    (D from its O and dO rows, once).  For each step of 32 visible keys: K,
+#    (D from its O and dO rows, once).  For each step of visible keys: K,
 #    V (row-major) and K^T (transposed) to LDS, then S^T = K Q^T,
 #    dP^T = V dO^T, dS^T = P^T (dP^T - D), dQ^T += K^T dS^T.
 # So S and dP are computed by both kinds: 7 products per tile pair instead
 # of 5, for no atomics, no fp32 dQ buffer and no second kernel.
+#
+# Steps of 32 or 64 rows (the plan's q_step and k_step).  Both loops run one
+# step ahead: the next step's rows are loaded into registers before the
+# current step's MFMAs and written to LDS after them (three barriers per KV
+# step: tiles free, tiles and D's partial sums written, D summed; two per Q
+# step).
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [96], [128], [192], [256])
@@ -60,65 +66,45 @@ static constexpr int D_CHUNKS = D / 16;                     // over head_dim: 16
 static constexpr int AB_PER_CHUNK = 8 / HK_MFMA_KPL;        // operands per 8 bf16 of a lane
 static constexpr int D_TILES = D / 32;                      // d x 32 accumulators: 32-row tiles
 static constexpr int STEPS32 = 32 / HK_MFMA_K;              // MFMAs over 32 rows (queries or keys)
-// LDS: tiles of 32 rows, row-major [row][d] (rows padded by 16 bytes) or
+// LDS: tiles of R rows, row-major [row][d] (rows padded by 16 bytes) or
 // transposed [d][row] (rows in attn_vt_pos order, padded by 16 bytes)
 static constexpr int ROW_PITCH = D * 2 + 16;
-static constexpr int T_PITCH = 32 * 2 + 16;
-static constexpr int TILE_R = 32 * ROW_PITCH;
-static constexpr int TILE_T = D * T_PITCH;
-static constexpr int D_PARTS = 8;                           // threads per row of the D sums
+static constexpr int t_pitch(int rows) { return rows * 2 + 16; }
+static constexpr int Q_SUB = Q_STEP / 32;                   // 32-query subtiles of a step
+static constexpr int K_SUB = BLOCK_N / 32;                  // 32-key subtiles of a step
+static constexpr int QT_PITCH = t_pitch(Q_STEP), KT_PITCH = t_pitch(BLOCK_N);
 // KV workgroups: Q, dO, Q^T, dO^T, LSE * log2(e), D, D partial sums
-static constexpr int KV_Q = 0, KV_DO = TILE_R, KV_QT = 2 * TILE_R, KV_DOT = 2 * TILE_R + TILE_T;
-static constexpr int KV_LSE = 2 * TILE_R + 2 * TILE_T, KV_D = KV_LSE + 32 * 4, KV_DPART = KV_D + 32 * 4;
-static constexpr int KV_BYTES = KV_DPART + 32 * D_PARTS * 4;
+static constexpr int KV_TR = Q_STEP * ROW_PITCH, KV_TT = D * QT_PITCH;
+static constexpr int KV_Q = 0, KV_DO = KV_TR, KV_QT = 2 * KV_TR, KV_DOT = 2 * KV_TR + KV_TT;
+static constexpr int KV_LSE = 2 * KV_TR + 2 * KV_TT, KV_D = KV_LSE + Q_STEP * 4, KV_DPART = KV_D + Q_STEP * 4;
+static constexpr int KV_BYTES = KV_DPART + Q_STEP * (D / 8) * 4;  // partial sums of D: [row][8 columns]
 // Q workgroups: K, V, K^T
-static constexpr int Q_K = 0, Q_V = TILE_R, Q_KT = 2 * TILE_R;
-static constexpr int Q_BYTES = 2 * TILE_R + TILE_T;
+static constexpr int Q_TR = BLOCK_N * ROW_PITCH;
+static constexpr int Q_K = 0, Q_V = Q_TR, Q_KT = 2 * Q_TR;
+static constexpr int Q_BYTES = 2 * Q_TR + D * KT_PITCH;
 static constexpr int LDS_BYTES = KV_BYTES > Q_BYTES ? KV_BYTES : Q_BYTES;
 ]hkm_attn_limits()[
 typedef float attn_f2 __attribute__((ext_vector_type(2)));
 ]hkm_attn_cdna_operands()[
 
 static_assert(KV_BLOCK == 32 * WAVES && BLOCK_M == 32 * WAVES, "a wave owns 32 keys or 32 queries");
-static_assert(Q_STEP == 32 && BLOCK_N == 32, "steps of one 32-row tile");
+static_assert((Q_STEP == 32 || Q_STEP == 64) && (BLOCK_N == 32 || BLOCK_N == 64), "steps of 32 or 64 rows");
 static_assert(D % 32 == 0, "32x32 MFMA tiles");
-static_assert(ATTN_THREADS == 32 * D_PARTS, "D partial sums: 8 threads per row of a step");
+static_assert(Q_STEP <= ATTN_THREADS, "one thread per row of a step for LSE and D");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
 
-// ---- global -> LDS: 32 rows r0 .. r0 + 31 of one head -----------------------
-// Rows at or past n read as zero.  A unit is (row pair, 8 columns): two 16-byte
-// loads, stored row-major at roff (two 16-byte stores) and, when toff >= 0,
-// transposed at toff (8 words of two rows each; consecutive lanes take
-// consecutive row pairs of one column block).
+// ---- global -> registers -> LDS ------------------------------------------------
+// Tiles move in units of (row pair, 8 columns): two 16-byte loads (rows at or
+// past n read as zero), stored row-major (two 16-byte stores) and, where a
+// transposed copy is wanted, as 8 words of two rows each (consecutive lanes
+// take consecutive row pairs of one column block).  8 bf16 of row r from
+// column c:
 HK_DEVICE hk_bf16x8 bwd_row8(const hk_bf16 *base, long ss, int r, int n, int c, bool vec)
 {
     const hk_bf16x8 zero = {0, 0, 0, 0, 0, 0, 0, 0};
     return r < n ? hk_global_load_bf16x8(base + (long)r * ss + c, 8, vec) : zero;
 }
 
-HK_DEVICE void bwd_fill(hk_lds_t lds, const hk_bf16 *base, long ss, int r0, int n, bool vec, int roff, int toff)
-{
-    constexpr int UNITS = 16 * (D / 8);
-    const int tid = hk_thread_id();
-#pragma unroll
-    for (int j = 0; j < (UNITS + ATTN_THREADS - 1) / ATTN_THREADS; ++j) {
-        const int u = tid + ATTN_THREADS * j;
-        if (UNITS % ATTN_THREADS == 0 || u < UNITS) {
-            const int p = u % 16, c = (u / 16) * 8;
-            const hk_bf16x8 x0 = bwd_row8(base, ss, r0 + 2 * p, n, c, vec);
-            const hk_bf16x8 x1 = bwd_row8(base, ss, r0 + 2 * p + 1, n, c, vec);
-            hk_lds_store_b128(lds, roff + 2 * p * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x0));
-            hk_lds_store_b128(lds, roff + (2 * p + 1) * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x1));
-            if (toff >= 0) {
-                const int pos = attn_vt_pos(2 * p);
-#pragma unroll
-                for (int i = 0; i < 8; ++i)
-                    hk_lds_store_b32(lds, toff + (c + i) * T_PITCH + pos * 2,
-                                     (unsigned)x0[i] | ((unsigned)x1[i] << 16));
-            }
-        }
-    }
-}
 
 // Sum of the products of 8 bf16 pairs, fp32.
 HK_DEVICE float bwd_dot8(hk_bf16x8 x, hk_bf16x8 y)
@@ -160,9 +146,10 @@ HK_DEVICE void bwd_mm_d(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[D_CHUNK
                 bop[u][e], acc);
 }
 
-// acc[dt] (d x 32) += A B over 32 rows: A from the transposed LDS tile at off,
-// B the bf16 operands of a D-layout accumulator (bwd_to_b).
-HK_DEVICE void bwd_mm_t(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[STEPS32], hk_mfma_acc_t (&acc)[D_TILES])
+// acc[dt] (d x 32) += A B over rows r0 .. r0 + 31: A from the transposed LDS
+// tile at off (pitch tp), B the bf16 operands of a D-layout accumulator (bwd_to_b).
+HK_DEVICE void bwd_mm_t(hk_lds_t lds, int off, int tp, int r0, const hk_mfma_ab_t (&bop)[STEPS32],
+                        hk_mfma_acc_t (&acc)[D_TILES])
 {
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
@@ -171,7 +158,7 @@ HK_DEVICE void bwd_mm_t(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[STEPS32
 #pragma unroll
         for (int dt = 0; dt < D_TILES; ++dt)
             acc[dt] = hk_mfma_32x32(
-                hk_lds_load_mfma_ab(lds, off + (dt * 32 + row) * T_PITCH + (st * HK_MFMA_K + half * HK_MFMA_KPL) * 2),
+                hk_lds_load_mfma_ab(lds, off + (dt * 32 + row) * tp + (r0 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2),
                 bop[st], acc[dt]);
 }
 
@@ -207,38 +194,86 @@ struct bwd_dims {
 };
 
 // ---- KV workgroups -----------------------------------------------------------
-// One step's LDS: Q, dO (row-major and transposed), LSE * log2(e) and the
-// partial sums of D (8 threads per row), then D (after a barrier).
-HK_DEVICE void bwd_kv_load(hk_lds_t lds, const hk_args &a, const hk_bf16 *Qh, const hk_bf16 *Oh, const hk_bf16 *dOh,
-                           const float *lse, int q0, int Sq, bool vq, bool vo, bool vdo)
+// A step's rows in registers (issued before the step before it computes, so
+// that the loads run under its MFMAs): per unit of two rows and 8 columns,
+// Q, dO and O; and the thread's LSE.
+static constexpr int KV_PAIRS = Q_STEP / 2, KV_UNITS = KV_PAIRS * (D / 8);
+static constexpr int KV_J = (KV_UNITS + ATTN_THREADS - 1) / ATTN_THREADS;
+struct bwd_kv_rows {
+    hk_bf16x8 q[KV_J][2], g[KV_J][2], o[KV_J][2];
+    float lse;
+};
+
+HK_DEVICE void bwd_kv_fetch(bwd_kv_rows &r, const hk_args &a, const hk_bf16 *Qh, const hk_bf16 *Oh,
+                            const hk_bf16 *dOh, const float *lse, int q0, int Sq, bool vec)
 {
-    bwd_fill(lds, Qh, a.q_stride_s, q0, Sq, vq, KV_Q, KV_QT);
-    bwd_fill(lds, dOh, a.do_stride_s, q0, Sq, vdo, KV_DO, KV_DOT);
-    const int tid = hk_thread_id(), r = tid / D_PARTS, part = tid % D_PARTS;
-    float s = 0.0f;
+    const int tid = hk_thread_id();
 #pragma unroll
-    for (int c = part; c < D / 8; c += D_PARTS)
-        s += bwd_dot8(bwd_row8(Oh, a.o_stride_s, q0 + r, Sq, c * 8, vo),
-                      bwd_row8(dOh, a.do_stride_s, q0 + r, Sq, c * 8, vdo));
-    hk_lds_store_b32(lds, KV_DPART + tid * 4, hk_f32_as_u32(s));
-    if (tid < 32)
-        hk_lds_store_b32(lds, KV_LSE + tid * 4,
-                         hk_f32_as_u32(q0 + tid < Sq ? hk_global_load_f32(lse + q0 + tid) * LOG2E : 0.0f));
+    for (int j = 0; j < KV_J; ++j) {
+        const int u = tid + ATTN_THREADS * j;
+        if (KV_UNITS % ATTN_THREADS == 0 || u < KV_UNITS) {
+            const int p = u % KV_PAIRS, c = (u / KV_PAIRS) * 8;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                r.q[j][h] = bwd_row8(Qh, a.q_stride_s, q0 + 2 * p + h, Sq, c, vec);
+                r.g[j][h] = bwd_row8(dOh, a.do_stride_s, q0 + 2 * p + h, Sq, c, vec);
+                r.o[j][h] = bwd_row8(Oh, a.o_stride_s, q0 + 2 * p + h, Sq, c, vec);
+            }
+        }
+    }
+    r.lse = tid < Q_STEP && q0 + tid < Sq ? hk_global_load_f32(lse + q0 + tid) * LOG2E : 0.0f;
+}
+
+// Two rows of a unit, row-major at roff and transposed at toff.
+HK_DEVICE void bwd_put_pair(hk_lds_t lds, int roff, int toff, int tp, int p, int c, hk_bf16x8 x0, hk_bf16x8 x1)
+{
+    hk_lds_store_b128(lds, roff + 2 * p * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x0));
+    hk_lds_store_b128(lds, roff + (2 * p + 1) * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x1));
+    if (toff >= 0) {
+        const int pos = attn_vt_pos(2 * p);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+            hk_lds_store_b32(lds, toff + (c + i) * tp + pos * 2, (unsigned)x0[i] | ((unsigned)x1[i] << 16));
+    }
+}
+
+// The step's tiles: Q, dO (row-major and transposed), LSE * log2(e), and
+// the partial sums of D per row and 8 columns (summed by bwd_kv_rowterm
+// after a barrier).
+HK_DEVICE void bwd_kv_put(hk_lds_t lds, const bwd_kv_rows &r)
+{
+    const int tid = hk_thread_id();
+#pragma unroll
+    for (int j = 0; j < KV_J; ++j) {
+        const int u = tid + ATTN_THREADS * j;
+        if (KV_UNITS % ATTN_THREADS == 0 || u < KV_UNITS) {
+            const int p = u % KV_PAIRS, c = (u / KV_PAIRS) * 8;
+            bwd_put_pair(lds, KV_Q, KV_QT, QT_PITCH, p, c, r.q[j][0], r.q[j][1]);
+            bwd_put_pair(lds, KV_DO, KV_DOT, QT_PITCH, p, c, r.g[j][0], r.g[j][1]);
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                hk_lds_store_b32(lds, KV_DPART + ((2 * p + h) * (D / 8) + c / 8) * 4,
+                                 hk_f32_as_u32(bwd_dot8(r.g[j][h], r.o[j][h])));
+        }
+    }
+    if (tid < Q_STEP)
+        hk_lds_store_b32(lds, KV_LSE + tid * 4, hk_f32_as_u32(r.lse));
 }
 
 HK_DEVICE void bwd_kv_rowterm(hk_lds_t lds)
 {
     const int tid = hk_thread_id();
-    if (tid < 32) {
+    if (tid < Q_STEP) {
         float s = 0.0f;
 #pragma unroll
-        for (int p = 0; p < D_PARTS; ++p)
-            s += hk_u32_as_f32(hk_lds_load_b32(lds, KV_DPART + (tid * D_PARTS + p) * 4));
+        for (int c = 0; c < D / 8; ++c)
+            s += hk_u32_as_f32(hk_lds_load_b32(lds, KV_DPART + (tid * (D / 8) + c) * 4));
         hk_lds_store_b32(lds, KV_D + tid * 4, hk_f32_as_u32(s));
     }
 }
 
-// One wave, one step of 32 queries from q0, keys kw0 + 0..31 (the lane's: kw0 + lane % 32).
+// One wave, one step of Q_STEP queries from q0 (32-query subtiles), keys
+// kw0 + 0..31 (the lane's: kw0 + lane % 32).
 HK_DEVICE void bwd_kv_step(hk_lds_t lds, const bwd_dims &x, int q0, int kw0,
                            const hk_mfma_ab_t (&kop)[D_CHUNKS][AB_PER_CHUNK],
                            const hk_mfma_ab_t (&vop)[D_CHUNKS][AB_PER_CHUNK],
@@ -246,28 +281,39 @@ HK_DEVICE void bwd_kv_step(hk_lds_t lds, const bwd_dims &x, int q0, int kw0,
 {
     const int lane = hk_lane_id();
     const int half = lane / 32, key = kw0 + lane % 32;
-    hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
-    bwd_mm_d(lds, KV_Q, kop, s);                         // S = Q K^T
-    bwd_mm_d(lds, KV_DO, vop, dp);                       // dP = dO V^T
-    // element i: query q0 + (i/4)*8 + h*4 + i%4
+    hk_mfma_acc_t s[Q_SUB], dp[Q_SUB];
 #pragma unroll
-    for (int g = 0; g < 4; ++g) {
-        const hk_u32x4 l4 = hk_lds_load_b128(lds, KV_LSE + (g * 8 + half * 4) * 4);
-        const hk_u32x4 d4 = hk_lds_load_b128(lds, KV_D + (g * 8 + half * 4) * 4);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int i = g * 4 + j, qi = q0 + g * 8 + half * 4 + j;
-            const bool vis = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq));
-            const float p = vis ? hk_exp2f(s[i] * x.c - hk_u32_as_f32(l4[j])) : 0.0f;
-            s[i] = p;
-            dp[i] = p * (dp[i] - hk_u32_as_f32(d4[j]));
-        }
+    for (int q = 0; q < Q_SUB; ++q) {
+        s[q] = dp[q] = hk_mfma_acc_zero();
+        bwd_mm_d(lds, KV_Q + q * 32 * ROW_PITCH, kop, s[q]);   // S = Q K^T
+        bwd_mm_d(lds, KV_DO + q * 32 * ROW_PITCH, vop, dp[q]); // dP = dO V^T
     }
-    hk_mfma_ab_t pop[STEPS32], dsop[STEPS32];
-    bwd_to_b(s, pop);
-    bwd_to_b(dp, dsop);
-    bwd_mm_t(lds, KV_DOT, pop, dv);                      // dV^T += dO^T P
-    bwd_mm_t(lds, KV_QT, dsop, dk);                      // dK^T += Q^T dS
+    hk_mfma_ab_t pop[Q_SUB][STEPS32], dsop[Q_SUB][STEPS32];
+#pragma unroll
+    for (int q = 0; q < Q_SUB; ++q) {
+        // element i: query q0 + 32 q + (i/4)*8 + h*4 + i%4
+#pragma unroll
+        for (int g = 0; g < 4; ++g) {
+            const int r = q * 32 + g * 8 + half * 4;
+            const hk_u32x4 l4 = hk_lds_load_b128(lds, KV_LSE + r * 4);
+            const hk_u32x4 d4 = hk_lds_load_b128(lds, KV_D + r * 4);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int i = g * 4 + j, qi = q0 + r + j;
+                const bool vis = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq));
+                const float p = vis ? hk_exp2f(s[q][i] * x.c - hk_u32_as_f32(l4[j])) : 0.0f;
+                s[q][i] = p;
+                dp[q][i] = p * (dp[q][i] - hk_u32_as_f32(d4[j]));
+            }
+        }
+        bwd_to_b(s[q], pop[q]);
+        bwd_to_b(dp[q], dsop[q]);
+    }
+#pragma unroll
+    for (int q = 0; q < Q_SUB; ++q) {
+        bwd_mm_t(lds, KV_DOT, QT_PITCH, q * 32, pop[q], dv);   // dV^T += dO^T P
+        bwd_mm_t(lds, KV_QT, QT_PITCH, q * 32, dsop[q], dk);   // dK^T += Q^T dS
+    }
 }
 
 HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
@@ -281,9 +327,9 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     const hk_bf16 *Vh = a.V + (long)b * a.v_stride_b + (long)hkv * a.v_stride_h;
     const bool vk = attn_aligned<8>(a.K, a.k_stride_b, a.k_stride_s, a.k_stride_h);
     const bool vv = attn_aligned<8>(a.V, a.v_stride_b, a.v_stride_s, a.v_stride_h);
-    const bool vq = attn_aligned<8>(a.Q, a.q_stride_b, a.q_stride_s, a.q_stride_h);
-    const bool vo = attn_aligned<8>(a.O, a.o_stride_b, a.o_stride_s, a.o_stride_h);
-    const bool vdo = attn_aligned<8>(a.dO, a.do_stride_b, a.do_stride_s, a.do_stride_h);
+    const bool vec = attn_aligned<8>(a.Q, a.q_stride_b, a.q_stride_s, a.q_stride_h) &&
+                     attn_aligned<8>(a.O, a.o_stride_b, a.o_stride_s, a.o_stride_h) &&
+                     attn_aligned<8>(a.dO, a.do_stride_b, a.do_stride_s, a.do_stride_h);
     hk_mfma_ab_t kop[D_CHUNKS][AB_PER_CHUNK], vop[D_CHUNKS][AB_PER_CHUNK];
     bwd_b_ops(Kh, a.k_stride_s, key, x.Sk, vk, kop);
     bwd_b_ops(Vh, a.v_stride_s, key, x.Sk, vv, vop);
@@ -293,27 +339,35 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         dk[dt] = dv[dt] = hk_mfma_acc_zero();
 
     // steps of queries that see a key of the block: from the first query
-    // that sees key k0 (causal) to the last query
+    // that sees key k0 (causal) to the last query, for every query head of
+    // the group (one flat loop: one back edge, barriers in every trip)
     const int qfirst = CAUSAL ? (k0 - diag > 0 ? k0 - diag : 0) : 0;
-    const int n_steps = (x.Sq + Q_STEP - 1) / Q_STEP;
-    for (int g = 0; g < group; ++g) {
-        const int hq = hkv * group + g;
-        const hk_bf16 *Qh = a.Q + (long)b * a.q_stride_b + (long)hq * a.q_stride_h;
-        const hk_bf16 *Oh = a.O + (long)b * a.o_stride_b + (long)hq * a.o_stride_h;
-        const hk_bf16 *dOh = a.dO + (long)b * a.do_stride_b + (long)hq * a.do_stride_h;
-        const float *lse = a.LSE + ((long)b * x.Hq + hq) * x.Sq;
-        for (int t = qfirst / Q_STEP; t < n_steps; ++t) {
-            const int q0 = t * Q_STEP;
-            hk_barrier();                                // the previous step's tiles are read
-            bwd_kv_load(lds, a, Qh, Oh, dOh, lse, q0, x.Sq, vq, vo, vdo);
-            hk_barrier();
-            bwd_kv_rowterm(lds);
-            hk_barrier();
-            // wave-uniform: some key of the wave lies below seqlen_k and is
-            // seen by the step's last query
-            if (kw0 < x.Sk && (!CAUSAL || kw0 <= q0 + Q_STEP - 1 + diag))
-                bwd_kv_step(lds, x, q0, kw0, kop, vop, dk, dv);
+    const int t0 = qfirst / Q_STEP, n_t = qfirst < x.Sq ? (x.Sq + Q_STEP - 1) / Q_STEP - t0 : 0;
+    // one step ahead: the rows of step w + 1 are loaded before step w computes
+    bwd_kv_rows rows;
+    if (n_t > 0)
+        bwd_kv_fetch(rows, a, a.Q + (long)b * a.q_stride_b + (long)hkv * group * a.q_stride_h,
+                     a.O + (long)b * a.o_stride_b + (long)hkv * group * a.o_stride_h,
+                     a.dO + (long)b * a.do_stride_b + (long)hkv * group * a.do_stride_h,
+                     a.LSE + ((long)b * x.Hq + hkv * group) * x.Sq, t0 * Q_STEP, x.Sq, vec);
+    for (int w = 0; w < group * n_t; ++w) {
+        const int q0 = (t0 + w % n_t) * Q_STEP;
+        hk_barrier();                                    // the previous step's tiles are read
+        bwd_kv_put(lds, rows);
+        hk_barrier();
+        bwd_kv_rowterm(lds);
+        hk_barrier();
+        if (w + 1 < group * n_t) {                       // uniform
+            const int hq = hkv * group + (w + 1) / n_t, qn = (t0 + (w + 1) % n_t) * Q_STEP;
+            bwd_kv_fetch(rows, a, a.Q + (long)b * a.q_stride_b + (long)hq * a.q_stride_h,
+                         a.O + (long)b * a.o_stride_b + (long)hq * a.o_stride_h,
+                         a.dO + (long)b * a.do_stride_b + (long)hq * a.do_stride_h,
+                         a.LSE + ((long)b * x.Hq + hq) * x.Sq, qn, x.Sq, vec);
         }
+        // every wave, even one whose keys this step's queries do not see
+        // (masked to zero): the others hold the barrier anyway, and the loop
+        // keeps one body
+        bwd_kv_step(lds, x, q0, kw0, kop, vop, dk, dv);
     }
     hk_bf16 *dKh = a.dK + (long)b * a.k_stride_b + (long)hkv * a.k_stride_h;
     hk_bf16 *dVh = a.dV + (long)b * a.v_stride_b + (long)hkv * a.v_stride_h;
@@ -322,26 +376,76 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
 }
 
 // ---- Q workgroups ------------------------------------------------------------
-// One wave, one step of 32 keys from kb: the lane's query (its B operands,
+// A step's keys in registers (loaded a step ahead, as bwd_kv_rows): per unit
+// of two rows and 8 columns, K and V.
+static constexpr int Q_PAIRS = BLOCK_N / 2, Q_UNITS = Q_PAIRS * (D / 8);
+static constexpr int Q_J = (Q_UNITS + ATTN_THREADS - 1) / ATTN_THREADS;
+struct bwd_q_rows {
+    hk_bf16x8 k[Q_J][2], v[Q_J][2];
+};
+
+HK_DEVICE void bwd_q_fetch(bwd_q_rows &r, const hk_args &a, const hk_bf16 *Kh, const hk_bf16 *Vh, int kb, int Sk,
+                           bool vk, bool vv)
+{
+    const int tid = hk_thread_id();
+#pragma unroll
+    for (int j = 0; j < Q_J; ++j) {
+        const int u = tid + ATTN_THREADS * j;
+        if (Q_UNITS % ATTN_THREADS == 0 || u < Q_UNITS) {
+            const int p = u % Q_PAIRS, c = (u / Q_PAIRS) * 8;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                r.k[j][h] = bwd_row8(Kh, a.k_stride_s, kb + 2 * p + h, Sk, c, vk);
+                r.v[j][h] = bwd_row8(Vh, a.v_stride_s, kb + 2 * p + h, Sk, c, vv);
+            }
+        }
+    }
+}
+
+// K (row-major and transposed) and V (row-major) of a step.
+HK_DEVICE void bwd_q_put(hk_lds_t lds, const bwd_q_rows &r)
+{
+    const int tid = hk_thread_id();
+#pragma unroll
+    for (int j = 0; j < Q_J; ++j) {
+        const int u = tid + ATTN_THREADS * j;
+        if (Q_UNITS % ATTN_THREADS == 0 || u < Q_UNITS) {
+            const int p = u % Q_PAIRS, c = (u / Q_PAIRS) * 8;
+            bwd_put_pair(lds, Q_K, Q_KT, KT_PITCH, p, c, r.k[j][0], r.k[j][1]);
+            bwd_put_pair(lds, Q_V, -1, KT_PITCH, p, c, r.v[j][0], r.v[j][1]);
+        }
+    }
+}
+
+// One wave, one step of BLOCK_N keys from kb: the lane's query (its B operands,
 // LSE * log2(e) lse2, row term dd, last visible key klim).
 HK_DEVICE void bwd_q_step(hk_lds_t lds, const bwd_dims &x, int kb, bool qv, int klim, float lse2, float dd,
                           const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
                           const hk_mfma_ab_t (&doop)[D_CHUNKS][AB_PER_CHUNK], hk_mfma_acc_t (&dq)[D_TILES])
 {
     const int half = hk_lane_id() / 32;
-    hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
-    bwd_mm_d(lds, Q_K, qop, s);                          // S^T = K Q^T
-    bwd_mm_d(lds, Q_V, doop, dp);                        // dP^T = V dO^T
-    // element i: key kb + (i/4)*8 + h*4 + i%4
+    hk_mfma_acc_t s[K_SUB], dp[K_SUB];
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-        const bool vis = qv && kb + (i / 4) * 8 + half * 4 + i % 4 <= klim;
-        const float p = vis ? hk_exp2f(s[i] * x.c - lse2) : 0.0f;
-        dp[i] = p * (dp[i] - dd);
+    for (int t = 0; t < K_SUB; ++t) {
+        s[t] = dp[t] = hk_mfma_acc_zero();
+        bwd_mm_d(lds, Q_K + t * 32 * ROW_PITCH, qop, s[t]);   // S^T = K Q^T
+        bwd_mm_d(lds, Q_V + t * 32 * ROW_PITCH, doop, dp[t]); // dP^T = V dO^T
     }
-    hk_mfma_ab_t dsop[STEPS32];
-    bwd_to_b(dp, dsop);
-    bwd_mm_t(lds, Q_KT, dsop, dq);                       // dQ^T += K^T dS^T
+    hk_mfma_ab_t dsop[K_SUB][STEPS32];
+#pragma unroll
+    for (int t = 0; t < K_SUB; ++t) {
+        // element i: key kb + 32 t + (i/4)*8 + h*4 + i%4
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const bool vis = qv && kb + t * 32 + (i / 4) * 8 + half * 4 + i % 4 <= klim;
+            const float p = vis ? hk_exp2f(s[t][i] * x.c - lse2) : 0.0f;
+            dp[t][i] = p * (dp[t][i] - dd);
+        }
+        bwd_to_b(dp[t], dsop[t]);
+    }
+#pragma unroll
+    for (int t = 0; t < K_SUB; ++t)
+        bwd_mm_t(lds, Q_KT, KT_PITCH, t * 32, dsop[t], dq);  // dQ^T += K^T dS^T
 }
 
 HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
@@ -377,21 +481,24 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     const float dd = part + hk_swap_halves(part);
     const float lse2 = qv ? hk_global_load_f32(a.LSE + ((long)b * x.Hq + hq) * x.Sq + qi) * LOG2E : 0.0f;
     const int klim = attn_last_key(qi, x.Sq, x.Sk);
-    const int wave_last = attn_last_key(wq0 + 31, x.Sq, x.Sk);
     hk_mfma_acc_t dq[D_TILES];
 #pragma unroll
     for (int dt = 0; dt < D_TILES; ++dt)
         dq[dt] = hk_mfma_acc_zero();
 
     const int n_blocks = attn_key_blocks(attn_key_end(q0, x.Sq, x.Sk));
+    // one step ahead: the keys of step t + 1 are loaded before step t computes
+    bwd_q_rows rows;
+    if (n_blocks > 0)
+        bwd_q_fetch(rows, a, Kh, Vh, 0, x.Sk, vk, vv);
     for (int t = 0; t < n_blocks; ++t) {
         const int kb = t * BLOCK_N;
         hk_barrier();                                    // the previous step's tiles are read
-        bwd_fill(lds, Kh, a.k_stride_s, kb, x.Sk, vk, Q_K, Q_KT);
-        bwd_fill(lds, Vh, a.v_stride_s, kb, x.Sk, vv, Q_V, -1);
+        bwd_q_put(lds, rows);
         hk_barrier();
-        if (kb <= wave_last)                             // wave-uniform
-            bwd_q_step(lds, x, kb, qv, klim, lse2, dd, qop, doop, dq);
+        if (t + 1 < n_blocks)                            // uniform
+            bwd_q_fetch(rows, a, Kh, Vh, kb + BLOCK_N, x.Sk, vk, vv);
+        bwd_q_step(lds, x, kb, qv, klim, lse2, dd, qop, doop, dq); // masked past the wave's last key
     }
     hk_bf16 *dQh = a.dQ + (long)b * a.q_stride_b + (long)hq * a.q_stride_h;
     bwd_store_t(dQh, a.q_stride_s, qi, qv, a.scale, dq);

@@ -588,6 +588,12 @@ HK_DEVICE void hk_buffer_load_lds_b128(hk_buffer_t r, int off, hk_lds_t l, int l
 HK_DEVICE float hk_exp2f(float x) { return exp2f(x); }
 HK_DEVICE float hk_log2f(float x) { return log2f(x); }
 HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
+/* hk_cdna.h's formula (not libm's tanhf), so the emulator sees its error */
+HK_DEVICE float hk_tanhf(float x)
+{
+    const float e = exp2f(-2.88539008177792681f * fabsf(x));
+    return copysignf((1.0f - e) / (1.0f + e), x);
+}
 HK_DEVICE float hk_swap_halves(float x)
 {
     unsigned u;

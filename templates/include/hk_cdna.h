@@ -79,6 +79,7 @@
  *   hk_exp2f(x)               fast 2^x (v_exp_f32; ~1 ulp, 2^-inf = 0, no denormal results required)
  *   hk_log2f(x)               fast log2(x) (v_log_f32; log2(0) = -inf)
  *   hk_maxf(a, b)             larger of two floats (v_max_f32; a NaN operand gives the other one)
+ *   hk_tanhf(x)               tanh(x) from hk_exp2f and a reciprocal (~1e-7 absolute; odd; +-inf give +-1)
  *   hk_swap_halves(x)         wave collective: the value of x in lane l ^ 32 (all 64 lanes must call it)
  * fp8 (docs/FP8.md). F names a format: E4M3_FNUZ, E5M2_FNUZ (gfx942) or E4M3_OCP, E5M2_OCP (gfx950);
  * HK_FP8_E4M3 / HK_FP8_E5M2 are the target's own. A format the target lacks, or any fp8 on gfx90a,
@@ -629,6 +630,19 @@ HK_DEVICE float hk_log2f(float x)
 }
 
 HK_DEVICE float hk_maxf(float a, float b) { return __builtin_fmaxf(a, b); }
+
+/* tanh |x| = (1 - e) / (1 + e), e = 2^(-2 |x| log2 e) in (0, 1]: no overflow;
+ * v_rcp_f32 (1 ulp) instead of a full division; the sign put back. */
+HK_DEVICE float hk_tanhf(float x)
+{
+    const float e = hk_exp2f(-2.88539008177792681f * __builtin_fabsf(x));
+#if __has_builtin(__builtin_amdgcn_rcpf)
+    const float t = (1.0f - e) * __builtin_amdgcn_rcpf(1.0f + e);
+#else
+    const float t = (1.0f - e) / (1.0f + e);
+#endif
+    return __builtin_copysignf(t, x);
+}
 
 /* Lane l gets x of lane l ^ 32: v_permlane32_swap where the target has it
  * (gfx950), else ds_bpermute (no LDS memory used). */

@@ -813,6 +813,38 @@ static hkrt_status abuse_attn(hkrt_kernel *k, long hq, long hk, long batch, long
   return abuse_pack(k, a, sizeof a / sizeof a[0]);
 }
 
+/* Attention with run-time window sizes (left, right). */
+static hkrt_status abuse_attn_win(hkrt_kernel *k, long left, long right) {
+  static unsigned short buf[64];
+  hkrt_arg a[] = {HKRT_PTR("Q", buf), HKRT_PTR("K", buf), HKRT_PTR("V", buf), HKRT_PTR("O", buf),
+                  HKRT_PTR("LSE", buf), HKRT_INT("q_stride_b", 0), HKRT_INT("q_stride_s", 64),
+                  HKRT_INT("q_stride_h", 64), HKRT_INT("k_stride_b", 0), HKRT_INT("k_stride_s", 64),
+                  HKRT_INT("k_stride_h", 64), HKRT_INT("v_stride_b", 0), HKRT_INT("v_stride_s", 64),
+                  HKRT_INT("v_stride_h", 64), HKRT_INT("o_stride_b", 0), HKRT_INT("o_stride_s", 64),
+                  HKRT_INT("o_stride_h", 64), HKRT_FLOAT("scale", 0.125), HKRT_INT("batch", 1),
+                  HKRT_INT("seqlen_q", 5), HKRT_INT("seqlen_k", 5), HKRT_INT("heads_q", 2),
+                  HKRT_INT("heads_k", 1), HKRT_INT("window_left", left), HKRT_INT("window_right", right)};
+  return abuse_pack(k, a, sizeof a / sizeof a[0]);
+}
+
+/* Attention backward: attn_fwd's dimensions, five tensors' strides (dO's
+   sequence stride do_ss). */
+static hkrt_status abuse_attn_bwd(hkrt_kernel *k, long hq, long hk, long do_ss) {
+  static unsigned short buf[64];
+  static float lse[64];
+  hkrt_arg a[] = {HKRT_PTR("Q", buf), HKRT_PTR("K", buf), HKRT_PTR("V", buf), HKRT_PTR("O", buf),
+                  HKRT_PTR("dO", buf), HKRT_PTR("LSE", lse), HKRT_PTR("dQ", buf), HKRT_PTR("dK", buf),
+                  HKRT_PTR("dV", buf), HKRT_INT("q_stride_b", 0), HKRT_INT("q_stride_s", 64),
+                  HKRT_INT("q_stride_h", 64), HKRT_INT("k_stride_b", 0), HKRT_INT("k_stride_s", 64),
+                  HKRT_INT("k_stride_h", 64), HKRT_INT("v_stride_b", 0), HKRT_INT("v_stride_s", 64),
+                  HKRT_INT("v_stride_h", 64), HKRT_INT("o_stride_b", 0), HKRT_INT("o_stride_s", 64),
+                  HKRT_INT("o_stride_h", 64), HKRT_INT("do_stride_b", 0), HKRT_INT("do_stride_s", do_ss),
+                  HKRT_INT("do_stride_h", 64), HKRT_FLOAT("scale", 0.125), HKRT_INT("batch", 1),
+                  HKRT_INT("seqlen_q", 5), HKRT_INT("seqlen_k", 5), HKRT_INT("heads_q", hq),
+                  HKRT_INT("heads_k", hk)};
+  return abuse_pack(k, a, sizeof a / sizeof a[0]);
+}
+
 static hkrt_status abuse_rope(hkrt_kernel *k, long head_dim, long pos_offset) {
   static unsigned short buf[64];
   static float tab[64];
@@ -846,6 +878,17 @@ static void test_abuse(const char *dir) {
   CHECK_ERR(abuse_attn(at, 8, 16, 1, 64), HKRT_ERR_ARG, "heads_q = 8, heads_k = 16");
   CHECK_ERR(abuse_attn(at, 8, 8, -2, 64), HKRT_ERR_ARG, "batch >= 1 && batch <= 1048576 does not hold: batch = -2");
   CHECK_ERR(abuse_attn(at, 8, 8, 1, -64), HKRT_ERR_ARG, "q_stride_s = -64");
+  hkrt_kernel *aw = abuse_kernel(c, "ab_attn_win");
+  CHECK(abuse_attn_win(aw, 128, 0) == HKRT_OK, "attention window 128/0: %s", hkrt_error());
+  CHECK(abuse_attn_win(aw, -1, -1) == HKRT_OK, "attention window -1/-1 (no edges): %s", hkrt_error());
+  CHECK_ERR(abuse_attn_win(aw, -2, 0), HKRT_ERR_ARG,
+            "window_left >= -1 && window_left <= 16777216 does not hold: window_left = -2");
+  CHECK_ERR(abuse_attn_win(aw, 0, 16777217), HKRT_ERR_ARG, "window_right = 16777217");
+  hkrt_kernel *ab = abuse_kernel(c, "ab_attn_bwd");
+  CHECK(abuse_attn_bwd(ab, 12, 4, 64) == HKRT_OK, "attention backward 12:4: %s", hkrt_error());
+  CHECK_ERR(abuse_attn_bwd(ab, 8, 3, 64), HKRT_ERR_ARG,
+            "heads_q % heads_k == 0 does not hold: heads_q = 8, heads_k = 3 (heads_q must be a multiple of heads_k");
+  CHECK_ERR(abuse_attn_bwd(ab, 8, 8, -64), HKRT_ERR_ARG, "do_stride_s = -64");
   CHECK(abuse_rope(ro, 128, 0) == HKRT_OK, "rope d128: %s", hkrt_error());
   CHECK_ERR(abuse_rope(ro, 600, 0), HKRT_ERR_ARG, "head_dim >= 2 && head_dim <= 512 does not hold: head_dim = 600");
   CHECK_ERR(abuse_rope(ro, 0, 0), HKRT_ERR_ARG, "head_dim = 0");
