@@ -32,6 +32,21 @@ typedef struct {
 attn_layout attn_make_layout(et_ctx *c, long B, long S, long H, long D, int bhsd);
 /* n bf16 uniform in [-2, 2) (malloc'd). */
 unsigned short *attn_random(et_ctx *c, long n);
+/* Which keys a query sees and how its logits are shaped (attn_fwd's
+   features): causal; a sliding window of `left' keys before and `right'
+   after the query's bottom-right aligned position (-1: no edge); a soft cap
+   cap * tanh(s / cap) of the scaled logit s (0: none); a sink logit that
+   joins the softmax's denominator only (NAN: none). */
+typedef struct {
+  int causal;
+  long left, right;
+  double softcap, sink;
+} attn_mask;
+/* fp64 forward of one (b, h) pair under mask mk (see attn_ref_head). */
+void attn_ref_head_mask(const unsigned short *q, const unsigned short *kk, const unsigned short *v,
+                        const attn_layout *lq, const attn_layout *lk, const attn_layout *lv, long b, long h,
+                        long hk, long Sq, long Sk, long D, const attn_mask *mk, double scale, double *out,
+                        double *lse);
 /* fp64 forward of one (b, h) pair, h reading KV head hk: out[Sq][D], lse[Sq]
    (natural log; -inf for a row with no visible key). */
 void attn_ref_head(const unsigned short *q, const unsigned short *kk, const unsigned short *v,

@@ -346,7 +346,8 @@ static void bd_json_params(jw_t *w, const op_inst *k) {
 /* What selection needs to know of the op (libhkrt knows no op): the
    parameters a problem may leave out because they only tune, and those it
    may leave out because they allow one value only (dtype while it has one
-   choice), which a problem that leaves them out means. Any other omission
+   choice) or switch a feature on (at its default: off), which a problem
+   that leaves them out means. Any other omission
    is ambiguous (layout, causal) and selection refuses it. */
 static void bd_json_selection(jw_t *w, const op_inst *k) {
   w->inline_depth = w->depth + 1;
@@ -359,7 +360,8 @@ static void bd_json_selection(jw_t *w, const op_inst *k) {
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
     int one_choice = p->type == OP_ENUM && p->choices[0] && !p->choices[1];
-    if (one_choice && !op_is_tuning(k->op, p->name)) jw_kstr(w, p->name, p->def);
+    if ((one_choice || op_is_feature(k->op, p->name)) && !op_is_tuning(k->op, p->name))
+      jw_kstr(w, p->name, p->def);
   }
   jw_end_obj(w);
   w->inline_depth = 1000;

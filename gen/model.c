@@ -11,7 +11,7 @@
 
 static const char *const model_keys[] = {"name", "hidden", "heads_q", "heads_k", "head_dim",
                                          "ffn", "tp", "rope_theta", "causal", "target",
-                                         "norm", "eps", "training"};
+                                         "norm", "eps", "training", "serving"};
 #define MODEL_NKEYS (sizeof model_keys / sizeof model_keys[0])
 
 typedef struct {
@@ -53,6 +53,14 @@ static yt_node *model_copy(const yt_node *n) {
   if (n->value) c->value = xstrdup(n->value);
   for (size_t i = 0; i < n->n; i++) model_push(c, model_copy(n->items[i]));
   return c;
+}
+
+/* key: a copy of the user's value node, so that its errors name its line. */
+static void model_set_at(yt_node *map, const char *key, const yt_node *value) {
+  yt_node *k = model_node(YT_SCALAR, value);
+  k->value = xstrdup(key);
+  model_push(map, k);
+  model_push(map, model_copy(value));
 }
 
 static long model_int(model_ctx *c, const yt_node *m, const char *key, long def) {
@@ -134,6 +142,69 @@ static void model_norm(const yt_node *m, const char *name, const yt_node *target
   model_add(out, n, e);
 }
 
+/* `serving:` (a mapping): what the serving kernels of every degree add.
+   window W: a query sees its W most recent keys, itself included
+   (window_left = W - 1); sinks: a learned logit per head; softcap: the
+   logit cap. Values other than window are checked by attn_fwd's schema. */
+static const char *const model_serving_keys[] = {"window", "sinks", "softcap"};
+#define MODEL_NSERVING (sizeof model_serving_keys / sizeof model_serving_keys[0])
+
+static int model_serving_ok(model_ctx *c, const yt_node *sv) {
+  if (sv->kind != YT_MAP) {
+    diag_error(c->file, sv->line, sv->col, "'serving' is a mapping (window, sinks, softcap)");
+    c->errors++;
+    return 0;
+  }
+  for (size_t i = 0; i + 1 < sv->n; i += 2) {
+    const yt_node *key = sv->items[i], *v = sv->items[i + 1];
+    int known = 0;
+    for (size_t j = 0; j < MODEL_NSERVING; j++) known |= !strcmp(key->value, model_serving_keys[j]);
+    if (!known) {
+      diag_error(c->file, key->line, key->col, "unknown serving key '%s'; allowed: window, sinks, softcap",
+                 key->value);
+      c->errors++;
+    } else if (v->kind != YT_SCALAR) {
+      diag_error(c->file, v->line, v->col, "serving '%s' takes one value", key->value);
+      c->errors++;
+    }
+  }
+  const yt_node *w = yt_map_get(sv, "window");
+  if (w && w->kind == YT_SCALAR) {
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(w->value, &end, 10);
+    if (errno || *end || !*w->value || x < 1 || x > (1L << 24) + 1) {
+      diag_error(c->file, w->line, w->col, "serving 'window' must be an integer from 1 to 16777217 (got '%s')",
+                 w->value);
+      c->errors++;
+    }
+  }
+  return !c->errors;
+}
+
+/* The varlen prefill attention of one degree (causal, packed sequences),
+   with the model's sinks and cap: `<base>_prefill`, and with a window
+   `<base>_prefill_swa` too (models such as gpt-oss alternate windowed and
+   full layers). */
+static void model_serving(const yt_node *m, const yt_node *sv, const char *base, const yt_node *target, long d,
+                          long hq_r, long hk_r, yt_node ***out, size_t *n) {
+  const yt_node *w = yt_map_get(sv, "window"), *sinks = yt_map_get(sv, "sinks"), *cap = yt_map_get(sv, "softcap");
+  for (int swa = 0; swa <= (w != NULL); swa++) {
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s_prefill%s", base, swa ? "_swa" : "");
+    yt_node *a = model_entry(m, "attn_fwd", nm, target);
+    model_set_int(a, "head_dim", d);
+    model_set_int(a, "heads_q", hq_r);
+    model_set_int(a, "heads_k", hk_r);
+    model_set(a, "causal", "true");
+    model_set(a, "varlen", "true");
+    if (swa) model_set_int(a, "window_left", strtol(w->value, NULL, 10) - 1);
+    if (sinks) model_set_at(a, "sinks", sinks);
+    if (cap) model_set_at(a, "softcap", cap);
+    model_add(out, n, a);
+  }
+}
+
 /* Whether the model asks for backward kernels (`training: true`); a value
    other than true or false is an error. */
 static int model_training(model_ctx *c, const yt_node *m) {
@@ -163,12 +234,14 @@ static void model_attn(const yt_node *m, const char *base, const yt_node *target
   }
 }
 
-/* attn_bwd has no sm_90a kernel yet: a model's backward kernels go to its
-   AMD targets only (the spec reader drops the others, and the entry when
-   none is left). */
+/* attn_bwd and the serving prefill (varlen) have no sm_90a kernel yet: a
+   model's such kernels go to its AMD targets only (the spec reader drops the
+   others, and the entry when none is left). */
 unsigned model_entry_needs(const yt_node *entry) {
   const yt_node *op = yt_map_get(entry, "op");
-  return op && op->kind == YT_SCALAR && !strcmp(op->value, "attn_bwd") ? TGT_AMD : 0;
+  if (!op || op->kind != YT_SCALAR) return 0;
+  if (!strcmp(op->value, "attn_bwd")) return TGT_AMD;
+  return !strcmp(op->value, "attn_fwd") && yt_map_get(entry, "varlen") ? TGT_AMD : 0;
 }
 
 static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n) {
@@ -188,7 +261,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
   }
   const yt_node *name = yt_map_get(m, "name"), *tpn = yt_map_get(m, "tp");
   const yt_node *target = yt_map_get(m, "target");
-  const yt_node *theta = yt_map_get(m, "rope_theta");
+  const yt_node *theta = yt_map_get(m, "rope_theta"), *serving = yt_map_get(m, "serving");
   if (!name || name->kind != YT_SCALAR || !str_is_c_identifier(name->value) || strlen(name->value) > 24) {
     diag_error(c->file, name ? name->line : m->line, name ? name->col : m->col,
                "model needs 'name', a C identifier of at most 24 characters");
@@ -203,6 +276,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
     diag_error(c->file, m->line, m->col, "heads_q (%ld) must be a multiple of heads_k (%ld)", hq, hk);
     c->errors++;
   }
+  int serving_ok = serving && model_serving_ok(c, serving); /* once, not per degree */
   size_t ntp = tpn ? (tpn->kind == YT_SEQ ? tpn->n : 1) : 1;
   for (size_t t = 0; t < ntp; t++) {
     const yt_node *tv = !tpn ? NULL : tpn->kind == YT_SEQ ? tpn->items[t] : tpn;
@@ -236,6 +310,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
     model_set(r, "table", "false");
     if (theta && theta->kind == YT_SCALAR) model_set(r, "theta", theta->value);
     model_add(out, n, r);
+    if (serving_ok) model_serving(m, serving, base, target, d, hq_r, hk_r, out, n);
   }
   if (!c->errors) model_norm(m, name->value, target, hidden, out, n);
 }

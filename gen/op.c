@@ -243,6 +243,17 @@ int op_is_tuning(const op_desc *op, const char *name) {
   return 0;
 }
 
+int op_is_feature(const op_desc *op, const char *name) {
+  for (int i = 0; op->features && op->features[i]; i++)
+    if (!strcmp(op->features[i], name)) return 1;
+  return 0;
+}
+
+int op_feature_off(const op_inst *k, int i) {
+  const op_param *p = &k->op->params[i];
+  return op_is_feature(k->op, p->name) && !strcmp(k->vals[i], p->def);
+}
+
 /* The schema's range of each run-time integer parameter, as launch rules
    (a baked one was checked against it when the spec was read). */
 static void op_plan_ranges(const op_inst *k, op_plan *p) {

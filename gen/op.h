@@ -115,6 +115,11 @@ typedef struct op_desc {
   /* Parameters that tune a kernel without changing its result: a problem
      may leave them out and selection picks (NULL-terminated, or NULL). */
   const char *const *tuning;
+  /* Parameters that switch on a feature (NULL-terminated, or NULL): at their
+     default they are left out of the kernel's name, its source's banner and
+     bindings, so that a feature added later leaves the kernels that do not
+     use it as they were; a problem may leave them out (meaning the default). */
+  const char *const *features;
   /* Constraints across parameters: write a message and return -1 when the
      values cannot form a kernel. */
   int (*check)(const op_inst *k, char *msg, size_t n);
@@ -150,6 +155,9 @@ long op_tune(const op_plan *p, const char *name);
 /* Adds a launch rule (a formula that must be non-zero) and its reason. */
 void op_plan_check(op_plan *p, const char *rule, const char *why);
 int op_is_tuning(const struct op_desc *op, const char *name);
+int op_is_feature(const struct op_desc *op, const char *name);
+/* Parameter i of k is a feature at its default (op_desc.features). */
+int op_feature_off(const op_inst *k, int i);
 
 const op_desc *const *op_all(size_t *n);
 const op_desc *op_find(const char *name);

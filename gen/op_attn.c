@@ -2,8 +2,10 @@
    log-sum-exp of each row as a second output for the backward pass.
    bf16 Q, K, V, O; fp32 softmax and accumulation; MHA, GQA and MQA (heads_q a
    multiple of heads_k); causal masks aligned bottom-right when seqlen_q !=
-   seqlen_k, as FlashAttention does. Layouts by strides. Skeleton:
-   templates/attn_fwd.hip.m4. */
+   seqlen_k, as FlashAttention does. Layouts by strides. Serving features,
+   each baked so that a kernel without it has none of its code (AMD only for
+   now): a sliding window, attention sinks, logit soft-capping and packed
+   variable-length sequences (varlen). Skeleton: templates/attn_fwd.hip.m4. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,16 +21,31 @@ static const char *const attn_dims[] = {"64", "96", "128", "192", "256", NULL};
 
 #define ATTN_INT(n, tag, hi, d) {n, OP_INT, NULL, 1, hi, OP_ANY, 1, tag, d}
 
-const op_param attn_params[ATTN_NPARAMS] = {
-    {"dtype", OP_ENUM, attn_dtypes, 0, 0, "bf16", 0, "", "element type of Q, K, V and O"},
-    {"head_dim", OP_ENUM, attn_dims, 0, 0, "128", 0, "d", "elements per head"},
-    {"causal", OP_BOOL, NULL, 0, 0, "false", 0, "c", "mask keys after the query (bottom-right aligned)"},
-    ATTN_INT("batch", "b", 1L << 20, "sequences per launch"),
-    ATTN_INT("seqlen_q", "sq", 1L << 24, "queries per sequence"),
-    ATTN_INT("seqlen_k", "sk", 1L << 24, "keys per sequence"),
-    ATTN_INT("heads_q", "hq", 1024, "query heads"),
-    ATTN_INT("heads_k", "hk", 1024, "key/value heads (heads_q must be a multiple)"),
+#define ATTN_SHARED_PARAMS                                                                                    \
+  {"dtype", OP_ENUM, attn_dtypes, 0, 0, "bf16", 0, "", "element type of Q, K, V and O"},                      \
+      {"head_dim", OP_ENUM, attn_dims, 0, 0, "128", 0, "d", "elements per head"},                             \
+      {"causal", OP_BOOL, NULL, 0, 0, "false", 0, "c", "mask keys after the query (bottom-right aligned)"},   \
+      ATTN_INT("batch", "b", 1L << 20, "sequences per launch"),                                               \
+      ATTN_INT("seqlen_q", "sq", 1L << 24, "queries per sequence"),                                           \
+      ATTN_INT("seqlen_k", "sk", 1L << 24, "keys per sequence"),                                              \
+      ATTN_INT("heads_q", "hq", 1024, "query heads"),                                                         \
+      ATTN_INT("heads_k", "hk", 1024, "key/value heads (heads_q must be a multiple)")
+
+const op_param attn_params[ATTN_NPARAMS] = {ATTN_SHARED_PARAMS};
+/* attn_fwd: the shared schema, then its features (attn_fwd_features). */
+#define ATTN_WIN(n, tag, d) {n, OP_INT, NULL, -1, 1L << 24, "-1", 1, tag, d}
+static const op_param attn_fwd_params[] = {
+    ATTN_SHARED_PARAMS,
+    ATTN_WIN("window_left", "wl", "sliding window: keys before the query's (bottom-right aligned) position it sees; -1: all"),
+    ATTN_WIN("window_right", "wr", "sliding window: keys after the query's position it sees; -1: all (causal: none)"),
+    {"sinks", OP_BOOL, NULL, 0, 0, "false", 0, "snk",
+     "a learned logit per query head (float sinks[heads_q]) joins each row's softmax denominator"},
+    {"softcap", OP_FLOAT, NULL, 0, 0, "0", 0, "sc", "logit soft cap: cap * tanh(scale q.k / cap) (left out: none)"},
+    {"varlen", OP_BOOL, NULL, 0, 0, "false", 0, "vl",
+     "packed sequences [total_tokens][heads][head_dim] by cu_seqlens_q/_k; seqlen_q/_k are the maximum lengths"},
 };
+static const char *const attn_fwd_features[] = {"window_left", "window_right", "sinks", "softcap", "varlen", NULL};
+
 const char *const attn_dim_names[ATTN_NDIMS] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
 
 /* Hopper's path: wgmma fed by bulk tensor copies (attn_fwd.sm90.hip.m4). */
@@ -47,6 +64,30 @@ int attn_check(const op_inst *k, char *msg, size_t n) {
     snprintf(msg, n, "head_dim %ld is not available for %s; allowed there: 64, 128", d, k->target);
     return -1;
   }
+  return 0;
+}
+
+/* Whether k uses feature param of attn_fwd (0 for an op without it). */
+static int attn_uses(const op_inst *k, const char *param) {
+  int i = op_param_index(k->op, param);
+  return i >= 0 && !op_feature_off(k, i);
+}
+
+/* The features the Hopper template does not have yet: a spec error naming
+   the feature (the session that has the H200 to prove them adds them). */
+static int attn_fwd_check(const op_inst *k, char *msg, size_t n) {
+  static const char *const feats[][2] = {{"window_left", "sliding windows are"},
+                                         {"window_right", "sliding windows are"},
+                                         {"sinks", "attention sinks are"},
+                                         {"softcap", "logit soft-capping is"},
+                                         {"varlen", "packed variable-length sequences (varlen) are"}};
+  if (attn_check(k, msg, n)) return -1;
+  for (size_t i = 0; attn_is_wgmma(k) && i < sizeof feats / sizeof feats[0]; i++)
+    if (attn_uses(k, feats[i][0])) {
+      snprintf(msg, n, "%s not yet available for %s ('%s'; AMD targets have it)", feats[i][1], k->target,
+               feats[i][0]);
+      return -1;
+    }
   return 0;
 }
 
@@ -151,6 +192,34 @@ static void attn_tmaps(op_plan *p) {
   op_arg_tmap(p->args, &p->nargs, "tmap_v", &tv);
 }
 
+/* Packed (varlen) tensors [total_tokens][heads][head_dim] have no batch
+   stride: <tensor>_stride_s and _h only. */
+static void attn_strides(const op_inst *k, op_plan *p, const char *tensor) {
+  char name[32];
+  if (!attn_uses(k, "varlen")) {
+    op_arg_strides(p->args, &p->nargs, tensor);
+    return;
+  }
+  snprintf(name, sizeof name, "%s_stride_s", tensor);
+  op_arg_add(p->args, &p->nargs, "long", name);
+  snprintf(name, sizeof name, "%s_stride_h", tensor);
+  op_arg_add(p->args, &p->nargs, "long", name);
+}
+
+/* The features' arguments, after the dimensions: cumulative sequence
+   lengths (varlen, int32 [batch + 1] each, on the device), the sinks (fp32
+   [heads_q]) and the window sizes left to run time. */
+static void attn_feature_args(const op_inst *k, op_plan *p) {
+  if (attn_uses(k, "varlen")) {
+    op_arg_add(p->args, &p->nargs, "const int *", "cu_seqlens_q");
+    op_arg_add(p->args, &p->nargs, "const int *", "cu_seqlens_k");
+  }
+  if (attn_uses(k, "sinks")) op_arg_add(p->args, &p->nargs, "const float *", "sinks");
+  if (attn_uses(k, "window_left") && op_is_any(k, "window_left")) op_arg_add(p->args, &p->nargs, "int", "window_left");
+  if (attn_uses(k, "window_right") && op_is_any(k, "window_right"))
+    op_arg_add(p->args, &p->nargs, "int", "window_right");
+}
+
 static void attn_args(const op_inst *k, op_plan *p) {
   op_arg *a = p->args;
   int *n = &p->nargs;
@@ -158,13 +227,14 @@ static void attn_args(const op_inst *k, op_plan *p) {
   op_arg_add(a, n, "const hk_bf16 *", "K");
   op_arg_add(a, n, "const hk_bf16 *", "V");
   op_arg_add(a, n, "hk_bf16 *", "O");
-  op_arg_add(a, n, "float *", "LSE"); /* [batch][heads_q][seqlen_q], may be null */
+  op_arg_add(a, n, "float *", "LSE"); /* [batch][heads_q][seqlen_q] (varlen: [heads_q][total_q]), may be null */
   static const char *const ts[] = {"q", "k", "v", "o"};
-  for (int i = 0; i < 4; i++) op_arg_strides(a, n, ts[i]);
+  for (int i = 0; i < 4; i++) attn_strides(k, p, ts[i]);
   op_arg_add(a, n, "float", "scale");
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
   for (int i = 0; i < 5; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
+  attn_feature_args(k, p);
   if (attn_is_wgmma(k)) attn_tmaps(p);
 }
 
@@ -193,7 +263,11 @@ static void attn_plan(const op_inst *k, op_plan *p) {
   static const char *const ts[] = {"q", "k", "v", "o"};
   for (int i = 0; i < 4; i++) {
     char rule[OP_FORMULA];
-    snprintf(rule, sizeof rule, "%s_stride_b >= 0 && %s_stride_s >= 0 && %s_stride_h >= 0", ts[i], ts[i], ts[i]);
+    if (attn_uses(k, "varlen"))
+      snprintf(rule, sizeof rule, "%s_stride_s >= 0 && %s_stride_h >= 0", ts[i], ts[i]);
+    else
+      snprintf(rule, sizeof rule, "%s_stride_b >= 0 && %s_stride_s >= 0 && %s_stride_h >= 0", ts[i], ts[i],
+               ts[i]);
     op_plan_check(p, rule, "strides are element counts, not negative");
   }
 }
@@ -219,6 +293,31 @@ static int attn_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max)
                               attn_case_fits, out, max);
 }
 
+/* Whether k uses any of attn_fwd's features. */
+static int attn_uses_any(const op_inst *k) {
+  for (int i = 0; attn_fwd_features[i]; i++)
+    if (attn_uses(k, attn_fwd_features[i])) return 1;
+  return 0;
+}
+
+/* A kernel with features runs the cases above with window sizes (used where
+   the window is left to run time; baked ones keep theirs), varlen taking the
+   lengths as maxima (attn_varlen_lengths), plus a case with K and V strides
+   past the limit of 32-bit row offsets (attn_big_layout). Windows: small
+   ones, a right edge only, a left edge only, both, and left edges long
+   enough for masked blocks below the unmasked main loop's (400 keys). */
+static int attn_fwd_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
+  static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k", "window_left", "window_right"};
+  static const long cases[][7] = {{1, 37, 37, 12, 12, 8, 0},    {1, 1, 1, 1, 1, 0, 0},
+                                  {4, 65, 129, 6, 2, 40, 3},    {1, 130, 97, 7, 1, -1, 20},
+                                  {5, 33, 70, 40, 8, 5, -1},    {1, 129, 129, 12, 4, 64, 64},
+                                  {1, 130, 400, 2, 1, 300, 0},  {2, 100, 256, 6, 2, 200, -1},
+                                  {2, 3, 2, 2, 1, -1, -1}};
+  if (!attn_uses_any(k)) return attn_emu_shapes(k, out, max);
+  return et_shapes_from_cases(k, dims, 7, &cases[0][0], (int)(sizeof cases / sizeof cases[0]), attn_case_fits,
+                              out, max);
+}
+
 /* [b][s][h][d] (BSHD) or [b][h][s][d] (BHSD), rows padded at random. */
 attn_layout attn_make_layout(et_ctx *c, long B, long S, long H, long D, int bhsd) {
   attn_layout l;
@@ -242,23 +341,31 @@ unsigned short *attn_random(et_ctx *c, long n) {
   return h;
 }
 
+/* Key j is visible to query i under mk (i' = i + Sk - Sq: bottom-right aligned). */
+static int attn_ref_visible(const attn_mask *mk, long i, long j, long Sq, long Sk) {
+  long ip = i + (Sk - Sq);
+  return !(mk->causal && j > ip) && !(mk->left >= 0 && j < ip - mk->left) && !(mk->right >= 0 && j > ip + mk->right);
+}
+
 /* fp64 reference of one (b, h) pair: out[Sq][D], lse[Sq]. */
-void attn_ref_head(const unsigned short *q, const unsigned short *kk, const unsigned short *v,
-                          const attn_layout *lq, const attn_layout *lk, const attn_layout *lv, long b,
-                          long h, long hk, long Sq, long Sk, long D, int causal, double scale,
-                          double *out, double *lse) {
-  double *s = malloc((size_t)Sk * sizeof *s);
+void attn_ref_head_mask(const unsigned short *q, const unsigned short *kk, const unsigned short *v,
+                        const attn_layout *lq, const attn_layout *lk, const attn_layout *lv, long b, long h,
+                        long hk, long Sq, long Sk, long D, const attn_mask *mk, double scale, double *out,
+                        double *lse) {
+  double *s = malloc((size_t)(Sk ? Sk : 1) * sizeof *s);
   for (long i = 0; i < Sq; i++) {
     const unsigned short *qi = q + b * lq->sb + i * lq->ss + h * lq->sh;
-    double m = -INFINITY;
+    double m = isnan(mk->sink) ? -INFINITY : mk->sink;
     for (long j = 0; j < Sk; j++) {
       const unsigned short *kj = kk + b * lk->sb + j * lk->ss + hk * lk->sh;
       double dot = 0;
       for (long d = 0; d < D; d++) dot += et_from_bf16(qi[d]) * et_from_bf16(kj[d]);
-      s[j] = (causal && j > i + (Sk - Sq)) ? -INFINITY : dot * scale;
+      dot *= scale;
+      if (mk->softcap > 0) dot = mk->softcap * tanh(dot / mk->softcap);
+      s[j] = attn_ref_visible(mk, i, j, Sq, Sk) ? dot : -INFINITY;
       if (s[j] > m) m = s[j];
     }
-    double sum = 0;
+    double sum = isnan(mk->sink) ? 0 : exp(mk->sink - m); /* the sink: in the sum, no value */
     for (long j = 0; j < Sk; j++) sum += (s[j] = s[j] == -INFINITY ? 0 : exp(s[j] - m));
     for (long d = 0; d < D; d++) out[i * D + d] = 0;
     for (long j = 0; j < Sk && sum > 0; j++) {
@@ -270,82 +377,224 @@ void attn_ref_head(const unsigned short *q, const unsigned short *kk, const unsi
   free(s);
 }
 
-static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+void attn_ref_head(const unsigned short *q, const unsigned short *kk, const unsigned short *v,
+                   const attn_layout *lq, const attn_layout *lk, const attn_layout *lv, long b, long h, long hk,
+                   long Sq, long Sk, long D, int causal, double scale, double *out, double *lse) {
+  const attn_mask mk = {causal, -1, -1, 0, NAN};
+  attn_ref_head_mask(q, kk, v, lq, lk, lv, b, h, hk, Sq, Sk, D, &mk, scale, out, lse);
+}
+
+/* One emulated forward problem: the dimensions (Sq, Sk the maximum lengths
+   when varlen), the layouts, the mask and, per feature, its data. */
+typedef struct {
+  long B, Sq, Sk, HQ, HK, D;
+  int varlen, big, bhsd;
+  attn_mask mk;
+  long *cq, *ck;  /* varlen: cumulative lengths, B + 1 each */
+  float *sinks;   /* [HQ], or NULL */
+  attn_layout lq, lk, lv, lo;
+  long nlse;      /* LSE entries: B * HQ * Sq, or HQ * total_q */
+} attn_case;
+
+/* The large-stride case (attn_fwd_shapes): batch 2, 3 queries, 2 keys. */
+static int attn_is_big(const attn_case *a) { return a->B == 2 && a->Sq == 3 && a->Sk == 2; }
+
+/* varlen: sequence 0 has the maximum lengths, 1 no queries, 2 one query, 3
+   no keys, the rest random in [0, max], Sq != Sk per sequence; the
+   large-stride case 3 and 2 queries over 1 key each. */
+static void attn_varlen_lengths(et_ctx *c, attn_case *a) {
+  a->cq = calloc((size_t)a->B + 1, sizeof *a->cq);
+  a->ck = calloc((size_t)a->B + 1, sizeof *a->ck);
+  for (long b = 0; b < a->B; b++) {
+    long nq = b == 0 ? a->Sq : (long)(et_rand(c) % (uint64_t)(a->Sq + 1));
+    long nk = b == 0 ? a->Sk : (long)(et_rand(c) % (uint64_t)(a->Sk + 1));
+    nq = b == 1 ? 0 : b == 2 ? 1 : nq;
+    nk = b == 3 ? 0 : nk;
+    if (a->big) nq = 3 - b, nk = 1;
+    a->cq[b + 1] = a->cq[b] + nq;
+    a->ck[b + 1] = a->ck[b] + nk;
+  }
+}
+
+/* K or V rows a stride apart just past the kernel's limit for 32-bit row
+   offsets (2^31 / (keys + block_n) elements, attn_fwd.hip.m4): its element
+   loads with 64-bit offsets. Batches overlap (read-only); the gap between
+   rows is never read (zero pages, left unfilled). */
+static attn_layout attn_big_layout(const op_inst *k, const attn_case *a) {
+  attn_layout l;
+  long bn = op_tune(k->plan, "block_n"), rows = a->varlen ? a->ck[a->B] : a->Sk;
+  l.ss = (0x7fffffffL / (1 + bn) + 16) / 8 * 8;
+  l.sh = a->D;
+  l.sb = a->varlen ? 0 : a->HK * a->D;
+  l.elems = (a->B - 1) * l.sb + (rows - 1) * l.ss + a->HK * a->D;
+  return l;
+}
+
+static void attn_case_layouts(et_ctx *c, const op_inst *k, attn_case *a) {
+  long B = a->varlen ? 1 : a->B, Sq = a->varlen ? a->cq[a->B] : a->Sq, Sk = a->varlen ? a->ck[a->B] : a->Sk;
+  a->bhsd = (int)(et_rand(c) % 2);
+  a->lq = attn_make_layout(c, B, Sq, a->HQ, a->D, a->bhsd);
+  a->lk = attn_make_layout(c, B, Sk, a->HK, a->D, a->bhsd);
+  a->lv = attn_make_layout(c, B, Sk, a->HK, a->D, !a->bhsd);
+  a->lo = attn_make_layout(c, B, Sq, a->HQ, a->D, a->bhsd);
+  if (a->big) a->lk = a->lv = attn_big_layout(k, a);
+  a->nlse = a->HQ * (a->varlen ? a->cq[a->B] : a->B * a->Sq);
+}
+
+/* Random rows of a tensor (B x S x H rows of D) by layout l, the rest zero. */
+static unsigned short *attn_random_rows(et_ctx *c, const attn_layout *l, long B, long S, long H, long D) {
+  unsigned short *t = calloc((size_t)l->elems + 1, 2);
+  for (long b = 0; b < B; b++)
+    for (long j = 0; j < S; j++)
+      for (long h = 0; h < H; h++)
+        for (long d = 0; d < D; d++) t[b * l->sb + j * l->ss + h * l->sh + d] = et_to_bf16(et_uniform(c) * 2.0);
+  return t;
+}
+
+static void attn_arg_strides(et_ctx *c, const attn_case *a, const char *t, const attn_layout *l) {
+  char name[32];
+  if (!a->varlen) {
+    et_arg_strides(c, t, l->sb, l->ss, l->sh);
+    return;
+  }
+  snprintf(name, sizeof name, "%s_stride_s", t);
+  et_arg_int(c, name, l->ss);
+  snprintf(name, sizeof name, "%s_stride_h", t);
+  et_arg_int(c, name, l->sh);
+}
+
+/* The features' arguments (attn_feature_args' order). */
+static void attn_arg_features(const op_inst *k, et_ctx *c, const attn_case *a) {
+  if (a->varlen) {
+    int *cq = malloc((size_t)(a->B + 1) * 4), *ck = malloc((size_t)(a->B + 1) * 4);
+    for (long b = 0; b <= a->B; b++) cq[b] = (int)a->cq[b], ck[b] = (int)a->ck[b];
+    void *dq = et_alloc(c, (size_t)(a->B + 1) * 4), *dk = et_alloc(c, (size_t)(a->B + 1) * 4);
+    et_upload(c, dq, cq, (size_t)(a->B + 1) * 4);
+    et_upload(c, dk, ck, (size_t)(a->B + 1) * 4);
+    et_arg_ptr(c, "cu_seqlens_q", dq);
+    et_arg_ptr(c, "cu_seqlens_k", dk);
+    free(cq);
+    free(ck);
+  }
+  if (a->sinks) {
+    void *ds = et_alloc(c, (size_t)a->HQ * 4);
+    et_upload(c, ds, a->sinks, (size_t)a->HQ * 4);
+    et_arg_ptr(c, "sinks", ds);
+  }
+  if (attn_uses(k, "window_left") && op_is_any(k, "window_left")) et_arg_int(c, "window_left", a->mk.left);
+  if (attn_uses(k, "window_right") && op_is_any(k, "window_right")) et_arg_int(c, "window_right", a->mk.right);
+}
+
+/* The fp64 reference and the kernel's output, gathered row by row in the
+   same order; LSE rows with no visible key (-inf in both) are left out. */
+static double attn_compare(const attn_case *a, const unsigned short *q, const unsigned short *kk,
+                           const unsigned short *v, const unsigned short *o, const float *lse, et_ctx *c) {
+  size_t n = (size_t)(a->nlse * a->D);
+  double *ref = malloc(n * sizeof *ref + 8), *got = malloc(n * sizeof *got + 8);
+  double *lref = malloc((size_t)a->nlse * sizeof *lref + 8), *lgot = malloc((size_t)a->nlse * sizeof *lgot + 8);
+  size_t at = 0, al = 0, m = 0;
+  long total_q = a->varlen ? a->cq[a->B] : 0;
+  for (long b = 0; b < a->B; b++)
+    for (long h = 0; h < a->HQ; h++) {
+      long q0 = a->varlen ? a->cq[b] : 0, k0 = a->varlen ? a->ck[b] : 0, bb = a->varlen ? 0 : b;
+      long Sq = a->varlen ? a->cq[b + 1] - q0 : a->Sq, Sk = a->varlen ? a->ck[b + 1] - k0 : a->Sk;
+      attn_mask mk = a->mk;
+      mk.sink = a->sinks ? a->sinks[h] : NAN;
+      attn_ref_head_mask(q + q0 * a->lq.ss, kk + k0 * a->lk.ss, v + k0 * a->lv.ss, &a->lq, &a->lk, &a->lv, bb, h,
+                         h / (a->HQ / a->HK), Sq, Sk, a->D, &mk, 1.0 / sqrt((double)a->D), ref + at, lref + al);
+      for (long i = 0; i < Sq; i++) {
+        const unsigned short *oi = o + bb * a->lo.sb + (q0 + i) * a->lo.ss + h * a->lo.sh;
+        for (long d = 0; d < a->D; d++) got[at + (size_t)(i * a->D + d)] = et_from_bf16(oi[d]);
+        lgot[al + (size_t)i] = a->varlen ? lse[h * total_q + q0 + i] : lse[(b * a->HQ + h) * a->Sq + i];
+      }
+      at += (size_t)(Sq * a->D);
+      al += (size_t)Sq;
+    }
+  for (size_t i = 0; i < al; i++)
+    if (!(isinf(lref[i]) && isinf(lgot[i]) && lref[i] < 0 && lgot[i] < 0)) {
+      lref[m] = lref[i];
+      lgot[m++] = lgot[i];
+    }
+  double eo = et_rel_l2(ref, got, at), el = et_rel_l2(lref, lgot, m);
+  if (el > eo) et_note(c, "log-sum-exp error %.3e", el);
+  free(ref);
+  free(got);
+  free(lref);
+  free(lgot);
+  return eo > el ? eo : el;
+}
+
+/* The problem of shape for kernel k; -1 when it cannot form one. */
+static int attn_case_make(const op_inst *k, const long *shape, et_ctx *c, attn_case *a) {
 #define ATTN_VAL(n) shape[op_param_index(k->op, n)]
-  long B = ATTN_VAL("batch"), Sq = ATTN_VAL("seqlen_q"), Sk = ATTN_VAL("seqlen_k"),
-       HQ = ATTN_VAL("heads_q"), HK = ATTN_VAL("heads_k"), D = op_int(k, "head_dim");
+  memset(a, 0, sizeof *a);
+  a->B = ATTN_VAL("batch"), a->Sq = ATTN_VAL("seqlen_q"), a->Sk = ATTN_VAL("seqlen_k");
+  a->HQ = ATTN_VAL("heads_q"), a->HK = ATTN_VAL("heads_k"), a->D = op_int(k, "head_dim");
+  a->mk.causal = (int)op_int(k, "causal");
+  a->mk.left = attn_uses(k, "window_left") ? ATTN_VAL("window_left") : -1;
+  a->mk.right = attn_uses(k, "window_right") ? ATTN_VAL("window_right") : -1;
 #undef ATTN_VAL
-  if (HK < 1 || HQ % HK) { /* possible through --shape; the spec checks baked values */
-    et_note(c, "heads_q (%ld) must be a multiple of heads_k (%ld)", HQ, HK);
+  a->mk.softcap = attn_uses(k, "softcap") ? strtod(op_val(k, "softcap"), NULL) : 0;
+  a->varlen = attn_uses(k, "varlen");
+  if (a->HK < 1 || a->HQ % a->HK) { /* possible through --shape; the spec checks baked values */
+    et_note(c, "heads_q (%ld) must be a multiple of heads_k (%ld)", a->HQ, a->HK);
     return -1;
   }
-  int causal = (int)op_int(k, "causal"), bhsd = (int)(et_rand(c) % 2);
-  double scale = 1.0 / sqrt((double)D);
-  attn_layout lq = attn_make_layout(c, B, Sq, HQ, D, bhsd), lk = attn_make_layout(c, B, Sk, HK, D, bhsd);
-  attn_layout lv = attn_make_layout(c, B, Sk, HK, D, !bhsd), lo = attn_make_layout(c, B, Sq, HQ, D, bhsd);
-  unsigned short *hq = attn_random(c, lq.elems), *hk = attn_random(c, lk.elems), *hv = attn_random(c, lv.elems);
-  unsigned short *ho = malloc((size_t)lo.elems * 2);
-  float *hl = malloc((size_t)(B * HQ * Sq) * 4);
-  void *dq = et_alloc(c, (size_t)lq.elems * 2), *dk = et_alloc(c, (size_t)lk.elems * 2);
-  void *dv = et_alloc(c, (size_t)lv.elems * 2), *dO = et_alloc(c, (size_t)lo.elems * 2);
-  void *dl = et_alloc(c, (size_t)(B * HQ * Sq) * 4);
-  et_upload(c, dq, hq, (size_t)lq.elems * 2);
-  et_upload(c, dk, hk, (size_t)lk.elems * 2);
-  et_upload(c, dv, hv, (size_t)lv.elems * 2);
+  a->big = attn_is_big(a) && attn_uses_any(k);
+  if (a->varlen) attn_varlen_lengths(c, a);
+  if (attn_uses(k, "sinks")) {
+    a->sinks = malloc((size_t)a->HQ * sizeof *a->sinks);
+    for (long h = 0; h < a->HQ; h++) a->sinks[h] = (float)(et_uniform(c) * 3.0);
+  }
+  attn_case_layouts(c, k, a);
+  return 0;
+}
+
+static int attn_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+  attn_case a;
+  if (attn_case_make(k, shape, c, &a)) return -1;
+  long rows_q = a.varlen ? a.cq[a.B] : a.Sq, rows_k = a.varlen ? a.ck[a.B] : a.Sk, nb = a.varlen ? 1 : a.B;
+  unsigned short *hq = attn_random(c, a.lq.elems);
+  unsigned short *hk = a.big ? attn_random_rows(c, &a.lk, nb, rows_k, a.HK, a.D) : attn_random(c, a.lk.elems);
+  unsigned short *hv = a.big ? attn_random_rows(c, &a.lv, nb, rows_k, a.HK, a.D) : attn_random(c, a.lv.elems);
+  unsigned short *ho = malloc((size_t)a.lo.elems * 2 + 2);
+  float *hl = malloc((size_t)a.nlse * 4 + 4);
+  void *dq = et_alloc(c, (size_t)a.lq.elems * 2), *dk = et_alloc(c, (size_t)a.lk.elems * 2);
+  void *dv = et_alloc(c, (size_t)a.lv.elems * 2), *dO = et_alloc(c, (size_t)a.lo.elems * 2);
+  void *dl = et_alloc(c, (size_t)a.nlse * 4);
+  (void)rows_q;
+  et_upload(c, dq, hq, (size_t)a.lq.elems * 2);
+  et_upload(c, dk, hk, (size_t)a.lk.elems * 2);
+  et_upload(c, dv, hv, (size_t)a.lv.elems * 2);
   et_arg_ptr(c, "Q", dq);
   et_arg_ptr(c, "K", dk);
   et_arg_ptr(c, "V", dv);
   et_arg_ptr(c, "O", dO);
   et_arg_ptr(c, "LSE", dl);
-  et_arg_strides(c, "q", lq.sb, lq.ss, lq.sh);
-  et_arg_strides(c, "k", lk.sb, lk.ss, lk.sh);
-  et_arg_strides(c, "v", lv.sb, lv.ss, lv.sh);
-  et_arg_strides(c, "o", lo.sb, lo.ss, lo.sh);
-  et_arg_float(c, "scale", scale);
+  attn_arg_strides(c, &a, "q", &a.lq);
+  attn_arg_strides(c, &a, "k", &a.lk);
+  attn_arg_strides(c, &a, "v", &a.lv);
+  attn_arg_strides(c, &a, "o", &a.lo);
+  et_arg_float(c, "scale", 1.0 / sqrt((double)a.D));
   static const char *const dims[] = {"batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"};
-  long vals[] = {B, Sq, Sk, HQ, HK};
+  long vals[] = {a.B, a.Sq, a.Sk, a.HQ, a.HK};
   for (int i = 0; i < 5; i++)
     if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
+  attn_arg_features(k, c, &a);
   int rc = et_launch(c);
   if (rc == 0) {
-    et_download(c, ho, dO, (size_t)lo.elems * 2);
-    et_download(c, hl, dl, (size_t)(B * HQ * Sq) * 4);
-    size_t n = (size_t)(B * HQ * Sq * D), nl = (size_t)(B * HQ * Sq);
-    double *ref = malloc(n * sizeof *ref), *got = malloc(n * sizeof *got);
-    double *lref = malloc(nl * sizeof *lref), *lgot = malloc(nl * sizeof *lgot);
-    size_t at = 0, al = 0;
-    for (long b = 0; b < B; b++)
-      for (long h = 0; h < HQ; h++) {
-        attn_ref_head(hq, hk, hv, &lq, &lk, &lv, b, h, h / (HQ / HK), Sq, Sk, D, causal, scale,
-                      ref + at, lref + al);
-        for (long i = 0; i < Sq; i++) {
-          for (long d = 0; d < D; d++)
-            got[at + (size_t)(i * D + d)] = et_from_bf16(ho[b * lo.sb + i * lo.ss + h * lo.sh + d]);
-          lgot[al + (size_t)i] = hl[(b * HQ + h) * Sq + i];
-        }
-        at += (size_t)(Sq * D);
-        al += (size_t)Sq;
-      }
-    /* rows with no visible key have lse -inf in both; compare the rest */
-    size_t m = 0;
-    for (size_t i = 0; i < nl; i++)
-      if (!(isinf(lref[i]) && isinf(lgot[i]) && lref[i] < 0 && lgot[i] < 0)) {
-        lref[m] = lref[i];
-        lgot[m++] = lgot[i];
-      }
-    double eo = et_rel_l2(ref, got, n), el = et_rel_l2(lref, lgot, m);
-    *err = eo > el ? eo : el;
-    if (el > eo) et_note(c, "log-sum-exp error %.3e", el);
-    free(ref);
-    free(got);
-    free(lref);
-    free(lgot);
+    et_download(c, ho, dO, (size_t)a.lo.elems * 2);
+    et_download(c, hl, dl, (size_t)a.nlse * 4);
+    *err = attn_compare(&a, hq, hk, hv, ho, hl, c);
   }
   free(hq);
   free(hk);
   free(hv);
   free(ho);
   free(hl);
+  free(a.cq);
+  free(a.ck);
+  free(a.sinks);
   return rc;
 }
 
@@ -385,11 +634,12 @@ const op_desc op_attn_fwd = {
     .name = "attn_fwd",
     .doc = "attention forward: O = softmax(scale Q K^T + causal mask) V, and the row log-sum-exp",
     .skeleton = "attn_fwd.hip.m4",
-    .params = attn_params,
-    .nparams = ATTN_NPARAMS,
-    .check = attn_check,
+    .params = attn_fwd_params,
+    .nparams = (int)(sizeof attn_fwd_params / sizeof attn_fwd_params[0]),
+    .features = attn_fwd_features,
+    .check = attn_fwd_check,
     .plan = attn_plan,
-    .emu_shapes = attn_emu_shapes,
+    .emu_shapes = attn_fwd_shapes,
     .work = attn_work,
     .emu_run = attn_emu_run,
 };

@@ -11,8 +11,7 @@
 
 static const char *const gemm_dtypes[] = {"bf16", NULL};
 static const char *const gemm_layouts[] = {"nt", "nn", NULL};
-static const char *const gemm_tiles[] = {"64", "128", NULL};
-static const char *const gemm_tiles_n[] = {"64", "128", "256", NULL};
+static const char *const gemm_tiles[] = {"64", "128", "256", NULL};
 
 #define GEMM_DIM(n, d) \
   {n, OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, n, d}
@@ -24,9 +23,10 @@ static const op_param gemm_params[] = {
     GEMM_DIM("M", "rows of A and C"),
     GEMM_DIM("N", "columns of C"),
     GEMM_DIM("K", "reduction length"),
-    {"tile_m", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tm", "rows of C per workgroup"},
-    {"tile_n", OP_ENUM, gemm_tiles_n, 0, 0, "128", 0, "tn",
-     "columns of C per workgroup (256: sm_90a only, and its default there)"},
+    {"tile_m", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tm",
+     "rows of C per workgroup (256: AMD only; the default on gfx942 and gfx950)"},
+    {"tile_n", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tn",
+     "columns of C per workgroup (256: the default on gfx942, gfx950 and sm_90a)"},
 };
 
 static const char *const gemm_tuning[] = {"tile_m", "tile_n", NULL};
@@ -37,8 +37,8 @@ static const char *const gemm_tuning[] = {"tile_m", "tile_n", NULL};
 static int gemm_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
-  if (op_int(k, "tile_n") == 256 && !gemm_is_wgmma(k)) {
-    snprintf(msg, n, "tile_n 256 needs target sm_90a (here %s); allowed: 64, 128", k->target);
+  if (op_int(k, "tile_m") == 256 && gemm_is_wgmma(k)) {
+    snprintf(msg, n, "tile_m 256 needs an AMD target (here %s); allowed: 64, 128", k->target);
     return -1;
   }
   return 0;
@@ -77,8 +77,7 @@ static void gemm_args(const op_inst *k, op_plan *p) {
    GEMM_WGMMA_MAX_STAGES), in dynamic shared memory; then bar_bytes of
    mbarriers (two per stage), plus 1024 bytes so that the skeleton can align
    the region to 1024 bytes (the 128-byte swizzle's period). A producer
-   warpgroup and one consumer warpgroup per 64 rows of the tile. AMD: 4
-   waves, static LDS only. */
+   warpgroup and one consumer warpgroup per 64 rows of the tile. */
 #define GEMM_WGMMA_STAGE_BUDGET (192 * 1024)
 #define GEMM_WGMMA_MAX_STAGES 8
 static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
@@ -92,9 +91,50 @@ static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
   p->dynamic_lds = (int)(stages * stage + op_tune(p, "bar_bytes") + 1024);
 }
 
+/* AMD: 8 waves in a 2 x 4 grid (wave tiles of 128 x 64 at 256 x 256, as the
+   fastest AMD GEMMs use), LDS stages as below, an LDS swizzle for the
+   target's bank count, and registers for 2 waves per SIMD. Static LDS only. */
+#define GEMM_AMD_TILE_K 64
+#define GEMM_AMD_PP_TILE_K 32 /* ping-pong: three stages of k 32 */
+#define GEMM_AMD_GROUP_M 4    /* tile rows per L2 group */
+static void gemm_plan_amd(const op_inst *k, op_plan *p) {
+  const tgt_info *t = tgt_find(k->target);
+  long rows = op_int(k, "tile_m") + op_int(k, "tile_n");
+  long stage = rows * GEMM_AMD_TILE_K * 2, pp_stage = rows * GEMM_AMD_PP_TILE_K * 2;
+  int nt = !strcmp(op_val(k, "layout"), "nt");
+  /* 8-wave ping-pong (two wave groups a phase apart, three stages of k 32)
+     where A and B can both go global -> LDS directly (16-byte LDS DMA:
+     gfx950) and the stages fit. Layout nn transposes B through registers;
+     with A alone by DMA it spilled (clang-22, 2026-12-01): no ping-pong
+     there. Otherwise two stages of k 64 where they fit (gfx950 nn), one on
+     gfx942 (64 KiB holds one 256 x 256 stage). */
+  /* a k-32 stage must give each wave whole 1024-byte DMA instructions and
+     each thread whole 16-byte vectors: tiles of 128 or more */
+  int big = op_int(k, "tile_m") >= 128 && op_int(k, "tile_n") >= 128;
+  int pp = tgt_has(t, TGT_LDS_DMA) && nt && big && 3 * pp_stage <= (long)t->lds_bytes;
+  op_plan_tune(p, "tile_k", pp ? GEMM_AMD_PP_TILE_K : GEMM_AMD_TILE_K);
+  op_plan_tune(p, "stages", pp ? 3 : 2 * stage <= (long)t->lds_bytes ? 2 : 1);
+  op_plan_tune(p, "pingpong", pp);
+  op_plan_tune(p, "lds_dma", pp);
+  op_plan_tune(p, "lds_bytes", t->lds_bytes);
+  op_plan_tune(p, "waves_m", 2);
+  op_plan_tune(p, "waves_n", 4);
+  /* the target's LDS banks (tgt_mem): 32 banks take 128 bytes a pass, one
+     line's worth; 64 take two lines, which the swizzle then keys in pairs */
+  op_plan_tune(p, "lds_swizzle_shift", t->mem && t->mem->banks > 32 ? 1 : 0);
+  op_plan_tune(p, "group_m", GEMM_AMD_GROUP_M);
+  op_plan_tune(p, "waves_per_simd", 2);
+  /* A fragments per LDS wait: all of them; none (the compiler's waits) in
+     two-stage steps that hold the next tile in registers across the multiply,
+     which have no registers left for it at 2 waves per SIMD */
+  op_plan_tune(p, "mma_a_group", op_int(k, "tile_m") / 2 / 16);
+  op_plan_tune(p, "mma_a_group_staged", 0);
+  p->block = 64 * 2 * 4;
+}
+
 static void gemm_plan(const op_inst *k, op_plan *p) {
   if (gemm_is_wgmma(k)) gemm_plan_wgmma(k, p);
-  else p->block = 256;
+  else gemm_plan_amd(k, p);
   gemm_args(k, p);
   snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
   snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
@@ -109,11 +149,15 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
 }
 
 /* Problem sizes for `hkgen test`: tails in every dimension, K below one
-   k-tile, and one of each 1. Baked dimensions keep their value. */
+   k-tile, and one of each 1. 300 x 520 x 264: several whole 256-wide tiles
+   and k-tiles before the tails, so that the main loop's buffer loads (rows
+   past M and N zeroed by their range check) run, for layout nn too. Baked
+   dimensions keep their value. */
 static int gemm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const char *const dims[] = {"M", "N", "K"};
   static const long cases[][3] = {{100, 77, 93}, {1, 1, 1},    {17, 33, 45},
-                                  {64, 64, 32},  {130, 257, 70}, {129, 64, 200}};
+                                  {64, 64, 32},  {130, 257, 70}, {129, 64, 200},
+                                  {300, 520, 264}};
   return et_shapes_from_cases(k, dims, 3, &cases[0][0], (int)(sizeof cases / sizeof cases[0]), NULL,
                               out, max);
 }
@@ -129,9 +173,13 @@ static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   long M = shape[op_param_index(k->op, "M")], N = shape[op_param_index(k->op, "N")],
        K = shape[op_param_index(k->op, "K")];
   int nt = !strcmp(op_val(k, "layout"), "nt");
-  /* leading dimensions: padded or not (exercises both load paths); C padded
+  /* leading dimensions: padded or not; B's by 3 elements at random (rows
+     that are not 16-byte aligned: the element-wise loads), except where its
+     rows are a multiple of 8 elements long, which keep 16-byte alignment (by
+     8) so that those shapes always take the fast path's buffer loads. C padded
      so that a write past column N shows up as a changed poison value */
-  long lda = K + (et_rand(c) % 2 ? 8 : 0), ldb = (nt ? K : N) + (et_rand(c) % 2 ? 3 : 0);
+  long brow = nt ? K : N;
+  long lda = K + (et_rand(c) % 2 ? 8 : 0), ldb = brow + (et_rand(c) % 2 ? (brow % 8 ? 3 : 8) : 0);
   long ldc = N + 5, brows = nt ? N : K;
   unsigned short *hA = gemm_random(c, M, lda), *hB = gemm_random(c, brows, ldb);
   unsigned short *hC = malloc((size_t)(M * ldc) * 2);
@@ -184,9 +232,13 @@ static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, c
   op_arg_tmap(a, n, name, &t);
 }
 
-/* wgmma: 128 x 256 tiles measured fastest on the H200 (docs/PERF.md). */
+/* wgmma: 128 x 256 tiles measured fastest on the H200 (docs/PERF.md). CDNA3
+   and CDNA4: 256 x 256 (8 waves of 128 x 64, as HipKittens); gfx90a keeps
+   128 x 128. */
 static const char *gemm_target_default(const op_inst *k, const char *param) {
-  return gemm_is_wgmma(k) && !strcmp(param, "tile_n") ? "256" : NULL;
+  if (gemm_is_wgmma(k)) return !strcmp(param, "tile_n") ? "256" : NULL;
+  if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950")) return NULL;
+  return !strcmp(param, "tile_m") || !strcmp(param, "tile_n") ? "256" : NULL;
 }
 
 /* The estimate's work: 2MNK useful FLOPs; the matrix cores also compute

@@ -86,6 +86,7 @@ static void skel_banner(hk_buf *b, const op_inst *k) {
   skel_comment_text(b, base ? base + 1 : k->file);
   buf_printf(b, ":%d\n", k->line);
   for (int i = 0; i < k->op->nparams; i++) {
+    if (op_feature_off(k, i)) continue; /* a feature not used: as before the feature existed */
     buf_printf(b, "//   %-9s = ", k->op->params[i].name);
     skel_comment_text(b, k->vals[i]);
     buf_puts(b, strcmp(k->vals[i], OP_ANY) == 0 ? "  (run-time argument)\n" : "\n");
@@ -150,6 +151,7 @@ static void skel_bindings(hk_buf *b, const op_inst *k) {
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
     const char *v = k->vals[i];
+    if (op_feature_off(k, i)) continue;
     if (strcmp(v, OP_ANY) == 0)
       buf_printf(b, "    const int %s = hk_a.%s;\n", p->name, p->name);
     else if (p->type == OP_INT || p->type == OP_BOOL || (p->type == OP_ENUM && skel_is_number(v)))

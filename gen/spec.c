@@ -213,7 +213,7 @@ static void spec_make_name(op_inst *k, const char *base, const spec_vals *pv, in
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
     int varies = pv[i].n > 1;
-    int shown = !user_named && (strcmp(k->vals[i], p->def) != 0 || p->runtime_ok);
+    int shown = !user_named && (strcmp(k->vals[i], p->def) != 0 || p->runtime_ok) && !op_feature_off(k, i);
     if (varies || shown) spec_name_part(&b, p, k->vals[i]);
   }
   snprintf(k->name, sizeof k->name, "%s", b.s);

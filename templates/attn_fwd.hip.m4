@@ -7,13 +7,26 @@ m4_divert(-1)                                                   -*- C -*-
 # attn_fwd.sm90.hip.m4).
 #
 # Parameters (hkm_p_*): dtype (bf16), head_dim (64|96|128|192|256), causal (baked bool),
-# batch, seqlen_q, seqlen_k, heads_q, heads_k (baked or `any').  Kernel
+# batch, seqlen_q, seqlen_k, heads_q, heads_k (baked or `any'), and the
+# serving features (baked; a kernel without one has none of its code):
+# window_left, window_right (a sliding window; -1 no edge, `any' a kernel
+# argument), sinks (bool), softcap (0: none), varlen (bool).  Kernel
 # arguments (hkm_kernarg_struct): Q, K, V, O, LSE (may be null), element
-# strides {q,k,v,o}_stride_{b,s,h} (head_dim contiguous), scale, then the
-# run-time ones of the dimensions.
+# strides {q,k,v,o}_stride_{b,s,h} (head_dim contiguous; varlen: _s, _h of
+# the packed [total][heads][head_dim] tensors), scale, the run-time ones of
+# the dimensions, then cu_seqlens_q, cu_seqlens_k (varlen), sinks and the
+# run-time window sizes.
 #
-# Grid: x = cdiv(seqlen_q, 128), y = heads_q, z = batch.  Block: 256 threads =
-# 4 waves; wave w owns queries q0 + 32 w .. q0 + 32 w + 31.
+# Grid: x = cdiv(seqlen_q, 128), y = heads_q, z = batch (varlen: seqlen_q is
+# the longest sequence's; workgroups past their sequence's end exit).
+# Block: 256 threads = 4 waves; wave w owns queries q0 + 32 w .. q0 + 32 w + 31.
+#
+# Features: a window's left edge adds masked blocks below the main loop's
+# (keys before klo, the first a lane's query sees, masked; they run after the
+# tail, attn_masked_block) and its right edge lowers the last visible key
+# (attn_hi); soft-capping replaces the raw scores by
+# tanh(|scale| s / cap) and takes cap * log2(e) as the softmax scale; a sink
+# joins the row's sum in the epilogue (attn_sink).
 #
 # Per wave and K/V block of BLOCK_N keys (32-key subtiles):
 #   S^T = K Q^T    32x32 MFMA with A = K rows from LDS, B = Q^T from registers
@@ -51,6 +64,15 @@ m4_divert(-1)                                                   -*- C -*-
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [96], [128], [192], [256])
+hkm_if_true([sinks], [], [])hkm_if_true([varlen], [], [])hkm_param([softcap])
+
+# hkm_fwd_winl / _winr / _sinks / _softcap / _varlen(IF, ELSE): IF when the
+# kernel has the feature (a window edge other than -1, a cap other than 0).
+m4_define([hkm_fwd_winl], [m4_ifelse(hkm_param([window_left]), [-1], [$2], [$1])])
+m4_define([hkm_fwd_winr], [m4_ifelse(hkm_param([window_right]), [-1], [$2], [$1])])
+m4_define([hkm_fwd_sinks], [hkm_if_true([sinks], [$1], [$2])])
+m4_define([hkm_fwd_softcap], [m4_ifelse(hkm_param([softcap]), [0], [$2], [$1])])
+m4_define([hkm_fwd_varlen], [hkm_if_true([varlen], [$1], [$2])])
 m4_ifelse(hkm_block_size, [256], [],
       [hkm_fatal([attn_fwd needs hkm_block_size 256, got ]hkm_block_size)])
 
@@ -94,6 +116,13 @@ static constexpr int V_REGS = (V_UNITS + ATTN_THREADS - 1) / ATTN_THREADS;
 // whole-block shapes, and with it the register peak of baked ones
 // (where: the plan's main_last, gen/op_attn.c).
 static constexpr bool MAIN_LAST = ]m4_ifelse(hkm_tune([main_last]), [1], [true], [false])[;
+// serving features (baked: a kernel without one has none of its code)
+static constexpr bool WIN_L = ]hkm_fwd_winl([true], [false])[;      // a window's left edge
+static constexpr bool WIN_R = ]hkm_fwd_winr([true], [false])[;      // its right edge
+static constexpr bool SINKS = ]hkm_fwd_sinks([true], [false])[;
+static constexpr bool SOFTCAP = ]hkm_fwd_softcap([true], [false])[;
+static constexpr float CAP = (float)(]hkm_fwd_softcap([hkm_param([softcap])], [0])[);
+static constexpr bool VARLEN = ]hkm_fwd_varlen([true], [false])[;
 ]hkm_attn_common()[
 
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per workgroup");
@@ -212,10 +241,12 @@ HK_DEVICE void attn_store_v(hk_lds_t lds, const hk_bf16x8 (&v)[V_REGS][2])
 // per packed fma.  m_run: running max of the scaled scores (base 2), l_run:
 // this lane's partial sum of exp2 (its 16 keys of each subtile; the halves are
 // added at the end).  O is rescaled here; p gets the B operands of P^T.
+// WIN_L: keys before klo are masked too.  SOFTCAP: the raw scores become
+// tanh(s sc) (sc = |scale| / cap) and c is cap * log2(e).
 template <bool MASKED>
 HK_DEVICE void attn_softmax(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK], float c,
-                            int kb, int klim, float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES],
-                            hk_mfma_ab_t (&p)[SUB_N][PV_STEPS])
+                            int kb, int klim, int klo, float sc, float &m_run, float &l_run,
+                            hk_mfma_acc_t (&o)[D_TILES], hk_mfma_ab_t (&p)[SUB_N][PV_STEPS])
 {
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
@@ -244,14 +275,35 @@ HK_DEVICE void attn_softmax(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB
                 s[tt] = hk_mfma_32x32(a[tt], qop[u][e], s[tt]);
         }
 
+    if constexpr (SOFTCAP) {
+#pragma unroll
+        for (int tt = 0; tt < SUB_N; ++tt)
+#pragma unroll
+            for (int r = 0; r < 16; ++r)
+                s[tt][r] = hk_tanhf(s[tt][r] * sc);
+    } else {
+        (void)sc;
+    }
+
     // mask, row max of the raw scores (in lane, two chains, then across the lane halves)
     float mx0 = neg_inf, mx1 = neg_inf;
     const int lim = klim - kb - half * 4;                // key tt*32 + (r/4)*8 + r%4 visible iff <= lim
+    // WIN_L: and >= low (klo); two compares per score would hold twice the
+    // lane masks in SGPRs (gfx942 spilled), so [low, lim] is one range: a
+    // lane without a visible key gets low far above any key
+    const int low0 = WIN_L ? klo - kb - half * 4 : 0;
+    const int low = WIN_L && lim < low0 ? 1 << 30 : low0;
+    const unsigned span = WIN_L && lim >= low0 ? (unsigned)(lim - low0) : 0u;
 #pragma unroll
     for (int tt = 0; tt < SUB_N; ++tt)
 #pragma unroll
         for (int r = 0; r < 16; r += 2) {
-            if (MASKED) {
+            if (MASKED && WIN_L) {                       // one unsigned compare: low <= key <= lim
+                if ((unsigned)(tt * 32 + (r / 4) * 8 + r % 4 - low) > span)
+                    s[tt][r] = neg_inf;
+                if ((unsigned)(tt * 32 + (r / 4) * 8 + r % 4 + 1 - low) > span)
+                    s[tt][r + 1] = neg_inf;
+            } else if (MASKED) {
                 if (tt * 32 + (r / 4) * 8 + r % 4 > lim)
                     s[tt][r] = neg_inf;
                 if (tt * 32 + (r / 4) * 8 + r % 4 + 1 > lim)
@@ -325,12 +377,61 @@ HK_DEVICE void attn_pv(hk_lds_t lds, const hk_mfma_ab_t (&p)[SUB_N][PV_STEPS], h
 // re-reads the last whole block, unused (no masks, no clamps, no skipping:
 // the hot loop).  Otherwise per wave: skip the block if none of its queries
 // sees a key of it (wave_last, wave-uniform), else mask it.
+// WIN_L: blocks t_first .. t_main - 1 run masked after the tail (attn_masked_block);
+// wave_first and klo are the first keys the wave and the lane's query see.
 struct attn_ctx {
     const hk_bf16 *Kh, *Vh;
     long k_ss, v_ss;
     int Sk, n_blocks, wave_last, klim;
     float c;
+    int t_first, t_main, n_main, wave_first, klo; // WIN_L
+    float sc;                             // SOFTCAP: |scale| / cap
 };
+
+// ---- sliding window: the last and the first key query qi sees --------------
+// With i' = qi + Sk - Sq (bottom-right aligned), key j is visible iff the
+// causal mask lets it, j <= i' + right (WIN_R) and j >= i' - left (WIN_L);
+// a run-time size of -1 leaves that edge open.
+HK_DEVICE int attn_hi(int qi, int Sq, int Sk, int right)
+{
+    int hi = attn_last_key(qi, Sq, Sk);
+    if constexpr (WIN_R) {
+        const int r = qi + (Sk - Sq) + right;
+        hi = right >= 0 && r < hi ? r : hi;
+    } else {
+        (void)right;
+    }
+    return hi;
+}
+
+HK_DEVICE int attn_lo(int qi, int Sq, int Sk, int left)
+{
+    const int l = qi + (Sk - Sq) - left;
+    return WIN_L && left >= 0 && l > 0 ? l : 0;
+}
+
+// ---- attention sinks: the head's logit joins the row's sum ------------------
+// sb: the sink in base 2.  The row's max m becomes m' = max(m, sb), its sum
+// l * 2^(m - m') + 2^(sb - m'); the returned factor 2^(m - m') rescales O
+// (0 for a row without keys: O = 0, LSE = the sink).
+HK_DEVICE float attn_sink(float sb, float &m, float &l)
+{
+    const float m_new = hk_maxf(m, sb);
+    const float alpha = hk_exp2f(m - m_new);
+    l = l * alpha + hk_exp2f(sb - m_new);
+    m = m_new;
+    return alpha;
+}
+
+// WIN_L: the masked blocks are the tail (n_main .. n_blocks - 1), then the
+// head (t_first .. t_main - 1): one masked loop, whose i-th block this is
+// (the main loop, then the masked one, walk every block once; the order of
+// blocks does not change the online softmax).
+HK_DEVICE int attn_masked_block(const attn_ctx &x, int i)
+{
+    const int n_tail = x.n_blocks - x.n_main;
+    return i < n_tail ? x.n_main + i : x.t_first + (i - n_tail);
+}
 
 template <bool VEC, bool MAIN>
 HK_DEVICE void attn_kv_range(hk_lds_t lds, const attn_ctx &x, int t0, int t1,
@@ -338,15 +439,17 @@ HK_DEVICE void attn_kv_range(hk_lds_t lds, const attn_ctx &x, int t0, int t1,
                              float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
 {
     for (int t = t0; t < t1; ++t) {
-        const int kb = t * BLOCK_N;
-        const bool more = MAIN || t + 1 < x.n_blocks;    // uniform
-        const bool run = MAIN || kb <= x.wave_last;      // wave-uniform
+        const int kb = (WIN_L && !MAIN ? attn_masked_block(x, t) : t) * BLOCK_N;
+        const bool more = MAIN || t + 1 < (WIN_L ? t1 : x.n_blocks); // uniform
+        const bool run = MAIN || (kb <= x.wave_last && (!WIN_L || kb + BLOCK_N > x.wave_first)); // wave-uniform
         hk_mfma_ab_t p[SUB_N][PV_STEPS];
         if (run)
-            attn_softmax<!MAIN>(lds, qop, x.c, kb, x.klim, m_run, l_run, o, p);
+            attn_softmax<!MAIN>(lds, qop, x.c, kb, x.klim, x.klo, x.sc, m_run, l_run, o, p);
         hk_barrier();                                    // K of block t read by every wave
         if constexpr (MAIN) {
-            const int kn = !MAIN_LAST || kb + BLOCK_N < x.Sk - BLOCK_N ? kb + BLOCK_N : x.Sk - BLOCK_N;
+            int kn = !MAIN_LAST || kb + BLOCK_N < x.Sk - BLOCK_N ? kb + BLOCK_N : x.Sk - BLOCK_N;
+            if constexpr (WIN_L)                         // no tail: the head's first block next (whole)
+                kn = t + 1 == t1 && x.n_main == x.n_blocks ? x.t_first * BLOCK_N : kn;
             // block t + 1 to registers while P V runs: K during the first
             // half of the subtiles, then to LDS; V during the second half
             // (fewer registers live at once than loading both up front)
@@ -367,8 +470,9 @@ HK_DEVICE void attn_kv_range(hk_lds_t lds, const attn_ctx &x, int t0, int t1,
             if (more) {
                 hk_bf16x8 rk[K_VECS];
                 hk_bf16x8 rv[V_REGS][2];
-                attn_load_k<VEC, true>(rk, x.Kh, x.k_ss, x.Sk, kb + BLOCK_N);
-                attn_load_v<VEC, true>(rv, x.Vh, x.v_ss, x.Sk, kb + BLOCK_N);
+                const int kn = WIN_L ? attn_masked_block(x, t + 1) * BLOCK_N : kb + BLOCK_N;
+                attn_load_k<VEC, true>(rk, x.Kh, x.k_ss, x.Sk, kn);
+                attn_load_v<VEC, true>(rv, x.Vh, x.v_ss, x.Sk, kn);
                 attn_store_k(lds, rk);
                 attn_store_v(lds, rv);
             }
@@ -382,17 +486,23 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
                             const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
                             float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
 {
-    if (x.n_blocks > 0) {                                // prologue: block 0
+    // WIN_L: the main loop's first block, or the head's when there is no other
+    const int t0 = WIN_L ? (x.t_main < x.n_blocks ? x.t_main : x.t_first) : 0;
+    if (x.n_blocks > t0) {                               // prologue: block t0
         hk_bf16x8 rk[K_VECS];
         hk_bf16x8 rv[V_REGS][2];
-        attn_load_k<VEC, true>(rk, x.Kh, x.k_ss, x.Sk, 0);
-        attn_load_v<VEC, true>(rv, x.Vh, x.v_ss, x.Sk, 0);
+        attn_load_k<VEC, true>(rk, x.Kh, x.k_ss, x.Sk, t0 * BLOCK_N);
+        attn_load_v<VEC, true>(rv, x.Vh, x.v_ss, x.Sk, t0 * BLOCK_N);
         attn_store_k(lds, rk);
         attn_store_v(lds, rv);
     }
     hk_barrier();
-    attn_kv_range<VEC, true>(lds, x, 0, n_main, qop, m_run, l_run, o);
-    attn_kv_range<VEC, false>(lds, x, n_main, x.n_blocks, qop, m_run, l_run, o);
+    attn_kv_range<VEC, true>(lds, x, WIN_L ? x.t_main : 0, n_main, qop, m_run, l_run, o);
+    if constexpr (WIN_L)                                 // the tail, then the window's left edge
+        attn_kv_range<VEC, false>(lds, x, 0, x.n_blocks - n_main + (x.t_main > x.t_first ? x.t_main - x.t_first : 0),
+                                  qop, m_run, l_run, o);
+    else
+        attn_kv_range<VEC, false>(lds, x, n_main, x.n_blocks, qop, m_run, l_run, o);
 }
 
 // ---- kernel ------------------------------------------------------------------
@@ -402,8 +512,11 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
 #define HK_WAVES_PER_SIMD ]hkm_tune([waves])[
 ]hkm_kernel_begin()[
     (void)head_dim;
-    (void)causal;
-    const int Sq = seqlen_q, Sk = seqlen_k;
+    (void)causal;]hkm_fwd_sinks([[
+    (void)sinks;]])hkm_fwd_varlen([[
+    (void)varlen;]])[
+]hkm_fwd_varlen([[    int Sq = seqlen_q, Sk = seqlen_k;                   // the longest sequence's, then this one's]],
+[[    const int Sq = seqlen_q, Sk = seqlen_k;]])[
     // XCD-aware order: the linear workgroup id (x fastest) is remapped so that
     // consecutive logical workgroups (query blocks of one head, then the heads
     // that share a KV head, then batches) run on one XCD and share its L2
@@ -417,18 +530,25 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
         hq = id % heads_q;
         b = id / heads_q;
     }
-    const int q0 = bx * BLOCK_M;
+    const int q0 = bx * BLOCK_M;]hkm_fwd_varlen([[
+    // varlen: this workgroup's sequence; past its end, nothing to do
+    const int qs = hk_global_load_i32(hk_a.cu_seqlens_q + b), ks = hk_global_load_i32(hk_a.cu_seqlens_k + b);
+    Sq = hk_global_load_i32(hk_a.cu_seqlens_q + b + 1) - qs;
+    Sk = hk_global_load_i32(hk_a.cu_seqlens_k + b + 1) - ks;
+    if (q0 >= Sq)                                        // workgroup-uniform
+        return;]])[
     const int hkv = hq / (heads_q / heads_k);
     const int wave = hk_wave_id();
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
     const int qi = q0 + wave * 32 + row;                 // this lane's query
 
-    const hk_bf16 *Qh = hk_a.Q + (long)b * hk_a.q_stride_b + (long)hq * hk_a.q_stride_h;
-    hk_bf16 *Oh = hk_a.O + (long)b * hk_a.o_stride_b + (long)hq * hk_a.o_stride_h;
+    // the (sequence, head)'s rows (64-bit offsets: varlen token offsets x strides)
+    const hk_bf16 *Qh = hk_a.Q + ]hkm_fwd_varlen([[(long)qs * hk_a.q_stride_s]], [[(long)b * hk_a.q_stride_b]])[ + (long)hq * hk_a.q_stride_h;
+    hk_bf16 *Oh = hk_a.O + ]hkm_fwd_varlen([[(long)qs * hk_a.o_stride_s]], [[(long)b * hk_a.o_stride_b]])[ + (long)hq * hk_a.o_stride_h;
     attn_ctx x;
-    x.Kh = hk_a.K + (long)b * hk_a.k_stride_b + (long)hkv * hk_a.k_stride_h;
-    x.Vh = hk_a.V + (long)b * hk_a.v_stride_b + (long)hkv * hk_a.v_stride_h;
+    x.Kh = hk_a.K + ]hkm_fwd_varlen([[(long)ks * hk_a.k_stride_s]], [[(long)b * hk_a.k_stride_b]])[ + (long)hkv * hk_a.k_stride_h;
+    x.Vh = hk_a.V + ]hkm_fwd_varlen([[(long)ks * hk_a.v_stride_s]], [[(long)b * hk_a.v_stride_b]])[ + (long)hkv * hk_a.v_stride_h;
     x.k_ss = hk_a.k_stride_s;
     x.v_ss = hk_a.v_stride_s;
     x.Sk = Sk;
@@ -436,24 +556,37 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
     // 16-byte global loads need 8-element strides and 16-byte aligned bases;
     // K/V rows of a block are addressed by 32-bit byte offsets
     const long row_lim = Sk > 0 ? 0x7fffffffL / ((long)Sk + BLOCK_N) : 0;
-    const bool vec_q = attn_aligned<8>(hk_a.Q, hk_a.q_stride_b, hk_a.q_stride_s, hk_a.q_stride_h);
-    const bool vec_k = attn_aligned<8>(hk_a.K, hk_a.k_stride_b, x.k_ss, hk_a.k_stride_h) && x.k_ss >= 0 &&
+    const bool vec_q = attn_aligned<8>(hk_a.Q, ]hkm_fwd_varlen([[0]], [[hk_a.q_stride_b]])[, hk_a.q_stride_s, hk_a.q_stride_h);
+    const bool vec_k = attn_aligned<8>(hk_a.K, ]hkm_fwd_varlen([[0]], [[hk_a.k_stride_b]])[, x.k_ss, hk_a.k_stride_h) && x.k_ss >= 0 &&
                        x.k_ss <= row_lim;
-    const bool vec_v = attn_aligned<8>(hk_a.V, hk_a.v_stride_b, x.v_ss, hk_a.v_stride_h) && x.v_ss >= 0 &&
+    const bool vec_v = attn_aligned<8>(hk_a.V, ]hkm_fwd_varlen([[0]], [[hk_a.v_stride_b]])[, x.v_ss, hk_a.v_stride_h) && x.v_ss >= 0 &&
                        x.v_ss <= row_lim;
 
     HK_LDS_DECLARE(LDS_BYTES);
 
     // keys the workgroup, this wave and this lane may see
-    x.n_blocks = attn_key_blocks(attn_key_end(q0, Sq, Sk));
+    const int win_l = ]hkm_fwd_winl([[window_left]], [[-1]])[, win_r = ]hkm_fwd_winr([[window_right]], [[-1]])[;
+    x.n_blocks = attn_key_blocks(WIN_R ? attn_hi(q0 + BLOCK_M - 1, Sq, Sk, win_r) + 1 : attn_key_end(q0, Sq, Sk));
     const int wq0 = q0 + wave * 32;                      // wave-uniform
-    x.wave_last = attn_last_key(wq0 + 31, Sq, Sk);
-    x.klim = attn_last_key(qi, Sq, Sk);
+    x.wave_last = attn_hi(wq0 + 31, Sq, Sk, win_r);
+    x.klim = attn_hi(qi, Sq, Sk, win_r);
+    if constexpr (WIN_L) {
+        // the first block any query sees, and the first every real one sees wholly
+        const int ql = q0 + BLOCK_M - 1 < Sq - 1 ? q0 + BLOCK_M - 1 : Sq - 1;
+        x.t_first = attn_lo(q0, Sq, Sk, win_l) / BLOCK_N;
+        x.t_main = (attn_lo(ql, Sq, Sk, win_l) + BLOCK_N - 1) / BLOCK_N;
+        x.t_main = x.t_main > x.t_first ? x.t_main : x.t_first;
+        x.t_main = x.t_main < x.n_blocks ? x.t_main : x.n_blocks;
+        x.wave_first = attn_lo(wq0, Sq, Sk, win_l);
+        x.klo = attn_lo(qi, Sq, Sk, win_l);
+    } else {
+        (void)win_l;
+    }
     // blocks every query of the workgroup sees wholly: the unmasked main loop,
     // which prefetches whole blocks only: without MAIN_LAST it leaves the last
     // block and any partial one to the tail loop; with it, it stops one short
     // only when the block after it exists but is partial
-    const int wg_full = attn_last_key(q0, Sq, Sk);
+    const int wg_full = attn_hi(q0, Sq, Sk, win_r);
     int n_main = wg_full >= 0 ? (wg_full + 1) / BLOCK_N : 0;
     if (!MAIN_LAST) {
         n_main = n_main < x.n_blocks - 1 ? n_main : x.n_blocks - 1;
@@ -462,6 +595,10 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
         n_main -= 1;
     }
     n_main = n_main > 0 ? n_main : 0;
+    if constexpr (WIN_L) {                               // the main loop starts at t_main
+        n_main = n_main > x.t_main ? n_main : x.t_main;
+        x.n_main = n_main;
+    }
 
     // softmax scale in base 2, made positive: c = |scale| * log2(e) (at least
     // the smallest normal float, so that -inf * c stays -inf) and Q negated
@@ -469,6 +606,10 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
     const bool neg_scale = hk_a.scale < 0.0f;
     float c = (neg_scale ? -hk_a.scale : hk_a.scale) * LOG2E;
     x.c = c >= 1.17549435e-38f ? c : 1.17549435e-38f;
+    if constexpr (SOFTCAP) {                             // scores tanh(|scale| s / cap), in units of cap
+        x.sc = (neg_scale ? -hk_a.scale : hk_a.scale) / CAP;
+        x.c = CAP * LOG2E;
+    }
 
     // Q^T operands, once: chunk u, lane half h holds d = 16u + 8h + 0..7
     // (a query past seqlen_q reads row seqlen_q - 1; it is not stored)
@@ -492,8 +633,10 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
 
     // epilogue: the two lane halves' sums, normalise, store.
     // O^T accumulator element r of lane l: d = dt*32 + (r/4)*8 + (l/32)*4 + r%4, query l%32
-    const float l_tot = l_run + hk_swap_halves(l_run);
-    const float inv = attn_inv_sum(l_tot);
+    float l_tot = l_run + hk_swap_halves(l_run);
+    float inv = attn_inv_sum(l_tot);]hkm_fwd_sinks([[
+    const float alpha = attn_sink(hk_global_load_f32(hk_a.sinks + hq) * LOG2E, m_run, l_tot);
+    inv = attn_inv_sum(l_tot) * alpha;]])[
     if (qi < Sq) {
         hk_bf16 *Oq = Oh + (long)qi * hk_a.o_stride_s;
 #pragma unroll
@@ -502,7 +645,10 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const attn_ctx &x, int n_main,
             for (int r = 0; r < 16; ++r)
                 hk_global_store_bf16(Oq + dt * 32 + (r / 4) * 8 + half * 4 + r % 4,
                                      hk_f32_to_bf16(o[dt][r] * inv));
-        attn_store_lse(hk_a, half == 0, b, hq, heads_q, Sq, qi, m_run, l_tot);
+]hkm_fwd_varlen([[        // varlen: LSE[hq][total_q] (total_q = cu_seqlens_q[batch])
+        if (hk_a.LSE && half == 0)
+            hk_global_store_f32(hk_a.LSE + (long)hq * hk_global_load_i32(hk_a.cu_seqlens_q + batch) + qs + qi,
+                                attn_lse(m_run, l_tot));]], [[        attn_store_lse(hk_a, half == 0, b, hq, heads_q, Sq, qi, m_run, l_tot);]])[
     }
 }
 ]hkm_output_end()

@@ -172,16 +172,6 @@ foreach(t gfx942 gfx950)
   set_tests_properties(emu_attn_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 endforeach()
 
-# Attention backward on the emulator: the same cliff cases, rows with no
-# visible key, dQ, dK and dV each against fp64; and its kernels compile
-# without spills for gfx942 and gfx950.
-foreach(t gfx942 gfx950)
-  add_test(emu_attn_bwd_${t} sh emu/attn_bwd.sh ${t})
-  set_tests_properties(emu_attn_bwd_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
-endforeach()
-add_test(build_attn_bwd sh pipeline/build_attn_bwd.sh)
-set_tests_properties(build_attn_bwd PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
-
 # Paged-KV decode on the emulator: GQA ratios 1-24, q_tokens 1-16, random
 # page tables, splits merged in one launch, check_tables reporting a corrupt
 # table; and its kernels built for both targets without spills.
@@ -191,6 +181,21 @@ foreach(t gfx942 gfx950)
 endforeach()
 add_test(build_attn_decode sh pipeline/build_attn_decode.sh)
 set_tests_properties(build_attn_decode PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+# attn_fwd's serving features (sliding windows, sinks, soft-capping, varlen)
+# on the emulator.
+foreach(t gfx942 gfx950)
+  add_test(emu_attn_serve_${t} sh emu/attn_serve.sh ${t})
+  set_tests_properties(emu_attn_serve_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+endforeach()
+# Attention backward on the emulator: the same cliff cases, rows with no
+# visible key, dQ, dK and dV each against fp64; and its kernels compile
+# without spills for gfx942 and gfx950.
+foreach(t gfx942 gfx950)
+  add_test(emu_attn_bwd_${t} sh emu/attn_bwd.sh ${t})
+  set_tests_properties(emu_attn_bwd_${t} PROPERTIES TIMEOUT 600 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+endforeach()
+add_test(build_attn_bwd sh pipeline/build_attn_bwd.sh)
+set_tests_properties(build_attn_bwd PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
 add_test(build_attn sh pipeline/build_attn.sh)

@@ -44,6 +44,7 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 #define hkemu_mfma_32x32_bf16(kpl, a, b, c, d) (hkemu_api.mfma_32x32_bf16((kpl), (a), (b), (c), (d)))
 #define hkemu_swap_halves_b32(v) (hkemu_api.swap_halves_b32(v))
 #define hkemu_mfma_32x32_f8(fa, fb, a, b, c, d) (hkemu_api.mfma_32x32_f8((fa), (fb), (a), (b), (c), (d)))
+#define hkemu_mfma_16x16_bf16(kpl, a, b, c, d) (hkemu_api.mfma_16x16_bf16((kpl), (a), (b), (c), (d)))
 
 /* The call site, as trailing parameters of a primitive, and the report of one
    access of n bytes per lane (kind: HKEMU_LDS_READ ... in hk_emu_abi.h; a
@@ -112,6 +113,7 @@ HK_DEVICE int hk_xcd_remap(int id, int n)
 
 /* ---- synchronisation and scheduling: only the barrier does anything --------- */
 HK_DEVICE void hk_barrier(void) { hkemu_barrier(); }
+HK_DEVICE void hk_barrier_acquire(void) { hkemu_barrier(); } /* writes land at once here */
 HK_DEVICE void hk_waitcnt_all(void) {}
 HK_DEVICE void hk_waitcnt_lds(void) {}
 HK_DEVICE void hk_sched_barrier(void) {}
@@ -511,11 +513,87 @@ HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_NONE, E5M2_NONE, HK_FP8_NONE_)
 HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_OCP, E5M2_OCP, HK_FP8_NONE_)
 HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_FNUZ, E5M2_FNUZ, HK_FP8_NONE_)
 #endif
+/* ---- MFMA 16x16 bf16 -> fp32: a wave collective (layouts in hk_cdna.h) -------- */
+typedef float hk_mfma16_acc_t __attribute__((ext_vector_type(4)));
+typedef hk_mfma_ab_t hk_mfma16_ab_t;
+#define HK_MFMA16_K (2 * HK_MFMA_K)
+#define HK_MFMA16_PER_B128 (16 / HK_MFMA_AB_BYTES)
+
+HK_DEVICE hk_mfma16_acc_t hk_mfma16_acc_zero(void)
+{
+    hk_mfma16_acc_t z;
+    for (int i = 0; i < 4; ++i)
+        z[i] = 0.0f;
+    return z;
+}
+HK_DEVICE hk_mfma16_ab_t hk_mfma16_ab_part(hk_u32x4 v, int i)
+{
+    hk_mfma16_ab_t a;
+    memcpy(&a, (const unsigned char *)&v + i * HK_MFMA_AB_BYTES, HK_MFMA_AB_BYTES);
+    return a;
+}
+HK_DEVICE hk_mfma16_acc_t hk_mfma_16x16(hk_mfma16_ab_t a, hk_mfma16_ab_t b, hk_mfma16_acc_t acc)
+{
+    unsigned short av[HK_MFMA_KPL], bv[HK_MFMA_KPL];
+    float c[4], d[4];
+    memcpy(av, &a, sizeof av);
+    memcpy(bv, &b, sizeof bv);
+    memcpy(c, &acc, sizeof c);
+    hkemu_mfma_16x16_bf16(HK_MFMA_KPL, av, bv, c, d);
+    memcpy(&acc, d, sizeof d);
+    return acc;
+}
+
+/* ---- buffer loads: words past the buffer's size read 0 (the hardware's range
+ * check); the words inside are bounds-checked against the launch's buffers --- */
+typedef struct {
+    const unsigned char *p;
+    unsigned bytes;
+} hk_buffer_t;
+HK_DEVICE hk_buffer_t hk_buffer_make(const void *p, unsigned bytes)
+{
+    hk_buffer_t r;
+    r.p = (const unsigned char *)p;
+    r.bytes = bytes;
+    return r;
+}
+HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off, HK_EMU_SITE)
+{
+    hk_u32x4 v = {0u, 0u, 0u, 0u};
+    if ((unsigned)off & 3u)
+        hkemu_check_global(NULL, 16, 0); /* misaligned: reported as a read at address 0 */
+    if ((unsigned)off + 16u <= r.bytes && (unsigned)off + 16u > (unsigned)off)
+        HK_EMU_NOTE(HKEMU_GLOBAL_READ, r.p + (unsigned)off, 16u); /* lanes out of range fetch nothing */
+    for (int w = 0; w < 4; ++w) {
+        const unsigned o = (unsigned)off + 4u * (unsigned)w;
+        if (o < (unsigned)off || o + 4u > r.bytes)
+            continue;
+        hkemu_check_global(r.p + o, 4, 0);
+        memcpy((unsigned char *)&v + 4 * w, r.p + o, 4);
+    }
+    return v;
+}
+
+/* global -> LDS: each lane's 16 bytes land at lds_off + 16 * lane (the
+ * hardware writes them asynchronously; the kernel waits and barriers before
+ * reading them, and here they are simply there at once); reported as the
+ * global read and the LDS write it is */
+HK_DEVICE void hk_buffer_load_lds_b128(hk_buffer_t r, int off, hk_lds_t l, int lds_off, HK_EMU_SITE)
+{
+    hk_lds_store_b128(l, lds_off + 16 * hk_lane_id(), hk_buffer_load_b128(r, off, hk_site_file, hk_site_line),
+                      hk_site_file, hk_site_line);
+}
 
 /* ---- fast math (host libm) and cross-lane exchange (a wave collective) ---------- */
 HK_DEVICE float hk_exp2f(float x) { return exp2f(x); }
 HK_DEVICE float hk_log2f(float x) { return log2f(x); }
 HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
+/* hk_cdna.h's formula (not libm's tanhf), so the emulator sees its error */
+HK_DEVICE float hk_tanhf(float x)
+{
+    const float e = exp2f(-2.88539008177792681f * fabsf(x));
+    return copysignf((1.0f - e) / (1.0f + e), x);
+}
 HK_DEVICE float hk_swap_halves(float x)
 {
     unsigned u;

@@ -36,6 +36,8 @@ typedef struct {
   void (*note)(int kind, unsigned long long addr, unsigned bytes, const char *file, int line);
   int (*grid_dim)(int axis);               /* workgroups in the grid along axis */
   void (*fault_kernel)(const char *what);  /* a kernel's own check failed: stop the launch */
+  void (*mfma_16x16_bf16)(int kpl, const unsigned short *a, const unsigned short *b,
+                          const float *c, float *d); /* c, d: 4 floats */
 } hkemu_api_t;
 
 /* note's kinds */

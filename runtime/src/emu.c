@@ -80,7 +80,7 @@ typedef struct {
 
 /* The wave collectives: a lane that reaches one deposits its operands and
    waits (TS_WAVE) until all 64 lanes of its wave are there. */
-typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP, EMU_COLL_MFMA_F8 } emu_coll;
+typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP, EMU_COLL_MFMA_F8, EMU_COLL_MFMA16 } emu_coll;
 
 typedef struct {
   int kpl;
@@ -124,6 +124,8 @@ static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const un
 static void hkemu_note(int kind, unsigned long long addr, unsigned bytes, const char *file, int line);
 static int hkemu_grid_dim(int axis);
 static void hkemu_fault_kernel(const char *what);
+static void hkemu_mfma_16x16_bf16(int kpl, const unsigned short *a, const unsigned short *b,
+                                  const float *c, float *d);
 
 /* The emulator's model of a target comes from the target table: its MFMA
    layout (k per lane), its LDS limit, and the compute units of its largest
@@ -268,6 +270,8 @@ static void emu_bind(hkemu_api_t *api, size_t have, emu_device *d) {
     api->grid_dim = hkemu_grid_dim;
     api->fault_kernel = hkemu_fault_kernel;
   }
+  if (have >= offsetof(hkemu_api_t, mfma_16x16_bf16) + sizeof api->mfma_16x16_bf16)
+    api->mfma_16x16_bf16 = hkemu_mfma_16x16_bf16;
 }
 
 /* dlopen of the very bytes given (verified by the caller): through an
@@ -447,6 +451,23 @@ static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const un
   memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
 }
 
+/* The 16x16 form: the same k per lane as the 32x32 one on every target. */
+static void hkemu_mfma_16x16_bf16(int kpl, const unsigned short *a, const unsigned short *b,
+                                  const float *c, float *d) {
+  emu_run *r = emu_cur;
+  if (kpl != r->dev->kpl)
+    emu_fault("MFMA with %d k per lane on %s, which takes %d", kpl, r->dev->target, r->dev->kpl);
+  int w = r->cur / 64, l = r->cur % 64;
+  emu_wave *wv = &r->waves[w];
+  wv->kpl = kpl;
+  wv->kind[l] = EMU_COLL_MFMA16;
+  memcpy(wv->a[l], a, (size_t)kpl * 2);
+  memcpy(wv->b[l], b, (size_t)kpl * 2);
+  memcpy(wv->c[l], c, 4 * sizeof(float));
+  emu_yield(TS_WAVE);
+  memcpy(d, emu_cur->waves[w].d[l], 4 * sizeof(float));
+}
+
 /* Cross-lane exchange: each lane gets the word of lane l ^ 32. */
 static unsigned hkemu_swap_halves_b32(unsigned v) {
   emu_run *r = emu_cur;
@@ -542,6 +563,9 @@ static void emu_run_wave(emu_run *r, int w) {
     else if (kind == EMU_COLL_MFMA_F8)
       hkemu_mfma_wave_32x32_f8(wv->f8a[0], wv->f8b[0], (const unsigned char(*)[16])wv->a,
                                (const unsigned char(*)[16])wv->b, (const float(*)[16])wv->c, wv->d);
+    else if (kind == EMU_COLL_MFMA16)
+      hkemu_mfma_wave_16x16_bf16(wv->kpl, (const unsigned short(*)[8])wv->a,
+                                 (const unsigned short(*)[8])wv->b, (const float(*)[16])wv->c, wv->d);
     else
       hkemu_mfma_wave_32x32_bf16(wv->kpl, (const unsigned short(*)[8])wv->a,
                                  (const unsigned short(*)[8])wv->b, (const float(*)[16])wv->c, wv->d);

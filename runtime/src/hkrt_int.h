@@ -119,5 +119,10 @@ HKRT_API void hkemu_mfma_wave_32x32_bf16(int kpl, const unsigned short (*a)[8],
 HKRT_API void hkemu_mfma_wave_32x32_f8(int fmt_a, int fmt_b, const unsigned char (*a)[16],
                                        const unsigned char (*b)[16], const float (*c)[16],
                                        float (*d)[16]);
+/* The same for the 16x16xK MFMA (K = 4 * kpl): c/d use registers 0..3 of each lane. */
+HKRT_API void hkemu_mfma16_layout(emu_operand which, int kpl, int lane, int i, int *row, int *col);
+HKRT_API void hkemu_mfma_wave_16x16_bf16(int kpl, const unsigned short (*a)[8],
+                                         const unsigned short (*b)[8], const float (*c)[16],
+                                         float (*d)[16]);
 
 #endif

@@ -28,6 +28,8 @@
  *   HK_NUM_XCD                accelerator dies (XCDs) that workgroups are dealt to round robin (8; 1 on gfx90a)
  *   hk_xcd_remap(id, n)       logical workgroup of linear id (0 <= id < n): a bijection giving each XCD a contiguous range
  *   hk_barrier()              workgroup barrier: release fence, s_barrier, acquire fence
+ *   hk_barrier_acquire()      workgroup barrier without the release: s_barrier, acquire fence; this
+ *                             wave's outstanding writes (LDS DMA) are not waited for, others' released ones are seen
  *   HK_LDS_DECLARE(bytes)     declares the workgroup's LDS region and the handle `hk_lds` (once per kernel)
  *   hk_lds_load_b32/b64/b128  load 4/8/16 bytes of LDS at a byte offset (naturally aligned)
  *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of LDS at a byte offset (naturally aligned)
@@ -56,6 +58,20 @@
  *   hk_mfma_ab_t, hk_mfma_acc_t   operand type and 16-float accumulator type
  *   hk_mfma_acc_zero()        a zero accumulator
  *   hk_mfma_32x32(a, b, acc)  acc + A(32 x K) * B(K x 32), one wave
+ *   HK_MFMA16_K               K of the 16x16 bf16 MFMA: 16 (gfx90a, gfx942) or 32 (gfx950)
+ *   hk_mfma16_ab_t, hk_mfma16_acc_t   its operand type (HK_MFMA_KPL bf16) and 4-float accumulator
+ *   hk_mfma16_acc_zero()      a zero 16x16 accumulator
+ *   hk_mfma_16x16(a, b, acc)  acc + A(16 x K) * B(K x 16), one wave
+ *   HK_MFMA16_PER_B128        16x16 operands in one 16-byte LDS read: 2 (4 k per lane) or 1 (gfx950)
+ *   hk_mfma16_ab_part(v, i)   operand i (0 <= i < HK_MFMA16_PER_B128) of the 16 bytes v, low bytes first
+ *   hk_buffer_t               a buffer resource: base address and size in bytes (wave-uniform)
+ *   hk_buffer_make(p, bytes)  the buffer of `bytes' bytes at p (bytes < 2^31)
+ *   hk_buffer_load_b128(r, off)  16 bytes at byte offset off of buffer r, 4-byte aligned; each 4-byte
+ *                             word outside [0, bytes) reads as 0 (buffer_load_dwordx4, range-checked)
+ *   hk_buffer_load_lds_b128(r, off, l, lds_off)  global -> LDS without registers: lane i's 16 bytes at
+ *                             off (as hk_buffer_load_b128) go to LDS byte lds_off + 16 * i; lds_off
+ *                             wave-uniform, 16-byte aligned; visible after hk_waitcnt_all() and a
+ *                             barrier (gfx950 buffer_load_dwordx4 ... lds; elsewhere load + ds_write)
  *   hk_waitcnt_all()          wait for all outstanding memory operations of this wave
  *   hk_waitcnt_lds()          wait for this wave's outstanding LDS operations only (lgkmcnt 0)
  *   hk_sched_barrier()        stop the compiler moving instructions across this point (no-op if unsupported)
@@ -63,6 +79,7 @@
  *   hk_exp2f(x)               fast 2^x (v_exp_f32; ~1 ulp, 2^-inf = 0, no denormal results required)
  *   hk_log2f(x)               fast log2(x) (v_log_f32; log2(0) = -inf)
  *   hk_maxf(a, b)             larger of two floats (v_max_f32; a NaN operand gives the other one)
+ *   hk_tanhf(x)               tanh(x) from hk_exp2f and a reciprocal (~1e-7 absolute; odd; +-inf give +-1)
  *   hk_swap_halves(x)         wave collective: the value of x in lane l ^ 32 (all 64 lanes must call it)
  * fp8 (docs/FP8.md). F names a format: E4M3_FNUZ, E5M2_FNUZ (gfx942) or E4M3_OCP, E5M2_OCP (gfx950);
  * HK_FP8_E4M3 / HK_FP8_E5M2 are the target's own. A format the target lacks, or any fp8 on gfx90a,
@@ -82,6 +99,11 @@
  *   hk_mfma_32x32_fp8(FA, FB, a, b, acc)  acc + A(32 x 16, format FA) * B(16 x 32, format FB), one wave;
  *                             FA, FB of the target's encoding (v_mfma_f32_32x32x16_{fp8,bf8}_{fp8,bf8})
  *
+ * 16x16 MFMA lane layouts (j = 0..HK_MFMA_KPL-1, r = 0..3; AMD's calculator tables
+ * cdna3.v_mfma_f32_16x16x16_bf16, cdna2 ..._1k; gfx950's 16x16x32 with 8 k per lane):
+ *   A (16 x K):  lane l holds row  l % 16,  k = (l / 16) * HK_MFMA_KPL + j
+ *   B (K x 16):  lane l holds col  l % 16,  k = (l / 16) * HK_MFMA_KPL + j
+ *   D (16 x 16): lane l, accumulator element r holds row = (l / 16) * 4 + r,  col = l % 16
  * MFMA lane layouts (lane l = 0..63, j = 0..HK_MFMA_KPL-1, r = 0..15):
  *   A (32 x K):  lane l holds row  l % 32,  k = (l / 32) * HK_MFMA_KPL + j   (element j of the operand)
  *   B (K x 32):  lane l holds col  l % 32,  k = (l / 32) * HK_MFMA_KPL + j
@@ -183,6 +205,15 @@ HK_DEVICE int hk_xcd_remap(int id, int n)
 HK_DEVICE void hk_barrier(void)
 {
     __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+/* The release fence waits for every outstanding write of the wave, LDS DMA
+ * included (vmcnt 0); a phase barrier that only orders what the others
+ * released leaves it out, so that loads stay in flight across it. */
+HK_DEVICE void hk_barrier_acquire(void)
+{
     __builtin_amdgcn_s_barrier();
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
@@ -494,6 +525,91 @@ HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_OCP, E5M2_OCP, HK_FP8_NONE_)
 HK_FP8_ALL_MFMA_UNAVAILABLE(E4M3_FNUZ, E5M2_FNUZ, HK_FP8_NONE_)
 #endif
 
+/* ---- MFMA 16x16 bf16 -> fp32 ---------------------------------------------------
+ * Same rate per FLOP as the 32x32 form; half the operand bytes per MFMA, so a
+ * wave tile needs fewer LDS reads per instruction issued. */
+typedef float hk_mfma16_acc_t __attribute__((ext_vector_type(4)));
+typedef hk_mfma_ab_t hk_mfma16_ab_t;
+#define HK_MFMA16_K (2 * HK_MFMA_K)
+#define HK_MFMA16_PER_B128 (16 / HK_MFMA_AB_BYTES)
+
+HK_DEVICE hk_mfma16_acc_t hk_mfma16_acc_zero(void)
+{
+    hk_mfma16_acc_t z = {0.0f, 0.0f, 0.0f, 0.0f};
+    return z;
+}
+
+HK_DEVICE hk_mfma16_ab_t hk_mfma16_ab_part(hk_u32x4 v, int i)
+{
+#if defined(__gfx950__)
+    (void)i;
+    return __builtin_bit_cast(hk_mfma16_ab_t, v);
+#else
+    const hk_u32x2 h = i ? (hk_u32x2){v[2], v[3]} : (hk_u32x2){v[0], v[1]};
+    return __builtin_bit_cast(hk_mfma16_ab_t, h);
+#endif
+}
+
+HK_DEVICE hk_mfma16_acc_t hk_mfma_16x16(hk_mfma16_ab_t a, hk_mfma16_ab_t b, hk_mfma16_acc_t acc)
+{
+#if defined(__gfx950__)
+    return __builtin_amdgcn_mfma_f32_16x16x32_bf16(a, b, acc, 0, 0, 0);
+#else
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, acc, 0, 0, 0);
+#endif
+}
+
+/* ---- buffer loads -----------------------------------------------------------------
+ * A buffer resource carries base and size; the load's range check gives 0 for
+ * words past the end, so tiles that hang over a matrix's last row need no
+ * compare in the loop.  Word 3 (0x00020000): 32-bit raw data, no swizzle, the
+ * gfx9 encoding CDNA uses.  LLVM 15 (comgr, gfx90a) has no buffer builtins: a
+ * plain load with the same range rule there. */
+#if __has_builtin(__builtin_amdgcn_make_buffer_rsrc) && __has_builtin(__builtin_amdgcn_raw_buffer_load_b128)
+typedef __amdgpu_buffer_rsrc_t hk_buffer_t;
+HK_DEVICE hk_buffer_t hk_buffer_make(const void *p, unsigned bytes)
+{
+    return __builtin_amdgcn_make_buffer_rsrc((void *)p, (short)0, (int)bytes, 0x00020000);
+}
+HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
+{
+    return __builtin_amdgcn_raw_buffer_load_b128(r, off, 0, 0);
+}
+#else
+typedef struct {
+    const unsigned char *p;
+    unsigned bytes;
+} hk_buffer_t;
+HK_DEVICE hk_buffer_t hk_buffer_make(const void *p, unsigned bytes)
+{
+    hk_buffer_t r = {(const unsigned char *)p, bytes};
+    return r;
+}
+HK_DEVICE hk_u32x4 hk_buffer_load_b128(hk_buffer_t r, int off)
+{
+    hk_u32x4 v = {0u, 0u, 0u, 0u};
+    if ((unsigned)off + 16u <= r.bytes)
+        return *(const hk_u32x4 *)(r.p + off);
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+        if ((unsigned)off + 4u * w + 4u <= r.bytes)
+            v[w] = *(const unsigned *)(r.p + off + 4 * w);
+    return v;
+}
+#endif
+
+/* The LDS address is M0 (wave-uniform) + 16 * lane: a layout that permutes
+ * chunks does so on the global side, through each lane's offset. */
+HK_DEVICE void hk_buffer_load_lds_b128(hk_buffer_t r, int off, hk_lds_t l, int lds_off)
+{
+#if defined(__gfx950__) && __has_builtin(__builtin_amdgcn_raw_ptr_buffer_load_lds)
+    __builtin_amdgcn_raw_ptr_buffer_load_lds(r, (__attribute__((address_space(3))) void *)(l.base + lds_off), 16,
+                                             off, 0, 0, 0);
+#else
+    hk_lds_store_b128(l, lds_off + 16 * hk_lane_id(), hk_buffer_load_b128(r, off));
+#endif
+}
+
 /* ---- fast math and cross-lane exchange ------------------------------------------ */
 HK_DEVICE float hk_exp2f(float x)
 {
@@ -514,6 +630,19 @@ HK_DEVICE float hk_log2f(float x)
 }
 
 HK_DEVICE float hk_maxf(float a, float b) { return __builtin_fmaxf(a, b); }
+
+/* tanh |x| = (1 - e) / (1 + e), e = 2^(-2 |x| log2 e) in (0, 1]: no overflow;
+ * v_rcp_f32 (1 ulp) instead of a full division; the sign put back. */
+HK_DEVICE float hk_tanhf(float x)
+{
+    const float e = hk_exp2f(-2.88539008177792681f * __builtin_fabsf(x));
+#if __has_builtin(__builtin_amdgcn_rcpf)
+    const float t = (1.0f - e) * __builtin_amdgcn_rcpf(1.0f + e);
+#else
+    const float t = (1.0f - e) / (1.0f + e);
+#endif
+    return __builtin_copysignf(t, x);
+}
 
 /* Lane l gets x of lane l ^ 32: v_permlane32_swap where the target has it
  * (gfx950), else ds_bpermute (no LDS memory used). */

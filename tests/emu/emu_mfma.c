@@ -1,4 +1,4 @@
-/* emu_mfma.c: the emulator's 32x32 bf16 MFMA against AMD's ground truth.
+/* emu_mfma.c: the emulator's 32x32 and 16x16 bf16 MFMAs against AMD's ground truth.
  *
  *   emu_mfma layout DATA_DIR    hkemu_mfma_layout() vs the layout tables
  *   emu_mfma product DATA_DIR   hkemu_mfma_wave_32x32_bf16() and
@@ -8,8 +8,8 @@
  *
  * Ground truth, kpl 4 (gfx90a, gfx942): AMD Matrix Instruction Calculator
  * 1.02 tables in DATA_DIR (tests/data/mfma-layouts; see its README):
- *   cdna3.v_mfma_f32_32x32x8_bf16.{A,B,D}.csv
- *   cdna2.v_mfma_f32_32x32x8bf16_1k.{A,B,D}.csv
+ *   cdna3.v_mfma_f32_32x32x8_bf16.{A,B,D}.csv, cdna3.v_mfma_f32_16x16x16_bf16.*
+ *   cdna2.v_mfma_f32_32x32x8bf16_1k.{A,B,D}.csv, cdna2.v_mfma_f32_16x16x16bf16_1k.*
  * Ground truth, kpl 8 (gfx950, v_mfma_f32_32x32x16_bf16): the calculator has
  * no CDNA4 tables; cdna4_entry() below writes down the layout of AMD's CDNA4
  * ISA reference ("AMD Instinct MI300/CDNA4 ISA", MFMA data layouts) as also
@@ -61,8 +61,12 @@ typedef struct {
 typedef struct {
   const char *label; /* "cdna3 v_mfma_f32_32x32x8_bf16" */
   int kpl;
+  int dim;           /* 32: 32x32xK (K = 2 kpl); 16: 16x16xK (K = 4 kpl) */
   layout_table t[3]; /* A, B, D */
 } layout_set;
+
+static int set_k(const layout_set *s) { return s->dim == 32 ? 2 * s->kpl : 4 * s->kpl; }
+static int set_nd(const layout_set *s) { return s->dim * s->dim / NLANES; } /* D elements per lane */
 
 /* Reads <dir>/<base>.<X>.csv: comment lines, a header "lane,...", 64 rows
    "lane,X[i][j],...". Every cell must name matrix X, and the 64 x nelem cells
@@ -112,15 +116,17 @@ static void read_table(const char *dir, const char *base, char which, int rows, 
     t_die("%s: %d x %d cells do not cover a %d x %d matrix", path, NLANES, t->nelem, rows, cols);
 }
 
-static void load_set(const char *dir, const char *base, const char *label, int kpl, layout_set *s) {
+static void load_set(const char *dir, const char *base, const char *label, int kpl, int dim,
+                     layout_set *s) {
   s->label = label;
   s->kpl = kpl;
-  read_table(dir, base, 'A', 32, 2 * kpl, &s->t[0]);
-  read_table(dir, base, 'B', 2 * kpl, 32, &s->t[1]);
-  read_table(dir, base, 'D', 32, 32, &s->t[2]);
-  if (s->t[0].nelem != kpl || s->t[1].nelem != kpl || s->t[2].nelem != 16)
-    t_die("%s: %d/%d/%d elements per lane, expected %d/%d/16", base, s->t[0].nelem,
-          s->t[1].nelem, s->t[2].nelem, kpl, kpl);
+  s->dim = dim;
+  read_table(dir, base, 'A', dim, set_k(s), &s->t[0]);
+  read_table(dir, base, 'B', set_k(s), dim, &s->t[1]);
+  read_table(dir, base, 'D', dim, dim, &s->t[2]);
+  if (s->t[0].nelem != kpl || s->t[1].nelem != kpl || s->t[2].nelem != set_nd(s))
+    t_die("%s: %d/%d/%d elements per lane, expected %d/%d/%d", base, s->t[0].nelem,
+          s->t[1].nelem, s->t[2].nelem, kpl, kpl, set_nd(s));
   s->t[0].name = "A";
   s->t[1].name = "B";
   s->t[2].name = "D";
@@ -135,16 +141,29 @@ static void cdna4_entry(int which, int lane, int i, int *row, int *col) {
   }
 }
 
-static void cdna4_set(layout_set *s) {
-  s->label = "cdna4 v_mfma_f32_32x32x16_bf16 (ISA document)";
+/* The documented CDNA4 v_mfma_f32_16x16x32_bf16 layout (the same sources: 8
+   k per lane in the 16x16x16 placement, 4 lane groups of 16; C/D as
+   16x16x16, register r of lane l holds D[(l / 16) * 4 + r][l % 16]). */
+static void cdna4_entry16(int which, int lane, int i, int *row, int *col) {
+  switch (which) {
+  case 0: *row = lane % 16; *col = 8 * (lane / 16) + i; break;
+  case 1: *row = 8 * (lane / 16) + i; *col = lane % 16; break;
+  default: *row = (lane / 16) * 4 + i; *col = lane % 16;
+  }
+}
+
+static void cdna4_set(layout_set *s, int dim) {
+  s->label = dim == 32 ? "cdna4 v_mfma_f32_32x32x16_bf16 (ISA document)"
+                       : "cdna4 v_mfma_f32_16x16x32_bf16 (ISA document)";
   s->kpl = 8;
+  s->dim = dim;
   static const char *const names[3] = {"A", "B", "D"};
   for (int w = 0; w < 3; w++) {
     s->t[w].name = names[w];
-    s->t[w].nelem = w == 2 ? 16 : 8;
+    s->t[w].nelem = w == 2 ? set_nd(s) : 8;
     for (int l = 0; l < NLANES; l++)
       for (int i = 0; i < s->t[w].nelem; i++)
-        cdna4_entry(w, l, i, &s->t[w].row[l][i], &s->t[w].col[l][i]);
+        (dim == 32 ? cdna4_entry : cdna4_entry16)(w, l, i, &s->t[w].row[l][i], &s->t[w].col[l][i]);
   }
 }
 
@@ -157,7 +176,7 @@ static void check_layout(const layout_set *s) {
     for (int l = 0; l < NLANES; l++)
       for (int i = 0; i < s->t[w].nelem; i++) {
         int r = -1, c = -1;
-        hkemu_mfma_layout(ops[w], s->kpl, l, i, &r, &c);
+        (s->dim == 32 ? hkemu_mfma_layout : hkemu_mfma16_layout)(ops[w], s->kpl, l, i, &r, &c);
         checked++;
         if (r != s->t[w].row[l][i] || c != s->t[w].col[l][i])
           t_fail("%s: %s lane %d element %d: emulator places %s[%d][%d], the table %s[%d][%d]",
@@ -178,17 +197,17 @@ static uint64_t rng; /* t_uniform(&rng): splitmix64, seeded in main */
 /* One trial: random A, B (bf16) and C (fp32) scattered to the lanes through
    the tables, D gathered through the D table, compared with fp64. */
 static double product_trial(const layout_set *s) {
-  const int K = 2 * s->kpl;
-  unsigned short A[32][16], B[16][32];
+  const int K = set_k(s), n = s->dim, nd = set_nd(s);
+  unsigned short A[32][32], B[32][32];
   float C[32][32];
   double ref[32][32], got[32][32];
   int have[32][32];
-  for (int r = 0; r < 32; r++)
+  for (int r = 0; r < n; r++)
     for (int k = 0; k < K; k++) A[r][k] = t_to_bf16(t_uniform(&rng));
   for (int k = 0; k < K; k++)
-    for (int c = 0; c < 32; c++) B[k][c] = t_to_bf16(t_uniform(&rng));
-  for (int r = 0; r < 32; r++)
-    for (int c = 0; c < 32; c++) C[r][c] = (float)t_uniform(&rng);
+    for (int c = 0; c < n; c++) B[k][c] = t_to_bf16(t_uniform(&rng));
+  for (int r = 0; r < n; r++)
+    for (int c = 0; c < n; c++) C[r][c] = (float)t_uniform(&rng);
 
   static unsigned short a[64][8], b[64][8];
   static float c[64][16], d[64][16];
@@ -200,22 +219,22 @@ static double product_trial(const layout_set *s) {
       b[l][j] = B[s->t[1].row[l][j]][s->t[1].col[l][j]];
     }
     for (int i = 0; i < 16; i++) {
-      c[l][i] = C[s->t[2].row[l][i]][s->t[2].col[l][i]];
+      c[l][i] = i < nd ? C[s->t[2].row[l][i]][s->t[2].col[l][i]] : NAN;
       d[l][i] = NAN;
     }
   }
-  hkemu_mfma_wave_32x32_bf16(s->kpl, (const unsigned short(*)[8])a, (const unsigned short(*)[8])b,
-                             (const float(*)[16])c, d);
+  (n == 32 ? hkemu_mfma_wave_32x32_bf16 : hkemu_mfma_wave_16x16_bf16)(
+      s->kpl, (const unsigned short(*)[8])a, (const unsigned short(*)[8])b, (const float(*)[16])c, d);
   memset(have, 0, sizeof have);
   for (int l = 0; l < NLANES; l++)
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < nd; i++) {
       int r = s->t[2].row[l][i], col = s->t[2].col[l][i];
       got[r][col] = d[l][i];
       have[r][col]++;
     }
   double num = 0, den = 0;
-  for (int r = 0; r < 32; r++)
-    for (int col = 0; col < 32; col++) {
+  for (int r = 0; r < n; r++)
+    for (int col = 0; col < n; col++) {
       double acc = C[r][col];
       for (int k = 0; k < K; k++) acc += t_from_bf16(A[r][k]) * t_from_bf16(B[k][col]);
       ref[r][col] = acc;
@@ -314,32 +333,38 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s layout|product DATA_DIR\n", argv[0]);
     return 2;
   }
-  static layout_set sets[7];
-  static const char *const f8names[4] = {"fp8_fp8", "fp8_bf8", "bf8_fp8", "bf8_bf8"}; /* A x B */
-  load_set(argv[2], "cdna3.v_mfma_f32_32x32x8_bf16", "cdna3 v_mfma_f32_32x32x8_bf16 (table)", 4,
+  enum { NSETS = 6, NF8 = 4 }; /* bf16 forms (32x32, 16x16), then the fp8 ones */
+  static layout_set sets[NSETS + NF8];
+  load_set(argv[2], "cdna3.v_mfma_f32_32x32x8_bf16", "cdna3 v_mfma_f32_32x32x8_bf16 (table)", 4, 32,
            &sets[0]);
   load_set(argv[2], "cdna2.v_mfma_f32_32x32x8bf16_1k", "cdna2 v_mfma_f32_32x32x8bf16_1k (table)",
-           4, &sets[1]);
-  cdna4_set(&sets[2]);
-  static char f8labels[4][64]; /* kept: the sets point at them */
-  for (int i = 0; i < 4; i++) {
+           4, 32, &sets[1]);
+  cdna4_set(&sets[2], 32);
+  load_set(argv[2], "cdna3.v_mfma_f32_16x16x16_bf16", "cdna3 v_mfma_f32_16x16x16_bf16 (table)", 4,
+           16, &sets[3]);
+  load_set(argv[2], "cdna2.v_mfma_f32_16x16x16bf16_1k", "cdna2 v_mfma_f32_16x16x16bf16_1k (table)",
+           4, 16, &sets[4]);
+  cdna4_set(&sets[5], 16);
+  static const char *const f8names[NF8] = {"fp8_fp8", "fp8_bf8", "bf8_fp8", "bf8_bf8"}; /* A x B */
+  static char f8labels[NF8][64]; /* kept: the sets point at them */
+  for (int i = 0; i < NF8; i++) {
     char base[64];
     snprintf(base, sizeof base, "cdna3.v_mfma_f32_32x32x16_%s", f8names[i]);
     snprintf(f8labels[i], sizeof f8labels[i], "cdna3 v_mfma_f32_32x32x16_%s (table)", f8names[i]);
-    load_set(argv[2], base, f8labels[i], 8, &sets[3 + i]);
+    load_set(argv[2], base, f8labels[i], 8, 32, &sets[NSETS + i]);
   }
   if (!strcmp(argv[1], "layout")) {
-    for (int i = 0; i < 7; i++) check_layout(&sets[i]);
+    for (int i = 0; i < NSETS + NF8; i++) check_layout(&sets[i]);
   } else {
     const char *env = getenv("HKGEN_TEST_SEED");
     unsigned long long seed = env && *env ? strtoull(env, NULL, 0)
                                           : (unsigned long long)time(NULL) ^ ((unsigned long long)clock() << 20);
     printf("seed %llu (HKGEN_TEST_SEED=%llu repeats this run)\n", seed, seed);
     rng = seed;
-    for (int i = 0; i < 3; i++) check_product(&sets[i]);
+    for (int i = 0; i < NSETS; i++) check_product(&sets[i]);
     for (int fa = 0; fa < 2; fa++)
       for (int fb = 0; fb < 2; fb++) {
-        const layout_set *t = &sets[3 + 2 * fa + fb]; /* the table of this format pair */
+        const layout_set *t = &sets[NSETS + 2 * fa + fb]; /* the table of this format pair */
         check_fp8_product(t, "gfx942", HKEMU_FP8_E4M3_FNUZ + fa, HKEMU_FP8_E4M3_FNUZ + fb);
         check_fp8_product(t, "gfx950", HKEMU_FP8_E4M3_OCP + fa, HKEMU_FP8_E4M3_OCP + fb);
       }

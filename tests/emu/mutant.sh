@@ -1,7 +1,7 @@
 # mutant.sh (CTest emu_layout_mutant): the layout/product checks must catch a
 # wrong MFMA layout. build/emu_mfma_mutant is build/emu_mfma linked with
 # runtime/src/emu_mfma.c built with -DHKEMU_MUTATE_LAYOUT (A's k interleaved
-# across the two lane halves). The real build must pass both modes (exit 0);
+# across the lane halves of the 32x32 forms and the lane groups of the 16x16). The real build must pass both modes (exit 0);
 # the mutant must fail both with exit status 1 (a detected mismatch, not a
 # crash, a sanitizer abort or a missing file).
 set -eu
@@ -26,5 +26,9 @@ for mode in layout product; do
   head -n 5 "$T/bad.txt"
   [ "$rc" = 1 ] || { cat "$T/bad.txt"; fail "emu_mfma_mutant $mode: exit status $rc, expected 1 (caught)"; }
   grep -q '^FAIL: ' "$T/bad.txt" || fail "emu_mfma_mutant $mode: no FAIL line"
+  # the mutation reaches both MFMA shapes (32x32 and 16x16 A layouts)
+  # (summary rows: "layout ... N mismatches", "product ... N over TOL")
+  grep -Eq '^(layout|product) +cdna3 v_mfma_f32_16x16x16_bf16 .* [1-9][0-9]* (mismatches|over)' "$T/bad.txt" ||
+    fail "emu_mfma_mutant $mode: the 16x16 A mutation went unnoticed"
   echo "emu_layout_mutant: $mode check catches the mutant (exit 1)"
 done

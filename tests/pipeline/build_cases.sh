@@ -25,9 +25,10 @@ case ${ASAN_OPTIONS:-} in
 *) export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}use_sigaltstack=0" ;;
 esac
 WORK=$TESTS_DIR/build/work
-MFMA_gfx90a=v_mfma_f32_32x32x8bf16_1k
-MFMA_gfx942=v_mfma_f32_32x32x8_bf16
-MFMA_gfx950=v_mfma_f32_32x32x16_bf16
+# the GEMM's 16x16 bf16 MFMA of each target (templates/gemm.hip.m4)
+MFMA_gfx90a=v_mfma_f32_16x16x16bf16_1k
+MFMA_gfx942=v_mfma_f32_16x16x16_bf16
+MFMA_gfx950=v_mfma_f32_16x16x32_bf16
 
 # A small spec: two GEMMs (one all run-time) and a RoPE, 9 kernels on 3 targets.
 # sources_listed DIR FILE CMD: when DIR/FILE exists, every source it lists has

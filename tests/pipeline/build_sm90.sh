@@ -26,7 +26,7 @@ for f in "$T"/cat/sm_90a/*.cubin; do
 done
 # sm_90a GEMMs take tensor maps (a recipe each in the manifest), a producer plus one
 # consumer warpgroup per 64 rows, and tile_n 256 when the spec leaves tile_n out;
-# the same spec for gfx942 keeps the schema's 128
+# the same spec for gfx942 gets its own default, 256 x 256 (8 waves)
 cat >"$T/tiles.yaml" <<'SPEC'
 hkgen: 1
 kernels:
@@ -43,11 +43,14 @@ expect_rc 0 "hkgen build tiles.yaml"
 python3 - "$T/tiles/manifest.json" "$T/models/manifest.json" <<'PY' || fail "tile defaults or tensor maps wrong in $T/tiles/manifest.json or $T/models/manifest.json"
 import json, sys
 ks = json.load(open(sys.argv[1]))["kernels"]
-want = {("sm_90a", "nt"): "256", ("sm_90a", "nn"): "256", ("gfx942", "nt"): "128", ("gfx942", "nn"): "128"}
-got = {(k["target"], k["params"]["layout"]): k["params"]["tile_n"] for k in ks if k["name"] != "fixed_tile"}
+want = {("sm_90a", "nt"): ("128", "256"), ("sm_90a", "nn"): ("128", "256"), ("gfx942", "nt"): ("256", "256"),
+        ("gfx942", "nn"): ("256", "256")}
+got = {(k["target"], k["params"]["layout"]): (k["params"]["tile_m"], k["params"]["tile_n"]) for k in ks
+       if k["name"] != "fixed_tile"}
 assert got == want, got
 fixed = [k for k in ks if k["name"] == "fixed_tile"][0]
 assert fixed["params"]["tile_n"] == "64" and fixed["block"] == [384, 1, 1], fixed
+assert all(k["block"] == [512, 1, 1] for k in ks if k["target"] == "gfx942"), "gfx942 GEMM blocks are 8 waves"
 for k in ks:
     maps = [a for a in k["kernarg"]["args"] if a["type"] == "hk_tmap"]
     if k["target"] != "sm_90a":

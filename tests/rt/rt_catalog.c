@@ -813,6 +813,20 @@ static hkrt_status abuse_attn(hkrt_kernel *k, long hq, long hk, long batch, long
   return abuse_pack(k, a, sizeof a / sizeof a[0]);
 }
 
+/* Attention with run-time window sizes (left, right). */
+static hkrt_status abuse_attn_win(hkrt_kernel *k, long left, long right) {
+  static unsigned short buf[64];
+  hkrt_arg a[] = {HKRT_PTR("Q", buf), HKRT_PTR("K", buf), HKRT_PTR("V", buf), HKRT_PTR("O", buf),
+                  HKRT_PTR("LSE", buf), HKRT_INT("q_stride_b", 0), HKRT_INT("q_stride_s", 64),
+                  HKRT_INT("q_stride_h", 64), HKRT_INT("k_stride_b", 0), HKRT_INT("k_stride_s", 64),
+                  HKRT_INT("k_stride_h", 64), HKRT_INT("v_stride_b", 0), HKRT_INT("v_stride_s", 64),
+                  HKRT_INT("v_stride_h", 64), HKRT_INT("o_stride_b", 0), HKRT_INT("o_stride_s", 64),
+                  HKRT_INT("o_stride_h", 64), HKRT_FLOAT("scale", 0.125), HKRT_INT("batch", 1),
+                  HKRT_INT("seqlen_q", 5), HKRT_INT("seqlen_k", 5), HKRT_INT("heads_q", 2),
+                  HKRT_INT("heads_k", 1), HKRT_INT("window_left", left), HKRT_INT("window_right", right)};
+  return abuse_pack(k, a, sizeof a / sizeof a[0]);
+}
+
 /* Attention backward: attn_fwd's dimensions, five tensors' strides (dO's
    sequence stride do_ss). */
 static hkrt_status abuse_attn_bwd(hkrt_kernel *k, long hq, long hk, long do_ss) {
@@ -864,6 +878,12 @@ static void test_abuse(const char *dir) {
   CHECK_ERR(abuse_attn(at, 8, 16, 1, 64), HKRT_ERR_ARG, "heads_q = 8, heads_k = 16");
   CHECK_ERR(abuse_attn(at, 8, 8, -2, 64), HKRT_ERR_ARG, "batch >= 1 && batch <= 1048576 does not hold: batch = -2");
   CHECK_ERR(abuse_attn(at, 8, 8, 1, -64), HKRT_ERR_ARG, "q_stride_s = -64");
+  hkrt_kernel *aw = abuse_kernel(c, "ab_attn_win");
+  CHECK(abuse_attn_win(aw, 128, 0) == HKRT_OK, "attention window 128/0: %s", hkrt_error());
+  CHECK(abuse_attn_win(aw, -1, -1) == HKRT_OK, "attention window -1/-1 (no edges): %s", hkrt_error());
+  CHECK_ERR(abuse_attn_win(aw, -2, 0), HKRT_ERR_ARG,
+            "window_left >= -1 && window_left <= 16777216 does not hold: window_left = -2");
+  CHECK_ERR(abuse_attn_win(aw, 0, 16777217), HKRT_ERR_ARG, "window_right = 16777217");
   hkrt_kernel *ab = abuse_kernel(c, "ab_attn_bwd");
   CHECK(abuse_attn_bwd(ab, 12, 4, 64) == HKRT_OK, "attention backward 12:4: %s", hkrt_error());
   CHECK_ERR(abuse_attn_bwd(ab, 8, 3, 64), HKRT_ERR_ARG,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # spec_hostile.sh: generated hostile specs (deep nesting, huge files, NUL,
 # invalid UTF-8, node and key floods) are refused with status 2 and a precise
-# file:line:col, each within 10 s under ASan.
+# file:line:col, each within 30 s under ASan (about 2 s of CPU on the project's
+# 2-core machine: the bound catches blow-ups, with room for a loaded machine).
 . "$(dirname "$0")/../lib/lib.sh"
 
 failures=0
@@ -12,9 +13,9 @@ hostile() {
   f=$T/$1.yaml
   rc=0
   start=$(date +%s)
-  timeout 10 "$HKGEN" check "$f" >"$T/out" 2>&1 || rc=$?
+  timeout 30 "$HKGEN" check "$f" >"$T/out" 2>&1 || rc=$?
   secs=$(($(date +%s) - start))
-  if [ "$rc" = 124 ]; then bad "$1: hkgen check did not finish within 10 s"; return; fi
+  if [ "$rc" = 124 ]; then bad "$1: hkgen check did not finish within 30 s"; return; fi
   if [ "$rc" != "$2" ]; then bad "$1: exit status $rc, expected $2: $(head -c 600 "$T/out")"; return; fi
   if grep -q 'runtime error:\|AddressSanitizer\|LeakSanitizer' "$T/out"; then bad "$1: sanitizer report"; return; fi
   if [ -n "$3" ] && ! grep -qxF -- "$f$3" "$T/out"; then
