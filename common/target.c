@@ -116,7 +116,9 @@ int tgt_is_amd(const tgt_info *t) { return tgt_has(t, TGT_AMD); }
 const tgt_part *tgt_largest_part(const tgt_info *t) {
   const tgt_part *best = NULL;
   for (int i = 0; i < t->nparts; i++)
-    if (!best || t->parts[i].units > best->units) best = &t->parts[i];
+    if (!best || t->parts[i].units > best->units ||
+        (t->parts[i].units == best->units && t->parts[i].clock_mhz > best->clock_mhz))
+      best = &t->parts[i];
   return best;
 }
 

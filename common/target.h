@@ -95,8 +95,8 @@ int tgt_has(const tgt_info *t, unsigned features);
 /* Whether target (a name) has all of features; 0 for an unknown name. */
 int tgt_name_has(const char *target, unsigned features);
 int tgt_is_amd(const tgt_info *t);
-/* The part that a grid sized to the machine sees on the emulator: the one
-   with the most units. */
+/* The target's biggest part: the most units, then the highest clock (the
+   emulator sizes device_units by it; explain and inspect estimate on it). */
 const tgt_part *tgt_largest_part(const tgt_info *t);
 const tgt_part *tgt_part_find(const char *name, const tgt_info **target);
 /* Waves per SIMD (AMD) or warps per SM (NVIDIA) of a kernel with regs

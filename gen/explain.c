@@ -46,16 +46,6 @@ static const char *ex_blocker(const op_inst *k, const cc_compiler *cc, int have_
   return r;
 }
 
-/* The part of t with the most units, then the highest clock. */
-static const tgt_part *ex_fastest_part(const tgt_info *t) {
-  const tgt_part *best = NULL;
-  for (int i = 0; i < t->nparts; i++) {
-    const tgt_part *p = &t->parts[i];
-    if (!best || p->units > best->units || (p->units == best->units && p->clock_mhz > best->clock_mhz)) best = p;
-  }
-  return best;
-}
-
 /* One estimate line for a cached AMD kernel whose every parameter is baked
    (the problem is the kernel's own); nothing otherwise. */
 static void ex_estimate(const op_inst *k, const cc_cache *cache, const char *key) {
@@ -68,7 +58,7 @@ static void ex_estimate(const op_inst *k, const cc_cache *cache, const char *key
   if (cc_cache_get(cache, key, &obj, &len, &meta) < 0) return; /* verifies the entry's checksum */
   free(obj);
   free(meta);
-  const tgt_part *part = ex_fastest_part(t);
+  const tgt_part *part = tgt_largest_part(t);
   long shape[OP_MAX_PARAMS];
   op_shape_baked(k, shape);
   char *path = xasprintf("%s/%s.obj", cache->dir, key);

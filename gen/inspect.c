@@ -16,6 +16,7 @@
 #include "util.h"
 
 int cmd_inspect_path(const char *path);
+int ie_catalogue_baked(const char *dir);
 
 /* The target of an AMDGPU ELF object, from e_flags. */
 static const char *ins_target(const unsigned char *p, size_t n) {
@@ -221,6 +222,7 @@ static int ins_catalogue(const char *dir) {
   }
   free(text);
   printf("%d kernel%s\n", count, count == 1 ? "" : "s");
+  ie_catalogue_baked(dir);
   return bad ? -1 : 0;
 }
 

@@ -359,6 +359,63 @@ static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *par
   return bad || !done ? -1 : 0;
 }
 
+/* Under `hkgen inspect DIR`: the estimate of every AMD kernel whose every
+   parameter is baked (its problem is its own), on its target's biggest part;
+   kernels with run-time parameters need --estimate PART --shape. */
+int ie_catalogue_baked(const char *dir) {
+  char *mpath = fs_join(dir, "manifest.json"), *text;
+  size_t len;
+  if (fs_read_file(mpath, 64u << 20, &text, &len) < 0) {
+    free(mpath);
+    return 0; /* inspect has said so already */
+  }
+  free(mpath);
+  ie_entry e;
+  memset(&e, 0, sizeof e);
+  int shown = 0, skipped = 0;
+  for (const char *p = text; *p;) {
+    size_t n = strcspn(p, "\n"), ind = strspn(p, " ");
+    const char *l = p + ind;
+    size_t ll = n - ind;
+    if (ind == 6 && ie_field(l, ll, "name", e.name, sizeof e.name)) e.op[0] = e.target[0] = e.params[0] = 0;
+    else if (ind == 6) {
+      ie_field(l, ll, "op", e.op, sizeof e.op);
+      ie_field(l, ll, "target", e.target, sizeof e.target);
+      ie_field(l, ll, "params", e.params, sizeof e.params);
+      const tgt_info *t = tgt_find(e.target);
+      if (ie_field(l, ll, "file", e.file, sizeof e.file) && t && tgt_is_amd(t) && t->rates) {
+        op_inst k;
+        if (ie_inst(&e, &k) == 0) {
+          int baked = k.op->work != NULL;
+          for (int i = 0; baked && i < k.op->nparams; i++) baked = !op_is_any(&k, k.op->params[i].name);
+          long shape[OP_MAX_PARAMS];
+          es_launch el;
+          es_result r;
+          char msg[512], *obj = fs_join(dir, e.file);
+          op_shape_baked(&k, shape);
+          if (baked && !shown++) {
+            printf("\nestimates (kernels with every parameter baked; docs/MODEL.md):\n");
+            ie_header();
+          }
+          if (baked && ie_kernel_estimate(obj, &k, shape, tgt_largest_part(t), &el, &r, msg, sizeof msg) == 0)
+            ie_print(&el, &r);
+          else if (baked)
+            printf("%-48s %-7s no estimate: %s\n", k.name, k.target, msg);
+          skipped += !baked;
+          free(obj);
+        }
+        op_inst_free(&k);
+      }
+    }
+    p += n + (p[n] == '\n');
+  }
+  free(text);
+  if (skipped)
+    printf("%d AMD kernel%s with run-time parameters: hkgen inspect DIR --estimate PART --shape NAME=V,...\n",
+           skipped, skipped == 1 ? "" : "s");
+  return 0;
+}
+
 static int ie_part(const char *name, const tgt_info **t, const tgt_part **p) {
   *p = tgt_part_find(name, t);
   if (*p && tgt_is_amd(*t)) return 0;

@@ -147,6 +147,15 @@ run_hk "$T/o" inspect "$T/bcat" --estimate MI355X --shape M=1024
 expect_rc 2 "no kernel serves the problem"
 expect_msg "$T/o" "gb .* not this problem: M is 4096 in the kernel, not 1024"
 expect_msg "$T/o" "no kernel in this catalogue serves the problem"
+# plain inspect estimates the kernel whose every parameter is baked, on its
+# target's biggest part, and points to --estimate for the run-time ones
+run_hk "$T/o" inspect "$T/bcat"
+expect_rc 0 "hkgen inspect (baked)"
+grep -q '^estimates (kernels with every parameter baked' "$T/o" || { cat "$T/o" >&2; fail "inspect: no estimates"; }
+grep -Eq '^gb +gfx950 +MI355X .* TFLOP/s  ' "$T/o" || { cat "$T/o" >&2; fail "inspect: no estimate row of gb"; }
+run_hk "$T/o" inspect "$T/cat"
+grep -q 'with run-time parameters: hkgen inspect DIR --estimate PART --shape' "$T/o" ||
+  { cat "$T/o" >&2; fail "inspect: no pointer to --estimate for run-time kernels"; }
 run_hk "$T/o" explain "$T/baked.yaml" "$T/gemm.yaml"
 expect_rc 0 "hkgen explain"
 [ "$(grep -c '^  estimate on MI355X: .* TFLOP/s  ' "$T/o")" = 1 ] ||
