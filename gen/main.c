@@ -247,14 +247,17 @@ static int cmd_list(int argc, char **argv) {
   const op_desc *const *ops = op_all(&nops);
   for (size_t i = 0; i < nops; i++) {
     printf("op %s: %s\n", ops[i]->name, ops[i]->doc);
-    printf("  %-9s %-5s %-9s %-8s %s\n", "parameter", "type", "default", "run-time", "allowed");
+    int w = 9; /* the widest parameter name sets the first column */
+    for (int j = 0; j < ops[i]->nparams; j++)
+      if ((int)strlen(ops[i]->params[j].name) > w) w = (int)strlen(ops[i]->params[j].name);
+    printf("  %-*s %-5s %-9s %-8s %s\n", w, "parameter", "type", "default", "run-time", "allowed");
     for (int j = 0; j < ops[i]->nparams; j++) {
       const op_param *p = &ops[i]->params[j];
       char allowed[256];
       op_param q = *p;
       q.runtime_ok = 0;
       op_describe_allowed(&q, allowed, sizeof allowed);
-      printf("  %-9s %-5s %-9s %-8s %s\n", p->name, cli_type_name(p->type), p->def,
+      printf("  %-*s %-5s %-9s %-8s %s\n", w, p->name, cli_type_name(p->type), p->def,
              p->runtime_ok ? "yes" : "no", allowed);
     }
     printf("\n");

@@ -632,7 +632,7 @@ static int attn_work(const op_inst *k, const long *shape, op_work *w, char *msg,
 
 const op_desc op_attn_fwd = {
     .name = "attn_fwd",
-    .doc = "attention forward: O = softmax(scale Q K^T + causal mask) V, and the row log-sum-exp",
+    .doc = "attention forward: O = softmax(scale Q K^T + mask) V and the row log-sum-exp; causal, windows, sinks, soft-cap, varlen",
     .skeleton = "attn_fwd.hip.m4",
     .params = attn_fwd_params,
     .nparams = (int)(sizeof attn_fwd_params / sizeof attn_fwd_params[0]),
