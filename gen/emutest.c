@@ -247,7 +247,7 @@ static void et_shape_text(const op_inst *k, const long *shape, char *out, size_t
   out[0] = 0;
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
-    if (p->type != OP_INT) continue;
+    if (p->type != OP_INT || op_feature_off(k, i)) continue; /* a feature the kernel lacks says nothing */
     int w = snprintf(out + used, n - used, "%s%s=%ld", used ? " " : "", p->name, shape[i]);
     if (w < 0 || (size_t)w >= n - used) break;
     used += (size_t)w;
