@@ -145,13 +145,15 @@ static void model_norm(const yt_node *m, const char *name, const yt_node *target
 /* `serving:` (a mapping): what the serving kernels of every degree add.
    window W: a query sees its W most recent keys, itself included
    (window_left = W - 1); sinks: a learned logit per head; softcap: the
-   logit cap. Values other than window are checked by attn_fwd's schema. */
-static const char *const model_serving_keys[] = {"window", "sinks", "softcap"};
+   logit cap; block_size and kv_dtype: the paged KV cache's (the decode
+   kernels'). Values other than window are checked by the ops' schemas. */
+static const char *const model_serving_keys[] = {"window", "sinks", "softcap", "block_size", "kv_dtype"};
 #define MODEL_NSERVING (sizeof model_serving_keys / sizeof model_serving_keys[0])
 
 static int model_serving_ok(model_ctx *c, const yt_node *sv) {
   if (sv->kind != YT_MAP) {
-    diag_error(c->file, sv->line, sv->col, "'serving' is a mapping (window, sinks, softcap)");
+    diag_error(c->file, sv->line, sv->col,
+               "'serving' is a mapping (window, sinks, softcap, block_size, kv_dtype)");
     c->errors++;
     return 0;
   }
@@ -160,8 +162,8 @@ static int model_serving_ok(model_ctx *c, const yt_node *sv) {
     int known = 0;
     for (size_t j = 0; j < MODEL_NSERVING; j++) known |= !strcmp(key->value, model_serving_keys[j]);
     if (!known) {
-      diag_error(c->file, key->line, key->col, "unknown serving key '%s'; allowed: window, sinks, softcap",
-                 key->value);
+      diag_error(c->file, key->line, key->col,
+                 "unknown serving key '%s'; allowed: window, sinks, softcap, block_size, kv_dtype", key->value);
       c->errors++;
     } else if (v->kind != YT_SCALAR) {
       diag_error(c->file, v->line, v->col, "serving '%s' takes one value", key->value);
@@ -182,27 +184,32 @@ static int model_serving_ok(model_ctx *c, const yt_node *sv) {
   return !c->errors;
 }
 
-/* The varlen prefill attention of one degree (causal, packed sequences),
-   with the model's sinks and cap: `<base>_prefill`, and with a window
-   `<base>_prefill_swa` too (models such as gpt-oss alternate windowed and
-   full layers). */
+/* The serving attention of one degree, with the model's sinks and cap: the
+   varlen prefill (causal, packed sequences) `<base>_prefill` and the
+   paged-KV decode `<base>_decode` (the cache's block_size and kv_dtype),
+   and with a window `<base>_prefill_swa` and `<base>_decode_swa` too
+   (models such as gpt-oss alternate windowed and full layers). */
 static void model_serving(const yt_node *m, const yt_node *sv, const char *base, const yt_node *target, long d,
                           long hq_r, long hk_r, yt_node ***out, size_t *n) {
   const yt_node *w = yt_map_get(sv, "window"), *sinks = yt_map_get(sv, "sinks"), *cap = yt_map_get(sv, "softcap");
-  for (int swa = 0; swa <= (w != NULL); swa++) {
-    char nm[96];
-    snprintf(nm, sizeof nm, "%s_prefill%s", base, swa ? "_swa" : "");
-    yt_node *a = model_entry(m, "attn_fwd", nm, target);
-    model_set_int(a, "head_dim", d);
-    model_set_int(a, "heads_q", hq_r);
-    model_set_int(a, "heads_k", hk_r);
-    model_set(a, "causal", "true");
-    model_set(a, "varlen", "true");
-    if (swa) model_set_int(a, "window_left", strtol(w->value, NULL, 10) - 1);
-    if (sinks) model_set_at(a, "sinks", sinks);
-    if (cap) model_set_at(a, "softcap", cap);
-    model_add(out, n, a);
-  }
+  const yt_node *bs = yt_map_get(sv, "block_size"), *kv = yt_map_get(sv, "kv_dtype");
+  for (int dec = 0; dec <= 1; dec++)
+    for (int swa = 0; swa <= (w != NULL); swa++) {
+      char nm[96];
+      snprintf(nm, sizeof nm, "%s_%s%s", base, dec ? "decode" : "prefill", swa ? "_swa" : "");
+      yt_node *a = model_entry(m, dec ? "attn_decode" : "attn_fwd", nm, target);
+      model_set_int(a, "head_dim", d);
+      model_set_int(a, "heads_q", hq_r);
+      model_set_int(a, "heads_k", hk_r);
+      if (!dec) model_set(a, "causal", "true");
+      if (!dec) model_set(a, "varlen", "true");
+      if (dec && bs) model_set_at(a, "block_size", bs);
+      if (dec && kv) model_set_at(a, "kv_dtype", kv);
+      if (swa) model_set_int(a, "window_left", strtol(w->value, NULL, 10) - 1);
+      if (sinks) model_set_at(a, "sinks", sinks);
+      if (cap) model_set_at(a, "softcap", cap);
+      model_add(out, n, a);
+    }
 }
 
 /* Whether the model asks for backward kernels (`training: true`); a value
@@ -234,13 +241,13 @@ static void model_attn(const yt_node *m, const char *base, const yt_node *target
   }
 }
 
-/* attn_bwd and the serving prefill (varlen) have no sm_90a kernel yet: a
+/* attn_bwd, attn_decode and the serving prefill (varlen) have no sm_90a kernel yet: a
    model's such kernels go to its AMD targets only (the spec reader drops the
    others, and the entry when none is left). */
 unsigned model_entry_needs(const yt_node *entry) {
   const yt_node *op = yt_map_get(entry, "op");
   if (!op || op->kind != YT_SCALAR) return 0;
-  if (!strcmp(op->value, "attn_bwd")) return TGT_AMD;
+  if (!strcmp(op->value, "attn_bwd") || !strcmp(op->value, "attn_decode")) return TGT_AMD;
   return !strcmp(op->value, "attn_fwd") && yt_map_get(entry, "varlen") ? TGT_AMD : 0;
 }
 
