@@ -51,13 +51,21 @@ struct et_ctx {
   char msg[1024];
 };
 
+/* Poisoned here, whatever the device: a GPU's fresh memory holds zeros or
+   old data, which a check of untouched padding must not mistake for its
+   own poison. */
 void *et_alloc(et_ctx *c, size_t bytes) {
   void *p = NULL;
-  if (c->nallocs == 64 || hkrt_alloc(c->dev, bytes ? bytes : 1, &p) != HKRT_OK) {
-    fprintf(stderr, "hkgen: emulator allocation failed: %s\n", hkrt_error());
+  if (!bytes) bytes = 1;
+  unsigned char *poison = malloc(bytes);
+  if (!poison || c->nallocs == 64 || hkrt_alloc(c->dev, bytes, &p) != HKRT_OK) {
+    fprintf(stderr, "hkgen: device allocation failed: %s\n", poison ? hkrt_error() : "out of host memory");
     exit(HK_EFAIL);
   }
+  memset(poison, 0xff, bytes);
   c->allocs[c->nallocs++] = p;
+  et_upload(c, p, poison, bytes);
+  free(poison);
   return p;
 }
 

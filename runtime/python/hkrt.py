@@ -157,6 +157,23 @@ def _stream(cat, stream):
     return stream
 
 
+def _stream_getter(cat):
+    """A function giving the stream to launch on when none is given: torch's
+    current CUDA stream as an integer (its raw-stream call where torch has
+    it: a bound launch should cost little more than the C call), or 0."""
+    if cat.backend != "cuda":
+        return lambda: 0
+    try:
+        import torch
+    except ImportError:
+        return lambda: 0
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        dev = torch.cuda.current_device()  # the device current at bind
+        return lambda: raw(dev)
+    return lambda: torch.cuda.current_stream().cuda_stream
+
+
 class Bound:
     """One kernel at one shape, packed once: k.bind(A=a, B=b, C=c, M=4096, ...)
     runs libhkrt's checks and packing (launch rules, grid, tensor maps) a
@@ -173,12 +190,14 @@ class Bound:
         self.size = len(raw)
         self.grid, self.block = (ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block)
         self.fn = kernel._function()
-        self.ptrs = {}  # name -> (offset, alignment) of the pointers patched in place, from libhkrt
+        # name -> (the 8 bytes of the pointer in the packed buffer, alignment), from libhkrt
+        self.ptrs = {}
         off, align = ctypes.c_size_t(), ctypes.c_size_t()
         for a in kernel.entry["kernarg"]["args"]:
             if kernel.cat.lib.c.hkrt_kernel_pointer_slot(kernel._k, a["name"].encode(), ctypes.byref(off),
                                                          ctypes.byref(align)) == 0:
-                self.ptrs[a["name"]] = (off.value, align.value)
+                self.ptrs[a["name"]] = (ctypes.c_uint64.from_buffer(self.buf, off.value), align.value)
+        self.stream_of = _stream_getter(kernel.cat)
         self.launch = kernel.cat.lib.c.hkrt_launch_ex
         self.lds = kernel.dynamic_lds
 
@@ -197,14 +216,15 @@ class Bound:
                 raise HkrtError("kernel %s: argument %s: %s pointer (it must be a non-NULL address "
                                 "aligned to %d bytes)" % (self.k.name, name, "NULL" if not p else "misaligned",
                                                          slot[1]))
-            ctypes.c_uint64.from_buffer(self.buf, slot[0]).value = p
+            slot[0].value = p
             self.values[name] = v
         if repack:
             raw = self.k._pack(self.values)[0]
             ctypes.memmove(self.buf, raw, len(raw))
-        self.k.cat.lib.check(self.launch(self.fn, self.grid, self.block, self.lds, self.buf, self.size,
-                                         ctypes.c_void_p(_stream(self.k.cat, stream) or 0)),
-                             "launching " + self.k.name)
+        st = self.launch(self.fn, self.grid, self.block, self.lds, self.buf, self.size,
+                         stream if stream is not None else self.stream_of())
+        if st:
+            self.k.cat.lib.check(st, "launching " + self.k.name)
 
 
 class Catalog:
