@@ -235,6 +235,14 @@ hkrt_status hkrt_kernel_function(hkrt_kernel *k, hkrt_func **fn);
    one a tensor map also holds (sm_90a: the map must be built again). */
 hkrt_status hkrt_kernel_pointer_slot(const hkrt_kernel *k, const char *name, size_t *offset, size_t *align);
 
+/* Sets pointer argument `name' to ptr in bytes hkrt_kernel_args packed
+   (args_size of them), checking NULL and alignment like hkrt_kernel_args,
+   and gives every tensor map built from that argument the new address
+   (CUDA: cuTensorMapReplaceAddress; the map's shape and strides stay): a
+   launch packed once can then run on other tensors of the same shape. */
+hkrt_status hkrt_kernel_set_pointer(const hkrt_kernel *k, void *args_buf, size_t args_size, const char *name,
+                                    const void *ptr);
+
 /* hkrt_kernel_args, then the launch through hkrt_launch. A kernel for another
    target than the device's (when the device knows it) is refused. The
    kernel's module is loaded at its first launch, once, whatever the number

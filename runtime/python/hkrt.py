@@ -87,6 +87,8 @@ class _Lib:
                                        ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t),
                                        ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
         c.hkrt_kernel_function.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+        c.hkrt_kernel_set_pointer.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
+                                              ctypes.c_void_p]
         c.hkrt_kernel_pointer_slot.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t),
                                                ctypes.POINTER(ctypes.c_size_t)]
         c.hkrt_kernel_launch.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Arg), ctypes.c_size_t,
@@ -180,8 +182,9 @@ class Bound:
     single time. A call b(A=a2, C=c2) patches only the pointers it names,
     checking each for NULL and alignment, and launches the packed bytes
     (hkrt_launch_ex); integers and floats stay as bound (bind again for
-    another shape). A pointer that a tensor map covers (sm_90a) is re-packed
-    through libhkrt instead, since the map holds the address."""
+    another shape). A pointer that a tensor map holds too (sm_90a) goes
+    through libhkrt's hkrt_kernel_set_pointer, which gives the map the new
+    address."""
 
     def __init__(self, kernel, values):
         self.k, self.values = kernel, dict(values)
@@ -197,18 +200,22 @@ class Bound:
             if kernel.cat.lib.c.hkrt_kernel_pointer_slot(kernel._k, a["name"].encode(), ctypes.byref(off),
                                                          ctypes.byref(align)) == 0:
                 self.ptrs[a["name"]] = (ctypes.c_uint64.from_buffer(self.buf, off.value), align.value)
+        # pointers a tensor map holds too (sm_90a): set through libhkrt, which gives the map the address
+        self.mapped = {a["tmap"]["tensor"] for a in kernel.entry["kernarg"]["args"] if "tmap" in a}
+        self.set_pointer = kernel.cat.lib.c.hkrt_kernel_set_pointer
         self.stream_of = _stream_getter(kernel.cat)
         self.launch = kernel.cat.lib.c.hkrt_launch_ex
         self.lds = kernel.dynamic_lds
 
     def __call__(self, stream=None, **ptrs):
-        repack = False
         for name, v in ptrs.items():
             slot = self.ptrs.get(name)
             p = v.data_ptr() if hasattr(v, "data_ptr") else None
             if slot is None:
-                if name in self.values and hasattr(self.values[name], "data_ptr"):
-                    self.values[name], repack = v, True  # covered by a tensor map
+                if name in self.mapped and p is not None:
+                    self.k.cat.lib.check(self.set_pointer(self.k._k, self.buf, self.size, name.encode(), p),
+                                         "kernel %s" % self.k.name)
+                    self.values[name] = v
                     continue
                 raise HkrtError("kernel %s: argument %s is not a pointer this launch can change "
                                 "(bind again to change it)" % (self.k.name, name))
@@ -218,9 +225,6 @@ class Bound:
                                                          slot[1]))
             slot[0].value = p
             self.values[name] = v
-        if repack:
-            raw = self.k._pack(self.values)[0]
-            ctypes.memmove(self.buf, raw, len(raw))
         st = self.launch(self.fn, self.grid, self.block, self.lds, self.buf, self.size,
                          stream if stream is not None else self.stream_of())
         if st:

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -605,6 +606,29 @@ static int hkrt_tmap_covers(const hkrt_kernel *k, const char *name) {
   for (size_t i = 0; i < k->nargs; i++)
     if (k->args[i].cls == HKRT_KA_TMAP && !strcmp(k->args[i].tmap.tensor, name)) return 1;
   return 0;
+}
+
+HKRT_API hkrt_status hkrt_kernel_set_pointer(const hkrt_kernel *k, void *args_buf, size_t args_size,
+                                             const char *name, const void *ptr) {
+  if (!k || !args_buf || !name) return hkrt_fail(HKRT_ERR_ARG, "hkrt_kernel_set_pointer: NULL argument");
+  if (args_size < k->args_size)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: the packed arguments are %zu bytes, not its %u", k->name, args_size,
+                     k->args_size);
+  const hkrt_karg *a = hkrt_kernel_karg(k, name);
+  if (!a) return hkrt_fail(HKRT_ERR_NOT_FOUND, "kernel %s: no argument '%s'", k->name, name);
+  if (a->cls != HKRT_KA_PTR)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is a %s, not a pointer", k->name, name, a->type);
+  if (!ptr || (uintptr_t)ptr % a->elem_align)
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s: %s pointer %p (a %s needs %u-byte alignment)", k->name,
+                     name, ptr ? "misaligned" : "NULL", ptr, a->type, a->elem_align);
+  unsigned char *buf = args_buf;
+  memcpy(buf + a->offset, &ptr, sizeof ptr);
+  for (size_t i = 0; i < k->nargs; i++) /* the tensor maps that hold the same address */
+    if (k->args[i].cls == HKRT_KA_TMAP && !strcmp(k->args[i].tmap.tensor, name)) {
+      hkrt_status st = hkrt_device_tensor_map_address(k->cat->dev, buf + k->args[i].offset, ptr);
+      if (st != HKRT_OK) return st;
+    }
+  return HKRT_OK;
 }
 
 HKRT_API hkrt_status hkrt_kernel_pointer_slot(const hkrt_kernel *k, const char *name, size_t *offset,

@@ -40,6 +40,7 @@ typedef struct {
   gpu_res (*tmap_encode)(void *, int, unsigned, void *, const unsigned long long *,
                          const unsigned long long *, const unsigned *, const unsigned *, int, int, int, int);
   gpu_res (*attr)(int *, int, int); /* CUDA, optional: cuDeviceGetAttribute */
+  gpu_res (*tmap_replace)(void *, void *); /* CUDA, optional: cuTensorMapReplaceAddress */
   /* CUDA only: a context to make current */
   gpu_res (*device_get)(int *, int);
   gpu_res (*ctx_retain)(void **, int);
@@ -96,6 +97,7 @@ static hkrt_status gpu_load_library(gpu_api *g) {
   /* optional: only kernels with more than 48 KiB of dynamic shared memory need it */
   if (cuda) *(void **)&g->func_set_attr = dlsym(g->lib, "cuFuncSetAttribute");
   if (cuda) *(void **)&g->tmap_encode = dlsym(g->lib, "cuTensorMapEncodeTiled");
+  if (cuda) *(void **)&g->tmap_replace = dlsym(g->lib, "cuTensorMapReplaceAddress");
   /* optional: grids sized to the machine (device_units) */
   if (cuda) *(void **)&g->attr = dlsym(g->lib, "cuDeviceGetAttribute");
   if (missing) {
@@ -301,6 +303,19 @@ static hkrt_status gpu_tensor_map_cuda(void *dev, void *out, const hkrt_tmap_req
   return HKRT_OK;
 }
 
+/* A tensor map's global address replaced in place, the rest of it kept:
+   a launch packed once can take a new pointer without re-encoding. */
+static hkrt_status gpu_tensor_map_address_cuda(void *dev, void *map, const void *ptr) {
+  gpu_api *g = dev;
+  if (!g->tmap_replace)
+    return hkrt_fail(HKRT_ERR_NO_DRIVER, "CUDA backend: the driver lacks cuTensorMapReplaceAddress (CUDA 12 or newer)");
+  gpu_res e = g->tmap_replace(map, (void *)ptr);
+  if (e)
+    return hkrt_fail(HKRT_ERR_ARG, "CUDA backend: cuTensorMapReplaceAddress(%p) failed: %s (a tensor map's address "
+                     "must be 16-byte aligned)", ptr, gpu_err(g, e));
+  return HKRT_OK;
+}
+
 /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT (cuda.h) */
 #define GPU_CU_ATTR_MULTIPROCESSORS 16
 
@@ -347,9 +362,9 @@ static hkrt_status gpu_open_hip(const char *target, void **dev) {
 const hkrt_backend_ops hkrt_cuda_ops = {
     "CUDA", gpu_open_cuda, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_cuda, gpu_function_cuda, gpu_launch, gpu_sync,
-    gpu_allow_shared_cuda, gpu_tensor_map_cuda, gpu_units_cuda, gpu_arch_cuda};
+    gpu_allow_shared_cuda, gpu_tensor_map_cuda, gpu_units_cuda, gpu_arch_cuda, gpu_tensor_map_address_cuda};
 
 const hkrt_backend_ops hkrt_hip_ops = {
     "HIP", gpu_open_hip, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_hip, gpu_function_hip, gpu_launch, gpu_sync,
-    gpu_allow_shared_hip, NULL, NULL, NULL};
+    gpu_allow_shared_hip, NULL, NULL, NULL, NULL};

@@ -251,6 +251,13 @@ hkrt_status hkrt_device_tensor_map(hkrt_device *dev, const char *who, void *out,
   return dev->ops->tensor_map(dev->impl, out, r);
 }
 
+hkrt_status hkrt_device_tensor_map_address(hkrt_device *dev, void *map, const void *ptr) {
+  if (!dev->ops->tensor_map_address)
+    return hkrt_fail(HKRT_ERR_ARG, "the %s backend cannot change a tensor map's address: pack the arguments again",
+                     dev->ops->name);
+  return dev->ops->tensor_map_address(dev->impl, map, ptr);
+}
+
 /* $HKRT_UNITS, when set, stands in for the multiprocessor count in grid
    formulas: a persistent kernel then runs with a few blocks that each walk
    many tiles (tests/device/attn_bench.py), a schedule a full device rarely

@@ -61,11 +61,16 @@ typedef struct {
   /* The ISA the device runs, as the target table names it (NULL: the
      backend cannot tell; then the problem or the catalogue must say). */
   hkrt_status (*arch)(void *dev, char *out, size_t n);
+  /* Replaces the global address in an encoded tensor map (NULL: none). */
+  hkrt_status (*tensor_map_address)(void *dev, void *map, const void *ptr);
 } hkrt_backend_ops;
 
 /* dev's backend encodes r into out (128 bytes), or fails naming `who`. */
 HKRT_LOCAL hkrt_status hkrt_device_tensor_map(hkrt_device *dev, const char *who, void *out,
                                               const hkrt_tmap_req *r);
+
+/* dev's backend replaces the global address of the tensor map at map. */
+HKRT_LOCAL hkrt_status hkrt_device_tensor_map_address(hkrt_device *dev, void *map, const void *ptr);
 
 /* dev's multiprocessor count, or fails when its backend cannot tell. */
 HKRT_LOCAL hkrt_status hkrt_device_units(hkrt_device *dev, long long *out);

@@ -138,5 +138,21 @@ for bad, want in ((dict(M=3), "argument M is not a pointer"), (dict(A=Odd([0] * 
         check(False, "bound call: no error for %s" % want)
     except hkrt.HkrtError as e:
         check(want in str(e), "bound call: message %r lacks %r" % (str(e), want))
+# hkrt_kernel_set_pointer: the pointer lands at its slot of the packed bytes; bad ones are refused by name
+lib = cat.lib.c
+buf = ctypes.create_string_buffer(bound.size)
+ctypes.memmove(buf, bound.buf, bound.size)
+off = ctypes.c_size_t()
+al = ctypes.c_size_t()
+check(lib.hkrt_kernel_pointer_slot(k2._k, b"C", ctypes.byref(off), ctypes.byref(al)) == 0, "pointer_slot C")
+target = C.data_ptr() + 2 * 8
+check(lib.hkrt_kernel_set_pointer(k2._k, buf, bound.size, b"C", target) == 0, "set_pointer C")
+check(ctypes.c_uint64.from_buffer(buf, off.value).value == target, "set_pointer wrote C's slot")
+for name, p, want in ((b"C", C.data_ptr() + 1, "argument C: misaligned"), (b"M", C.data_ptr(), "not a pointer"),
+                      (b"Q", C.data_ptr(), "no argument 'Q'")):
+    st = lib.hkrt_kernel_set_pointer(k2._k, buf, bound.size, name, p)
+    msg = lib.hkrt_error().decode()
+    check(st != 0 and want in msg, "set_pointer %s: status %d, message %r lacks %r" % (name, st, msg, want))
+check(lib.hkrt_kernel_set_pointer(k2._k, buf, bound.size - 1, b"C", target) != 0, "set_pointer: short buffer")
 print("rt_python: %d failed" % failures)
 sys.exit(1 if failures else 0)
