@@ -61,3 +61,21 @@ expect_emu_runs() {
     fail "the summary line does not say '$3 runs, 0 failed, 0 kernels not built or not run'"
   echo "$4: $pass of $3 runs PASS"
 }
+
+# expect_mfma_build TARGETS SPEC OUT OP WANT WHAT: `hkgen build` of SPEC for
+# TARGETS into OUT succeeds (it fails on a spill or a kernel without a wave
+# per SIMD), with WANT kernels of OP, none spilling, and `hkgen inspect`
+# showing an MFMA hot loop for each. Leaves the manifest's path in $m.
+expect_mfma_build() {
+  run_hk "$T/out" build -q --target "$1" "$2" -o "$3"
+  expect_rc 0 "hkgen build --target $1 $(basename "$2")"
+  m=$3/manifest.json
+  n=$(jsonq -c "$m" "kernels[op=$4]")
+  [ "$n" -eq "$5" ] || fail "$n $6 kernels, expected $5"
+  [ "$(jsonq -c "$m" 'kernels[resources.vgpr_spill=0][resources.sgpr_spill=0]')" -eq "$n" ] || fail "a $6 kernel spills"
+  run_hk "$T/inspect" inspect "$3"
+  expect_rc 0 "hkgen inspect"
+  mfma=$(grep -c ' v_mfma_' "$T/inspect")
+  [ "$mfma" -eq "$n" ] || fail "$mfma of $n $6 kernels show an MFMA hot loop"
+  echo "ok: $n $6 kernels, no spills, an MFMA hot loop each"
+}
