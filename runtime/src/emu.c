@@ -408,20 +408,35 @@ static void hkemu_check_global(const void *p, size_t n, int write) {
   r->last = b;
 }
 
-static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
-                           const float *c, float *d) {
+/* One lane's part of a wave collective MFMA of `kind': its operands (abytes
+   each) and nacc accumulator floats staged for the wave, the result copied
+   back once the whole wave has arrived (emu_yield). */
+static void emu_mfma_stage(emu_coll kind, const void *a, const void *b, size_t abytes, const float *c,
+                           float *d, int nacc) {
+  emu_run *r = emu_cur;
+  int w = r->cur / 64, l = r->cur % 64;
+  emu_wave *wv = &r->waves[w];
+  wv->kind[l] = kind;
+  memcpy(wv->a[l], a, abytes);
+  memcpy(wv->b[l], b, abytes);
+  memcpy(wv->c[l], c, (size_t)nacc * sizeof(float));
+  emu_yield(TS_WAVE);
+  memcpy(d, emu_cur->waves[w].d[l], (size_t)nacc * sizeof(float));
+}
+
+/* The bf16 forms take their target's k per lane (kpl), whatever the shape. */
+static void emu_mfma_bf16(emu_coll kind, int kpl, const unsigned short *a, const unsigned short *b,
+                          const float *c, float *d, int nacc) {
   emu_run *r = emu_cur;
   if (kpl != r->dev->kpl)
     emu_fault("MFMA with %d k per lane on %s, which takes %d", kpl, r->dev->target, r->dev->kpl);
-  int w = r->cur / 64, l = r->cur % 64;
-  emu_wave *wv = &r->waves[w];
-  wv->kpl = kpl;
-  wv->kind[l] = EMU_COLL_MFMA;
-  memcpy(wv->a[l], a, (size_t)kpl * 2);
-  memcpy(wv->b[l], b, (size_t)kpl * 2);
-  memcpy(wv->c[l], c, 16 * sizeof(float));
-  emu_yield(TS_WAVE);
-  memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
+  r->waves[r->cur / 64].kpl = kpl;
+  emu_mfma_stage(kind, a, b, (size_t)kpl * 2, c, d, nacc);
+}
+
+static void hkemu_mfma_32x32_bf16(int kpl, const unsigned short *a, const unsigned short *b,
+                           const float *c, float *d) {
+  emu_mfma_bf16(EMU_COLL_MFMA, kpl, a, b, c, d, 16);
 }
 
 /* The fp8 MFMA takes the formats of its target only: FNUZ on gfx942, OCP on
@@ -439,33 +454,16 @@ static void hkemu_mfma_32x32_f8(int fa, int fb, const unsigned char *a, const un
                 r->dev->fp8 & TGT_FP8_FNUZ ? "has FNUZ fp8 only"
                 : r->dev->fp8 & TGT_FP8_OCP ? "has OCP fp8 only" : "has no fp8");
   }
-  int w = r->cur / 64, l = r->cur % 64;
-  emu_wave *wv = &r->waves[w];
-  wv->kind[l] = EMU_COLL_MFMA_F8;
-  wv->f8a[l] = fa;
-  wv->f8b[l] = fb;
-  memcpy(wv->a[l], a, 8);
-  memcpy(wv->b[l], b, 8);
-  memcpy(wv->c[l], c, 16 * sizeof(float));
-  emu_yield(TS_WAVE);
-  memcpy(d, emu_cur->waves[w].d[l], 16 * sizeof(float));
+  emu_wave *wv = &r->waves[r->cur / 64];
+  wv->f8a[r->cur % 64] = fa;
+  wv->f8b[r->cur % 64] = fb;
+  emu_mfma_stage(EMU_COLL_MFMA_F8, a, b, 8, c, d, 16);
 }
 
 /* The 16x16 form: the same k per lane as the 32x32 one on every target. */
 static void hkemu_mfma_16x16_bf16(int kpl, const unsigned short *a, const unsigned short *b,
                                   const float *c, float *d) {
-  emu_run *r = emu_cur;
-  if (kpl != r->dev->kpl)
-    emu_fault("MFMA with %d k per lane on %s, which takes %d", kpl, r->dev->target, r->dev->kpl);
-  int w = r->cur / 64, l = r->cur % 64;
-  emu_wave *wv = &r->waves[w];
-  wv->kpl = kpl;
-  wv->kind[l] = EMU_COLL_MFMA16;
-  memcpy(wv->a[l], a, (size_t)kpl * 2);
-  memcpy(wv->b[l], b, (size_t)kpl * 2);
-  memcpy(wv->c[l], c, 4 * sizeof(float));
-  emu_yield(TS_WAVE);
-  memcpy(d, emu_cur->waves[w].d[l], 4 * sizeof(float));
+  emu_mfma_bf16(EMU_COLL_MFMA16, kpl, a, b, c, d, 4);
 }
 
 /* Cross-lane exchange: each lane gets the word of lane l ^ 32. */
