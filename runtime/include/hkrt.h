@@ -114,6 +114,21 @@ hkrt_status hkrt_emu_stats_enable(hkrt_device *dev, int on);
 hkrt_status hkrt_emu_stats_get(hkrt_device *dev, hkrt_emu_stats *out);
 hkrt_status hkrt_emu_stats_reset(hkrt_device *dev);
 
+/* Device-side timing, for benchmarks (`hkgen bench`): GPU backends only;
+   the emulator has no device clock and fails with HKRT_ERR_ARG. An event
+   is recorded on a stream (NULL: the default one); hkrt_event_elapsed
+   waits for `end' and gives the milliseconds between the two records. */
+typedef struct hkrt_event hkrt_event;
+hkrt_status hkrt_event_create(hkrt_device *dev, hkrt_event **out);
+hkrt_status hkrt_event_record(hkrt_event *ev, void *stream);
+hkrt_status hkrt_event_elapsed(hkrt_event *start, hkrt_event *end, double *ms);
+void hkrt_event_destroy(hkrt_event *ev);
+/* Evicts the device's L2 before a timed run: writes a device buffer of
+   twice the L2's bytes (from the device's properties; allocated at the
+   first call, freed with the device) on stream. *bytes (may be NULL): the
+   bytes written. GPU backends only. */
+hkrt_status hkrt_flush_l2(hkrt_device *dev, void *stream, size_t *bytes);
+
 /* The message of the last failed call on this thread ("" when none). */
 const char *hkrt_error(void);
 const char *hkrt_status_name(hkrt_status s);

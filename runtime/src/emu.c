@@ -755,4 +755,5 @@ static hkrt_status emu_ops_units(void *dev, long long *out) {
 const hkrt_backend_ops hkrt_emu_ops = {
     "emulator", emu_ops_open, emu_ops_close, emu_ops_alloc, emu_ops_free, emu_ops_to_device,
     emu_ops_to_host, emu_ops_module_load, emu_ops_module_unload, emu_ops_function, emu_ops_launch,
-    emu_ops_sync, NULL, NULL, emu_ops_units, NULL, NULL};
+    emu_ops_sync, NULL, NULL, emu_ops_units, NULL, NULL,
+    NULL, NULL, NULL, NULL, NULL, NULL}; /* no device clock: no timing, no L2 flush */

@@ -47,6 +47,14 @@ typedef struct {
   gpu_res (*ctx_set)(void *);
   /* HIP only */
   gpu_res (*memcpy_)(void *, const void *, size_t, int);
+  gpu_res (*dev_attr)(int *, int, int); /* HIP, optional: hipDeviceGetAttribute (value, attribute, device) */
+  /* optional, for timing (hkrt_event_*, hkrt_flush_l2): events and a byte fill */
+  gpu_res (*ev_create)(void **, unsigned); /* cuEventCreate (HIP: hipEventCreateWithFlags) */
+  gpu_res (*ev_record)(void *, void *);
+  gpu_res (*ev_sync)(void *);
+  gpu_res (*ev_elapsed)(float *, void *, void *);
+  gpu_res (*ev_destroy)(void *);
+  gpu_res (*fill_async)(gpu_ptr, unsigned, size_t, void *); /* cuMemsetD8Async; hipMemsetAsync (int value) */
   void *ctx;
   void *end_marker; /* CU_LAUNCH_PARAM_END is 0, HIP_LAUNCH_PARAM_END is 3 */
 } gpu_api;
@@ -63,6 +71,18 @@ static void *gpu_sym(gpu_api *g, const char *name, int *missing) {
   void *p = dlsym(g->lib, name);
   if (!p) *missing = 1;
   return p;
+}
+
+/* Timing entry points: optional (only hkgen bench needs them). CUDA 12.8
+   renamed cuEventElapsedTime to _v2; older drivers have the first name. */
+static void gpu_bind_timing(gpu_api *g, int cuda) {
+  *(void **)&g->ev_create = dlsym(g->lib, cuda ? "cuEventCreate" : "hipEventCreateWithFlags");
+  *(void **)&g->ev_record = dlsym(g->lib, cuda ? "cuEventRecord" : "hipEventRecord");
+  *(void **)&g->ev_sync = dlsym(g->lib, cuda ? "cuEventSynchronize" : "hipEventSynchronize");
+  *(void **)&g->ev_elapsed = dlsym(g->lib, cuda ? "cuEventElapsedTime_v2" : "hipEventElapsedTime");
+  if (cuda && !g->ev_elapsed) *(void **)&g->ev_elapsed = dlsym(g->lib, "cuEventElapsedTime");
+  *(void **)&g->ev_destroy = dlsym(g->lib, cuda ? "cuEventDestroy_v2" : "hipEventDestroy");
+  *(void **)&g->fill_async = dlsym(g->lib, cuda ? "cuMemsetD8Async" : "hipMemsetAsync");
 }
 
 #define GPU_BIND(g, field, name) *(void **)&(g)->field = gpu_sym((g), (name), &missing)
@@ -100,6 +120,8 @@ static hkrt_status gpu_load_library(gpu_api *g) {
   if (cuda) *(void **)&g->tmap_replace = dlsym(g->lib, "cuTensorMapReplaceAddress");
   /* optional: grids sized to the machine (device_units) */
   if (cuda) *(void **)&g->attr = dlsym(g->lib, "cuDeviceGetAttribute");
+  else *(void **)&g->dev_attr = dlsym(g->lib, "hipDeviceGetAttribute");
+  gpu_bind_timing(g, cuda);
   if (missing) {
     dlclose(g->lib);
     g->lib = NULL;
@@ -349,6 +371,67 @@ static hkrt_status gpu_arch_cuda(void *dev, char *out, size_t n) {
   return HKRT_OK;
 }
 
+/* ---- timing: events and the L2 flush --------------------------------------- */
+
+static hkrt_status gpu_timing_ok(gpu_api *g) {
+  if (g->ev_create && g->ev_record && g->ev_sync && g->ev_elapsed && g->ev_destroy) return HKRT_OK;
+  return hkrt_fail(HKRT_ERR_NO_DRIVER, "%s backend: the driver lacks the event entry points timing needs", g->api);
+}
+
+static hkrt_status gpu_event_create(void *dev, void **ev) {
+  gpu_api *g = dev;
+  hkrt_status st = gpu_timing_ok(g);
+  if (st) return st;
+  gpu_current(g);
+  return gpu_check(g, g->ev_create(ev, 0), HKRT_ERR_LAUNCH, "event create"); /* flags 0: timing on */
+}
+
+static hkrt_status gpu_event_record(void *dev, void *ev, void *stream) {
+  gpu_api *g = dev;
+  gpu_current(g);
+  return gpu_check(g, g->ev_record(ev, stream), HKRT_ERR_LAUNCH, "event record");
+}
+
+static hkrt_status gpu_event_elapsed(void *dev, void *start, void *end, float *ms) {
+  gpu_api *g = dev;
+  gpu_current(g);
+  hkrt_status st = gpu_check(g, g->ev_sync(end), HKRT_ERR_LAUNCH, "event synchronize");
+  return st ? st : gpu_check(g, g->ev_elapsed(ms, start, end), HKRT_ERR_LAUNCH, "event elapsed time");
+}
+
+static void gpu_event_destroy(void *dev, void *ev) {
+  gpu_api *g = dev;
+  g->ev_destroy(ev);
+}
+
+/* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (cuda.h); hipDeviceAttributeL2CacheSize
+   (hip_runtime_api.h, HIP 5 and later) */
+#define GPU_CU_ATTR_L2_BYTES 38
+#define GPU_HIP_ATTR_L2_BYTES 19
+
+static hkrt_status gpu_l2_bytes(void *dev, size_t *out) {
+  gpu_api *g = dev;
+  int n = 0, d = 0;
+  hkrt_status st;
+  if (g == &gpu_cuda) {
+    if (!g->attr) return hkrt_fail(HKRT_ERR_NO_DRIVER, "CUDA backend: the driver lacks cuDeviceGetAttribute");
+    st = gpu_check(g, g->device_get(&d, 0), HKRT_ERR_NO_DEVICE, "cuDeviceGet");
+    if (!st) st = gpu_check(g, g->attr(&n, GPU_CU_ATTR_L2_BYTES, d), HKRT_ERR_NO_DEVICE, "cuDeviceGetAttribute");
+  } else {
+    if (!g->dev_attr) return hkrt_fail(HKRT_ERR_NO_DRIVER, "HIP backend: the runtime lacks hipDeviceGetAttribute");
+    st = gpu_check(g, g->dev_attr(&n, GPU_HIP_ATTR_L2_BYTES, 0), HKRT_ERR_NO_DEVICE, "hipDeviceGetAttribute");
+  }
+  *out = n > 0 ? (size_t)n : 0;
+  return st;
+}
+
+static hkrt_status gpu_fill(void *dev, void *ptr, unsigned char byte, size_t n, void *stream) {
+  gpu_api *g = dev;
+  if (!g->fill_async) return hkrt_fail(HKRT_ERR_NO_DRIVER, "%s backend: the driver lacks an asynchronous memset", g->api);
+  gpu_current(g);
+  return gpu_check(g, g->fill_async((gpu_ptr)(size_t)ptr, byte, n, stream), HKRT_ERR_LAUNCH, "memset");
+}
+
 static hkrt_status gpu_open_cuda(const char *target, void **dev) {
   (void)target;
   return gpu_open(&gpu_cuda, dev);
@@ -362,9 +445,11 @@ static hkrt_status gpu_open_hip(const char *target, void **dev) {
 const hkrt_backend_ops hkrt_cuda_ops = {
     "CUDA", gpu_open_cuda, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_cuda, gpu_function_cuda, gpu_launch, gpu_sync,
-    gpu_allow_shared_cuda, gpu_tensor_map_cuda, gpu_units_cuda, gpu_arch_cuda, gpu_tensor_map_address_cuda};
+    gpu_allow_shared_cuda, gpu_tensor_map_cuda, gpu_units_cuda, gpu_arch_cuda, gpu_tensor_map_address_cuda,
+    gpu_event_create, gpu_event_record, gpu_event_elapsed, gpu_event_destroy, gpu_l2_bytes, gpu_fill};
 
 const hkrt_backend_ops hkrt_hip_ops = {
     "HIP", gpu_open_hip, gpu_close, gpu_alloc, gpu_free, gpu_to_device, gpu_to_host,
     gpu_module_load, gpu_module_unload_hip, gpu_function_hip, gpu_launch, gpu_sync,
-    gpu_allow_shared_hip, NULL, NULL, NULL, NULL};
+    gpu_allow_shared_hip, NULL, NULL, NULL, NULL,
+    gpu_event_create, gpu_event_record, gpu_event_elapsed, gpu_event_destroy, gpu_l2_bytes, gpu_fill};

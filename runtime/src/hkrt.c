@@ -17,6 +17,14 @@ struct hkrt_device {
   hkrt_backend backend;
   void *impl;
   char target[16]; /* "" when unknown (HIP) */
+  void *flush_buf;     /* hkrt_flush_l2's buffer, flush_bytes long */
+  size_t flush_bytes;
+  unsigned flush_count;
+};
+
+struct hkrt_event {
+  hkrt_device *dev;
+  void *impl;
 };
 
 struct hkrt_module {
@@ -95,6 +103,7 @@ hkrt_backend hkrt_device_backend(const hkrt_device *dev) { return dev->backend; 
 
 HKRT_API void hkrt_device_close(hkrt_device *dev) {
   if (!dev) return;
+  if (dev->flush_buf) dev->ops->free(dev->impl, dev->flush_buf);
   dev->ops->close(dev->impl);
   free(dev);
 }
@@ -124,6 +133,65 @@ HKRT_API hkrt_status hkrt_copy_to_host(hkrt_device *dev, void *dst, const void *
 HKRT_API hkrt_status hkrt_synchronize(hkrt_device *dev) {
   if (!dev) return hkrt_fail(HKRT_ERR_ARG, "hkrt_synchronize: NULL device");
   return dev->ops->synchronize(dev->impl);
+}
+
+static hkrt_status hkrt_no_clock(const hkrt_device *dev, const char *fn) {
+  return hkrt_fail(HKRT_ERR_ARG, "%s: the %s backend has no device clock (timing needs a GPU: CUDA or HIP)", fn,
+                   dev->ops->name);
+}
+
+HKRT_API hkrt_status hkrt_event_create(hkrt_device *dev, hkrt_event **out) {
+  if (!dev || !out) return hkrt_fail(HKRT_ERR_ARG, "hkrt_event_create: NULL argument");
+  *out = NULL;
+  if (!dev->ops->event_create) return hkrt_no_clock(dev, "hkrt_event_create");
+  hkrt_event *e = calloc(1, sizeof *e);
+  if (!e) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  e->dev = dev;
+  hkrt_status st = dev->ops->event_create(dev->impl, &e->impl);
+  if (st != HKRT_OK) {
+    free(e);
+    return st;
+  }
+  *out = e;
+  return HKRT_OK;
+}
+
+HKRT_API hkrt_status hkrt_event_record(hkrt_event *ev, void *stream) {
+  if (!ev) return hkrt_fail(HKRT_ERR_ARG, "hkrt_event_record: NULL event");
+  return ev->dev->ops->event_record(ev->dev->impl, ev->impl, stream);
+}
+
+HKRT_API hkrt_status hkrt_event_elapsed(hkrt_event *start, hkrt_event *end, double *ms) {
+  if (!start || !end || !ms) return hkrt_fail(HKRT_ERR_ARG, "hkrt_event_elapsed: NULL argument");
+  if (start->dev != end->dev) return hkrt_fail(HKRT_ERR_ARG, "hkrt_event_elapsed: events of two devices");
+  float f = 0;
+  hkrt_status st = start->dev->ops->event_elapsed(start->dev->impl, start->impl, end->impl, &f);
+  *ms = f;
+  return st;
+}
+
+HKRT_API void hkrt_event_destroy(hkrt_event *ev) {
+  if (!ev) return;
+  ev->dev->ops->event_destroy(ev->dev->impl, ev->impl);
+  free(ev);
+}
+
+/* Twice the L2: whatever the replacement policy, the benchmark's own lines
+   are gone after it. */
+HKRT_API hkrt_status hkrt_flush_l2(hkrt_device *dev, void *stream, size_t *bytes) {
+  if (!dev) return hkrt_fail(HKRT_ERR_ARG, "hkrt_flush_l2: NULL device");
+  if (!dev->ops->fill || !dev->ops->l2_bytes) return hkrt_no_clock(dev, "hkrt_flush_l2");
+  if (!dev->flush_buf) {
+    size_t l2 = 0;
+    hkrt_status st = dev->ops->l2_bytes(dev->impl, &l2);
+    if (st != HKRT_OK) return st;
+    if (!l2) return hkrt_fail(HKRT_ERR_ARG, "hkrt_flush_l2: the %s device reports no L2 size", dev->ops->name);
+    if ((st = dev->ops->alloc(dev->impl, 2 * l2, &dev->flush_buf)) != HKRT_OK) return st;
+    dev->flush_bytes = 2 * l2;
+  }
+  if (bytes) *bytes = dev->flush_bytes;
+  /* a new value each time: every line is written, never left as it was */
+  return dev->ops->fill(dev->impl, dev->flush_buf, (unsigned char)(++dev->flush_count), dev->flush_bytes, stream);
 }
 
 /* Code objects are read whole (never mapped: a file truncated while loaded

@@ -63,6 +63,17 @@ typedef struct {
   hkrt_status (*arch)(void *dev, char *out, size_t n);
   /* Replaces the global address in an encoded tensor map (NULL: none). */
   hkrt_status (*tensor_map_address)(void *dev, void *map, const void *ptr);
+  /* Device-side timing (NULL: no device clock, as on the emulator): events
+     recorded on a stream, and the milliseconds between two (waiting for the
+     second). */
+  hkrt_status (*event_create)(void *dev, void **ev);
+  hkrt_status (*event_record)(void *dev, void *ev, void *stream);
+  hkrt_status (*event_elapsed)(void *dev, void *start, void *end, float *ms);
+  void (*event_destroy)(void *dev, void *ev);
+  /* For hkrt_flush_l2 (NULL: none): the device's L2 bytes, from its
+     properties, and a byte fill of device memory on a stream. */
+  hkrt_status (*l2_bytes)(void *dev, size_t *out);
+  hkrt_status (*fill)(void *dev, void *ptr, unsigned char byte, size_t n, void *stream);
 } hkrt_backend_ops;
 
 /* dev's backend encodes r into out (128 bytes), or fails naming `who`. */
