@@ -49,6 +49,8 @@ struct et_ctx {
   int nallocs;
   uint64_t rng;
   char msg[1024];
+  et_timing *timing; /* hkgen bench: time the launch instead (et_time) */
+  int timed;
 };
 
 /* Poisoned here, whatever the device: a GPU's fresh memory holds zeros or
@@ -181,7 +183,10 @@ void et_note_get(const et_ctx *c, char *out, size_t n) { snprintf(out, n, "%s", 
 
 /* Through hkrt_kernel_launch: libhkrt checks the arguments against the
    manifest, evaluates the launch rules and the grid, packs and launches. */
+static int et_launch_timed(et_ctx *c);
+
 int et_launch(et_ctx *c) {
+  if (c->timing) return et_launch_timed(c);
   if (hkrt_kernel_launch(c->kern, NULL, c->args, (size_t)c->nargs, NULL) != HKRT_OK) {
     et_note(c, "%s", hkrt_error());
     return -1;
@@ -250,7 +255,7 @@ static int et_shapes(const op_inst *k, const et_options *o, long out[][OP_MAX_PA
   return n;
 }
 
-static void et_shape_text(const op_inst *k, const long *shape, char *out, size_t n) {
+void et_shape_text(const op_inst *k, const long *shape, char *out, size_t n) {
   size_t used = 0;
   out[0] = 0;
   for (int i = 0; i < k->op->nparams; i++) {
@@ -545,10 +550,7 @@ static void et_list_skipped(const spec_set *set, const char *only) {
   }
 }
 
-/* --device: the GPU present (CUDA, then HIP) and the target it runs; NULL
-   with a message when there is none, or when HIP cannot say its target
-   and --target does not name exactly one. */
-static hkrt_device *et_gpu(const et_options *o, const char **target) {
+hkrt_device *et_gpu_open(const char *who, const char *hint, const char *targets, const char **target) {
   static const hkrt_backend bs[] = {HKRT_BACKEND_CUDA, HKRT_BACKEND_HIP};
   static const char *const names[] = {"CUDA", "HIP"};
   char why[1024] = "";
@@ -560,18 +562,23 @@ static hkrt_device *et_gpu(const et_options *o, const char **target) {
       continue;
     }
     *target = hkrt_device_target(d);
-    if (!*target && o->targets && !strchr(o->targets, ',')) *target = o->targets;
+    if (!*target && targets && !strchr(targets, ',')) *target = targets;
     if (!*target) {
-      diag_error(NULL, 0, 0, "hkgen test --device: a HIP device does not say its target: name one with "
-                             "--target (gfx90a, gfx942 or gfx950)");
+      diag_error(NULL, 0, 0, "%s: a HIP device does not say its target: name one with --target (gfx90a, gfx942 "
+                 "or gfx950)", who);
       hkrt_device_close(d);
       return NULL;
     }
     return d;
   }
-  diag_error(NULL, 0, 0, "hkgen test --device: no GPU here (%s); without --device the AMD kernels run on "
-                         "the CPU emulator", why);
+  diag_error(NULL, 0, 0, "%s: no GPU here (%s)%s%s", who, why, hint ? "; " : "", hint ? hint : "");
   return NULL;
+}
+
+/* --device: the GPU present and the target it runs. */
+static hkrt_device *et_gpu(const et_options *o, const char **target) {
+  return et_gpu_open("hkgen test --device", "without --device the AMD kernels run on the CPU emulator", o->targets,
+                     target);
 }
 
 /* The catalogue the runs use: emulated host objects of the AMD kernels, or
@@ -628,4 +635,61 @@ int et_test(const spec_set *set, const et_options *o) {
   free(items);
   if (gpu) hkrt_device_close(gpu);
   return failed || broken ? HK_EFAIL : HK_OK;
+}
+
+/* ---- timing (hkgen bench, hkgen tune) ------------------------------------------ */
+
+static double et_elapsed(hkrt_event *a, hkrt_event *b) {
+  double ms = -1;
+  return hkrt_event_elapsed(a, b, &ms) == HKRT_OK ? ms : -1;
+}
+
+/* Packed once, then launched as hkrt_kernel_launch would: warm-ups, then
+   each timed launch after an L2 flush, between two events. Returns -1
+   always, so that emu_run computes no reference; c->timed says whether the
+   timing ran. */
+static int et_launch_timed(et_ctx *c) {
+  unsigned char buf[4096];
+  size_t size = 0;
+  unsigned grid[3], block[3];
+  hkrt_func *fn = NULL;
+  hkrt_event *a = NULL, *b = NULL;
+  et_timing *t = c->timing;
+  if (hkrt_kernel_args(c->kern, NULL, c->args, (size_t)c->nargs, buf, sizeof buf, &size, grid, block) != HKRT_OK ||
+      hkrt_kernel_function(c->kern, &fn) != HKRT_OK) {
+    et_note(c, "%s", hkrt_error());
+    return -1;
+  }
+  unsigned lds = hkrt_kernel_dynamic_lds(c->kern);
+  int ok = hkrt_event_create(c->dev, &a) == HKRT_OK && hkrt_event_create(c->dev, &b) == HKRT_OK;
+  for (int i = 0; ok && i < t->warmup; i++) ok = hkrt_launch_ex(fn, grid, block, lds, buf, size, NULL) == HKRT_OK;
+  ok = ok && hkrt_synchronize(c->dev) == HKRT_OK;
+  for (int i = 0; ok && i < t->runs; i++) {
+    ok = hkrt_flush_l2(c->dev, NULL, &t->flush_bytes) == HKRT_OK && hkrt_event_record(a, NULL) == HKRT_OK &&
+         hkrt_launch_ex(fn, grid, block, lds, buf, size, NULL) == HKRT_OK && hkrt_event_record(b, NULL) == HKRT_OK &&
+         (t->ms[i] = et_elapsed(a, b)) >= 0;
+  }
+  if (!ok) et_note(c, "%s", hkrt_error());
+  else c->timed = 1;
+  hkrt_event_destroy(a);
+  hkrt_event_destroy(b);
+  return -1;
+}
+
+int et_time(hkrt_device *dev, hkrt_kernel *kern, const op_inst *k, const long *shape, unsigned long long seed,
+            et_timing *t, char *msg, size_t n) {
+  et_ctx c;
+  memset(&c, 0, sizeof c);
+  c.dev = dev;
+  c.kern = kern;
+  c.k = k;
+  c.shape = shape;
+  c.rng = seed;
+  c.timing = t;
+  double err;
+  if (t->runs < 1 || t->runs > ET_MAX_RUNS) t->runs = t->runs < 1 ? 1 : ET_MAX_RUNS;
+  k->op->emu_run(k, shape, &c, &err);
+  for (int i = 0; i < c.nallocs; i++) hkrt_free(dev, c.allocs[i]);
+  if (!c.timed) snprintf(msg, n, "%s", c.msg[0] ? c.msg : "the op's run did not launch the kernel");
+  return c.timed ? 0 : -1;
 }

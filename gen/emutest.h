@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hkrt.h"
 #include "op.h"
 #include "spec.h"
 
@@ -54,6 +55,28 @@ typedef struct {
   int device;            /* --device: run on the GPU present instead of the emulator */
   int stats;             /* --stats: LDS bank conflicts and cache-line traffic per run */
 } et_options;
+
+/* `hkgen bench` and `hkgen tune`: the op's emu_run prepares a problem's
+   inputs as `hkgen test --device` does (fresh random data), but its first
+   launch that libhkrt accepts is timed instead of checked: `warmup'
+   launches, then `runs' launches each after an L2 flush, between device
+   events. No reference is computed. */
+#define ET_MAX_RUNS 1000
+typedef struct {
+  int warmup, runs;
+  double ms[ET_MAX_RUNS]; /* each timed launch, in milliseconds */
+  size_t flush_bytes;     /* written before each timed launch */
+} et_timing;
+/* Times kernel k (kern: its catalogue entry on GPU device dev) at shape;
+   0 with t->ms filled, or -1 with a message. */
+int et_time(hkrt_device *dev, hkrt_kernel *kern, const op_inst *k, const long *shape, unsigned long long seed,
+            et_timing *t, char *msg, size_t n);
+/* "M=4096 N=4096 K=4096": the integer parameters of shape. */
+void et_shape_text(const op_inst *k, const long *shape, char *out, size_t n);
+/* The GPU present (CUDA, then HIP) and its target (HIP: targets, when it
+   names exactly one); NULL with a message naming `who' (and hint, which
+   may be NULL) when there is none. */
+hkrt_device *et_gpu_open(const char *who, const char *hint, const char *targets, const char **target);
 
 /* Runs every kernel of set on the emulator; returns an exit status. */
 int et_test(const spec_set *set, const et_options *o);

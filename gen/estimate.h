@@ -48,6 +48,11 @@ int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, si
    object (inspect_est.c). -1 with a message. */
 int ie_kernel_estimate(const char *obj, const op_inst *k, const long *shape, const tgt_part *part, es_launch *l,
                        es_result *r, char *msg, size_t n);
+/* Every kernel of catalogue dir as an op_inst with its plan, in manifest
+   order, and the path of each one's code object (malloc'd). -1 with a
+   message when the manifest cannot be read or names an op or target this
+   hkgen lacks. */
+int ie_catalogue_read(const char *dir, op_inst **kernels, char ***objs, size_t *n);
 /* One line: "12.3 us  1015 TFLOP/s  MFMA pipe". */
 void es_format(const es_result *r, char *out, size_t n);
 

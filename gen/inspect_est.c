@@ -359,6 +359,47 @@ static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *par
   return bad || !done ? -1 : 0;
 }
 
+int ie_catalogue_read(const char *dir, op_inst **kernels, char ***objs, size_t *n) {
+  char *mpath = fs_join(dir, "manifest.json"), *text;
+  size_t len, cap = 0;
+  *kernels = NULL;
+  *objs = NULL;
+  *n = 0;
+  if (fs_read_file(mpath, 64u << 20, &text, &len) < 0) {
+    diag_error(mpath, 0, 0, "cannot read the catalogue's manifest: %s", strerror(errno));
+    free(mpath);
+    return -1;
+  }
+  free(mpath);
+  ie_entry e;
+  memset(&e, 0, sizeof e);
+  int bad = 0;
+  for (const char *p = text; *p && !bad;) {
+    size_t nl = strcspn(p, "\n"), ind = strspn(p, " ");
+    const char *l = p + ind;
+    size_t ll = nl - ind;
+    if (ind == 6 && ie_field(l, ll, "name", e.name, sizeof e.name)) e.op[0] = e.target[0] = e.params[0] = 0;
+    else if (ind == 6) {
+      ie_field(l, ll, "op", e.op, sizeof e.op);
+      ie_field(l, ll, "target", e.target, sizeof e.target);
+      ie_field(l, ll, "params", e.params, sizeof e.params);
+      if (ie_field(l, ll, "file", e.file, sizeof e.file)) {
+        if (*n == cap) {
+          cap = cap ? 2 * cap : 16;
+          *kernels = xrealloc(*kernels, cap * sizeof **kernels);
+          *objs = xrealloc(*objs, cap * sizeof **objs);
+        }
+        bad = ie_inst(&e, &(*kernels)[*n]) < 0;
+        if (!bad) (*objs)[(*n)++] = fs_join(dir, e.file);
+      }
+    }
+    p += nl + (p[nl] == '\n');
+  }
+  free(text);
+  if (!bad && !*n) diag_error(dir, 0, 0, "the catalogue's manifest lists no kernel");
+  return bad || !*n ? -1 : 0;
+}
+
 /* Under `hkgen inspect DIR`: the estimate of every AMD kernel whose every
    parameter is baked (its problem is its own), on its target's biggest part;
    kernels with run-time parameters need --estimate PART --shape. */

@@ -2,6 +2,8 @@
    containers deeper than inline_depth stay on one line to keep the manifest short. */
 #include "json.h"
 
+#include <math.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -90,6 +92,11 @@ void jw_str(jw_t *w, const char *s) {
 void jw_int(jw_t *w, long long v) {
   jw_value_start(w);
   buf_printf(&w->out, "%lld", v);
+}
+
+void jw_num(jw_t *w, double v, int decimals) {
+  jw_value_start(w);
+  buf_printf(&w->out, isfinite(v) ? "%.*f" : "null", decimals, v);
 }
 
 void jw_bool(jw_t *w, int v) {

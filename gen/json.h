@@ -21,6 +21,8 @@ void jw_begin_arr(jw_t *w);
 void jw_end_arr(jw_t *w);
 void jw_str(jw_t *w, const char *s);
 void jw_int(jw_t *w, long long v);
+/* A number with that many decimals (null when not finite). */
+void jw_num(jw_t *w, double v, int decimals);
 void jw_bool(jw_t *w, int v);
 void jw_null(jw_t *w);
 /* Shorthands for "key": value. */

@@ -22,6 +22,7 @@
 int cmd_inspect_path(const char *path);
 int cmd_inspect_estimate(const char *path, const char *part, const char *shape);
 int cmd_explain_set(const spec_set *set, int jobs);
+int cmd_bench(int argc, char **argv);
 int sh_parse(const char *text, int *k, int *n);
 void sh_select(spec_set *set, int k, int n);
 int sh_mark(const char *outdir, int k, int n, size_t total);
@@ -304,7 +305,7 @@ static const struct {
 } cli_cmds[] = {
     {"build", cmd_build}, {"gen", cmd_gen},         {"check", cmd_check},
     {"list", cmd_list},   {"inspect", cmd_inspect}, {"test", cmd_test}, {"explain", cmd_explain},
-    {"merge", cmd_merge}, {"plan", cmd_plan},
+    {"merge", cmd_merge}, {"plan", cmd_plan},       {"bench", cmd_bench},
 };
 
 /* hkgen help [COMMAND]. */

@@ -142,6 +142,9 @@ typedef struct op_desc {
      as emu_shapes gives them) for the estimate; -1 with a message when the
      shape cannot be estimated. */
   int (*work)(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n);
+  /* `hkgen bench` and `hkgen tune`: the problem timed when --shape leaves a
+     run-time parameter out ("M=4096,N=4096,K=4096"; NULL: none). */
+  const char *bench_shape;
 } op_desc;
 
 /* Resolves k->plan (once; a second call keeps the first). -1 with a

@@ -642,4 +642,5 @@ const op_desc op_attn_fwd = {
     .emu_shapes = attn_fwd_shapes,
     .work = attn_work,
     .emu_run = attn_emu_run,
+    .bench_shape = "batch=4,seqlen_q=2048,seqlen_k=2048,heads_q=32,heads_k=8,window_left=-1,window_right=-1",
 };

@@ -475,4 +475,5 @@ const op_desc op_attn_bwd = {
     .emu_shapes = attn_bwd_emu_shapes,
     .emu_run = attn_bwd_emu_run,
     .work = attn_bwd_work,
+    .bench_shape = "batch=4,seqlen_q=2048,seqlen_k=2048,heads_q=32,heads_k=8",
 };

@@ -590,4 +590,5 @@ const op_desc op_attn_decode = {
     .plan = dec_plan,
     .emu_shapes = dec_emu_shapes,
     .emu_run = dec_emu_run,
+    .bench_shape = "batch=32,q_tokens=1,heads_q=32,heads_k=8,max_blocks=256,num_blocks=8192,window_left=-1",
 };

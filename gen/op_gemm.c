@@ -269,4 +269,5 @@ const op_desc op_gemm = {
     .emu_run = gemm_emu_run,
     .target_default = gemm_target_default,
     .work = gemm_work,
+    .bench_shape = "M=4096,N=4096,K=4096",
 };

@@ -540,4 +540,5 @@ const op_desc op_norm = {
     .emu_shapes = norm_emu_shapes,
     .emu_run = norm_emu_run,
     .work = norm_work,
+    .bench_shape = "rows=16384,hidden=4096",
 };

@@ -239,4 +239,5 @@ const op_desc op_rope = {
     .emu_shapes = rope_emu_shapes,
     .emu_run = rope_emu_run,
     .work = rope_work,
+    .bench_shape = "batch=4,seq_len=4096,heads_q=32,heads_k=8,head_dim=128",
 };

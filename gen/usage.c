@@ -75,6 +75,23 @@ static const us_cmd us_cmds[] = {
       {"--shape NAME=V,...", "the problem: a catalogue's run-time parameters; for a lone object blocks=, "
                              "block=, lds=, flops=, mma_flops=, bytes=, trips="}},
      "1 a code object could not be read (with --estimate: 2 for input it cannot estimate)"},
+    {"bench", "hkgen bench CATALOG [--kernel NAME] [--shape NAME=V,...] [-n N] [--json] [--target T]",
+     "time a catalogue's kernels on the GPU present",
+     "Runs each kernel of the GPU's target (CUDA, else HIP) through libhkrt on fresh random inputs (those "
+     "hkgen test prepares): 3 warm-up launches, then N launches each after an L2 flush (a device buffer of "
+     "twice the L2's bytes written), timed by device events. Prints the median, min and max in microseconds "
+     "and TFLOP/s (kernels with matrix work) or TB/s, from the op's FLOP and byte counts (the estimate's, "
+     "docs/MODEL.md). A problem: the kernel's baked values, the op's default for each run-time one "
+     "(gemm M=N=K=4096, attention batch 4 x 2048 x 32:8 heads, ...) and --shape. --json: one object "
+     "{hkgen_bench, backend, target, warmup, runs, results: [{kernel, target, shape, median_us, min_us, "
+     "max_us, flops, bytes, rate, unit} or {kernel, target, shape, error}]} (docs/SPEC.md).",
+     {{"--kernel NAME", "only this kernel"},
+      {"--shape NAME=V,...", "the problem (repeatable); kernels that bake another value are left out"},
+      {"-n N", "timed runs per kernel (default 20)"},
+      {"--json", "the results as one JSON object on stdout"},
+      {"--target T", "the device's target when HIP cannot tell it (gfx90a, gfx942, gfx950)"}},
+     "1 no GPU here, or a kernel could not be timed; 2 also for an unknown kernel or a bad --shape (naming "
+     "it)"},
     {"merge", "hkgen merge SHARD_DIR... -o DIR", "join --shard K/N builds into one catalogue",
      "Checks that the shards come from the same specs and cover every kernel once, then writes one "
      "catalogue.",
