@@ -23,6 +23,7 @@ int cmd_inspect_path(const char *path);
 int cmd_inspect_estimate(const char *path, const char *part, const char *shape);
 int cmd_explain_set(const spec_set *set, int jobs);
 int cmd_bench(int argc, char **argv);
+int tn_tune(const char *dir, const char *const *shapes, int nshapes, const char *part, const char *targets, int runs);
 int sh_parse(const char *text, int *k, int *n);
 void sh_select(spec_set *set, int k, int n);
 int sh_mark(const char *outdir, int k, int n, size_t total);
@@ -199,6 +200,52 @@ static int cmd_test(int argc, char **argv) {
   return rc;
 }
 
+/* hkgen tune SPEC... --shape ... [-o DIR] | hkgen tune --catalog DIR --shape ...:
+   its own options (--shape, --catalog, --part, -n) plus build's. */
+static int cmd_tune(int argc, char **argv) {
+  const char *shapes[16], *catalog = NULL, *part = NULL;
+  int nshapes = 0, runs = 20, bad = 0, nrest = 0;
+  char **rest = calloc((size_t)argc + 1, sizeof *rest);
+  for (int i = 0; i < argc; i++) {
+    const char *s = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
+    int takes = !strcmp(s, "--shape") || !strcmp(s, "--catalog") || !strcmp(s, "--part") || !strcmp(s, "-n");
+    if (takes && !next) {
+      diag_error(NULL, 0, 0, "%s needs a value (see hkgen tune --help)", s);
+      bad = 1;
+    } else if (!strcmp(s, "--shape")) {
+      if (nshapes < 16) shapes[nshapes++] = argv[++i];
+      else diag_error(NULL, 0, 0, "at most 16 --shape problems"), bad = 1, i++;
+    } else if (!strcmp(s, "--catalog")) catalog = argv[++i];
+    else if (!strcmp(s, "--part")) part = argv[++i];
+    else if (!strcmp(s, "-n")) {
+      char *end;
+      long n = strtol(argv[++i], &end, 10);
+      if (*end || n < 1 || n > 1000) diag_error(NULL, 0, 0, "-n takes 1 to 1000 timed runs (got '%s')", argv[i]), bad = 1;
+      runs = (int)n;
+    } else rest[nrest++] = argv[i];
+  }
+  cli_args a = {0};
+  spec_set set = {0};
+  int rc = HK_EUSAGE;
+  if (!bad && cli_parse(nrest, rest, &a) == 0) {
+    if (catalog && a.nfiles) {
+      diag_error(NULL, 0, 0, "tune takes specs or --catalog DIR, not both");
+    } else if (catalog) {
+      rc = tn_tune(catalog, shapes, nshapes, part, a.targets, runs);
+    } else if (!nshapes) {
+      diag_error(NULL, 0, 0, "tune needs at least one problem: --shape NAME=V,...");
+    } else if (cli_load(&a, &set) == 0) {
+      bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache, .quiet = a.quiet};
+      rc = bd_build(&set, &o);
+      if (rc == HK_OK) rc = tn_tune(a.outdir, shapes, nshapes, part, NULL, runs);
+    }
+  }
+  spec_set_free(&set);
+  free(a.files);
+  free(rest);
+  return rc;
+}
+
 static int cmd_explain(int argc, char **argv) {
   cli_args a = {0};
   spec_set set = {0};
@@ -306,6 +353,7 @@ static const struct {
     {"build", cmd_build}, {"gen", cmd_gen},         {"check", cmd_check},
     {"list", cmd_list},   {"inspect", cmd_inspect}, {"test", cmd_test}, {"explain", cmd_explain},
     {"merge", cmd_merge}, {"plan", cmd_plan},       {"bench", cmd_bench},
+    {"tune", cmd_tune},
 };
 
 /* hkgen help [COMMAND]. */

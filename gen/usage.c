@@ -92,6 +92,25 @@ static const us_cmd us_cmds[] = {
       {"--target T", "the device's target when HIP cannot tell it (gfx90a, gfx942, gfx950)"}},
      "1 no GPU here, or a kernel could not be timed; 2 also for an unknown kernel or a bad --shape (naming "
      "it)"},
+    {"tune", "hkgen tune SPEC... --shape NAME=V,... [--shape ...] [-o DIR] [--part PART] [-n N] [--target LIST] | "
+             "hkgen tune --catalog DIR --shape ...",
+     "record the fastest kernel per problem in the manifest",
+     "Builds the specs (variants as lists: gemm tile_m: [128, 256]) into DIR, or takes the catalogue DIR "
+     "as it is. For each problem and each op and target, the kernels that serve it by hkrt_select's rule are "
+     "the candidates; each is timed on the GPU present when the GPU runs its target (as bench does), else "
+     "estimated on an AMD part (--part, else the target's largest; docs/MODEL.md). The fastest is written "
+     "into the manifest's \"tuned\" list with every candidate's figure and the method (docs/SPEC.md), and "
+     "hkrt_select prefers it for that problem. A problem must give every run-time parameter of the kernels "
+     "it is for, and every baked one that is not a tuning parameter (layout=nt). The list replaces the one "
+     "before; on any failure the manifest is left as it was.",
+     {{"--shape NAME=V,...", "a problem (repeatable, at most 16)"},
+      {"--catalog DIR", "tune an existing catalogue instead of building specs (a device without hkgen's "
+                        "build tools)"},
+      {"--part PART", "the AMD part for estimates: MI300X, MI325X, MI350X, MI355X"},
+      {"-n N", "timed runs per candidate on a GPU (default 20)"},
+      US_OUT("catalog"), US_TARGET, US_JOBS},
+     "1 a build failed, or a problem's kernels can be neither measured nor estimated here (a target no GPU "
+     "here runs and the estimate does not model, such as sm_90a without an H100 or H200)"},
     {"merge", "hkgen merge SHARD_DIR... -o DIR", "join --shard K/N builds into one catalogue",
      "Checks that the shards come from the same specs and cover every kernel once, then writes one "
      "catalogue.",
