@@ -328,12 +328,9 @@ int cmd_bench(int argc, char **argv) {
   size_t nk = 0, nr = 0;
   bn_run *runs = NULL;
   if (bn_parse_args(argc, argv, &a) < 0) return HK_EUSAGE;
-  if (ie_catalogue_read(a.dir, &ks, &objs, &nk) < 0 || bn_plan(&a, ks, nk, &runs, &nr) < 0) {
-    free(runs);
-    return HK_EUSAGE;
-  }
+  int usage = ie_catalogue_read(a.dir, &ks, &objs, &nk) < 0 || bn_plan(&a, ks, nk, &runs, &nr) < 0;
   const char *target = NULL;
-  hkrt_device *dev = et_gpu_open("hkgen bench", "timing needs a GPU (CUDA or HIP); hkgen inspect --estimate "
+  hkrt_device *dev = usage ? NULL : et_gpu_open("hkgen bench", "timing needs a GPU (CUDA or HIP); hkgen inspect --estimate "
                                  "predicts AMD kernels without one", a.targets, &target);
   int failed = 1;
   if (dev) {
@@ -372,5 +369,5 @@ int cmd_bench(int argc, char **argv) {
   free(ks);
   free(objs);
   free(runs);
-  return failed ? HK_EFAIL : HK_OK;
+  return usage ? HK_EUSAGE : failed ? HK_EFAIL : HK_OK;
 }

@@ -397,7 +397,17 @@ int ie_catalogue_read(const char *dir, op_inst **kernels, char ***objs, size_t *
   }
   free(text);
   if (!bad && !*n) diag_error(dir, 0, 0, "the catalogue's manifest lists no kernel");
-  return bad || !*n ? -1 : 0;
+  if (!bad && *n) return 0;
+  for (size_t i = 0; i < *n; i++) {
+    op_inst_free(&(*kernels)[i]);
+    free((*objs)[i]);
+  }
+  free(*kernels);
+  free(*objs);
+  *kernels = NULL;
+  *objs = NULL;
+  *n = 0;
+  return -1;
 }
 
 /* Under `hkgen inspect DIR`: the estimate of every AMD kernel whose every

@@ -213,6 +213,10 @@ set_tests_properties(build_kernargs PROPERTIES TIMEOUT 300 LABELS "build" ENVIRO
 
 # The performance estimate (hkgen inspect --estimate): bad input refused
 # with status 2, and the model's sanity on synthetic and generated kernels.
+# hkgen tune with the estimate: winners recorded per problem, hkrt_select
+# prefers them; tune and bench error paths (no GPU, sm_90a, bad --shape).
+add_test(tune sh pipeline/tune.sh)
+set_tests_properties(tune PROPERTIES TIMEOUT 240 LABELS "build;runtime" ENVIRONMENT "${HK_BUILD_ENV}")
 add_test(estimate sh pipeline/estimate.sh)
 set_tests_properties(estimate PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
 

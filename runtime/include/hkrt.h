@@ -189,8 +189,12 @@ typedef struct {
      a problem means;
    - every other parameter the problem gives is one of its runtime_params.
    Run-time parameters the problem leaves out may be given at launch.
-   Of the kernels that fit, the one baking the most of the problem's own
-   parameters wins, then the one baking the most parameters in all, then the
+   Of the kernels that fit, the one `hkgen tune` recorded for this problem
+   wins (the manifest's "tuned" list: the first entry of the problem's op
+   and target whose every recorded parameter the problem gives with that
+   value, or leaves out where the entry's kernel bakes that value, and whose
+   kernel fits); else the one baking the most of the problem's own
+   parameters, then the one baking the most parameters in all, then the
    first in the manifest. When none fits: HKRT_ERR_NOT_FOUND, and
    hkrt_error() names up to 3 nearest kernels (fewest mismatches) and why each
    does not fit. */

@@ -553,6 +553,59 @@ static hkrt_status hkrt_read_kernels(hkrt_catalog *cat, const hkrt_json *list) {
   return hkrt_check_unique(cat);
 }
 
+/* ---- the "tuned" list ----------------------------------------------------------------- */
+
+static hkrt_status hkrt_tfail(const hkrt_catalog *cat, const hkrt_json *at, size_t i, const char *what) {
+  return hkrt_fail(HKRT_ERR_IO, "%s:%d:%d: tuned entry %zu: %s", cat->path, at->line, at->col, i, what);
+}
+
+static const char *hkrt_tstr(const hkrt_json *o, const char *key) {
+  const hkrt_json *v = hkrt_json_get(o, key);
+  return v && v->type == HKRT_JSON_STRING && v->str[0] ? v->str : NULL;
+}
+
+static hkrt_status hkrt_read_tuned_one(hkrt_catalog *cat, const hkrt_json *o, size_t i, hkrt_tuned *t) {
+  char what[300];
+  const hkrt_json *pb = o->type == HKRT_JSON_OBJECT ? hkrt_json_get(o, "problem") : NULL;
+  const char *kernel = o->type == HKRT_JSON_OBJECT ? hkrt_tstr(o, "kernel") : NULL;
+  t->op = o->type == HKRT_JSON_OBJECT ? hkrt_tstr(o, "op") : NULL;
+  t->target = o->type == HKRT_JSON_OBJECT ? hkrt_tstr(o, "target") : NULL;
+  if (!t->op || !t->target || !kernel || !pb || pb->type != HKRT_JSON_OBJECT)
+    return hkrt_tfail(cat, o, i, "needs \"op\", \"target\", \"kernel\" (strings) and \"problem\" (an object)");
+  t->problem = calloc(pb->count ? pb->count : 1, sizeof *t->problem);
+  if (!t->problem) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  for (const hkrt_json *v = pb->child; v; v = v->next) {
+    if (v->type != HKRT_JSON_STRING) return hkrt_tfail(cat, v, i, "problem values must be strings");
+    t->problem[t->nproblem++] = (hkrt_kv){v->key, v->str};
+  }
+  for (size_t j = 0; j < cat->n && !t->kernel; j++)
+    if (!strcmp(cat->kernels[j].name, kernel) && !strcmp(cat->kernels[j].target, t->target) &&
+        !strcmp(cat->kernels[j].op, t->op))
+      t->kernel = &cat->kernels[j];
+  if (!t->kernel) {
+    snprintf(what, sizeof what, "no %s kernel %s for %s in the catalogue", t->op, kernel, t->target);
+    return hkrt_tfail(cat, o, i, what);
+  }
+  return HKRT_OK;
+}
+
+/* Optional: absent, no entry. */
+static hkrt_status hkrt_read_tuned(hkrt_catalog *cat, const hkrt_json *root) {
+  const hkrt_json *list = hkrt_json_get(root, "tuned");
+  if (!list) return HKRT_OK;
+  if (list->type != HKRT_JSON_ARRAY)
+    return hkrt_fail(HKRT_ERR_IO, "%s:%d:%d: \"tuned\" must be an array", cat->path, list->line, list->col);
+  cat->tuned = calloc(list->count ? list->count : 1, sizeof *cat->tuned);
+  if (!cat->tuned) return hkrt_fail(HKRT_ERR_NOMEM, "out of memory");
+  size_t i = 0;
+  for (const hkrt_json *o = list->child; o; o = o->next, i++) {
+    cat->ntuned++; /* counted first: close frees what it holds */
+    hkrt_status st = hkrt_read_tuned_one(cat, o, i, &cat->tuned[i]);
+    if (st != HKRT_OK) return st;
+  }
+  return HKRT_OK;
+}
+
 HKRT_API hkrt_status hkrt_catalog_open(hkrt_device *dev, const char *dir, hkrt_catalog **out) {
   if (!dev || !dir || !out) return hkrt_fail(HKRT_ERR_ARG, "hkrt_catalog_open: NULL argument");
   *out = NULL;
@@ -570,6 +623,7 @@ HKRT_API hkrt_status hkrt_catalog_open(hkrt_device *dev, const char *dir, hkrt_c
   if (st == HKRT_OK) st = hkrt_read_header(cat, root, &emulated);
   if (st == HKRT_OK) st = hkrt_check_backend(cat, emulated);
   if (st == HKRT_OK) st = hkrt_read_kernels(cat, hkrt_json_get(root, "kernels"));
+  if (st == HKRT_OK) st = hkrt_read_tuned(cat, root);
   if (st != HKRT_OK) {
     hkrt_catalog_close(cat);
     return st;
@@ -592,6 +646,8 @@ HKRT_API void hkrt_catalog_close(hkrt_catalog *cat) {
     free(k->checks);
   }
   free(cat->kernels);
+  for (size_t i = 0; i < cat->ntuned; i++) free(cat->tuned[i].problem);
+  free(cat->tuned);
   hkrt_json_free(cat->doc);
   free(cat->dir);
   free(cat->path);
@@ -799,6 +855,22 @@ static hkrt_status hkrt_one_target(const hkrt_catalog *cat, const hkrt_problem *
   return HKRT_OK;
 }
 
+/* Whether tuned entry t is for problem pb: each parameter it records is the
+   problem's value, or one the problem leaves out that t's kernel bakes with
+   that value; and t's kernel fits the problem. */
+static int hkrt_tuned_applies(const hkrt_tuned *t, const hkrt_problem *pb, const char *target) {
+  char why[8];
+  int named;
+  if (strcmp(t->op, pb->op) || !hkrt_target_fits(t->target, target)) return 0;
+  for (size_t i = 0; i < t->nproblem; i++) {
+    const char *v = hkrt_problem_value(pb, t->problem[i].name);
+    const hkrt_kv *b = v ? NULL : hkrt_kernel_baked(t->kernel, t->problem[i].name);
+    if (v ? !hkrt_values_equal(v, t->problem[i].value) : !b || !hkrt_values_equal(b->value, t->problem[i].value))
+      return 0;
+  }
+  return !hkrt_fit(t->kernel, pb, target, &named, why, sizeof why);
+}
+
 HKRT_API hkrt_status hkrt_select(hkrt_catalog *cat, const hkrt_problem *pb, hkrt_kernel **out) {
   if (!cat || !out) return hkrt_fail(HKRT_ERR_ARG, "hkrt_select: NULL argument");
   *out = NULL;
@@ -818,6 +890,11 @@ HKRT_API hkrt_status hkrt_select(hkrt_catalog *cat, const hkrt_problem *pb, hkrt
     else if (!best || hkrt_better(k, named, best, best_named)) best = k, best_named = named;
   }
   if (!best) return hkrt_none_fits(cat, pb, target, near);
+  for (size_t i = 0; i < cat->ntuned; i++) /* hkgen tune's winner for this problem, where there is one */
+    if (hkrt_tuned_applies(&cat->tuned[i], pb, target)) {
+      best = (hkrt_kernel *)cat->tuned[i].kernel;
+      break;
+    }
   if (!target && (st = hkrt_one_target(cat, pb, best))) return st;
   *out = best;
   return HKRT_OK;

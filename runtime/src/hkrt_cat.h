@@ -78,8 +78,20 @@ struct hkrt_kernel {
   hkrt_func *fn;
 };
 
+/* One entry of the manifest's "tuned" list (hkgen tune): for the problem
+   (name/value pairs) on op and target, the kernel measured or estimated
+   fastest. */
+typedef struct {
+  const char *op, *target;
+  hkrt_kv *problem;
+  size_t nproblem;
+  const hkrt_kernel *kernel;
+} hkrt_tuned;
+
 struct hkrt_catalog {
   hkrt_device *dev;
+  hkrt_tuned *tuned;
+  size_t ntuned;
   char *dir, *path; /* path: DIR/manifest.json, for messages */
   hkrt_json_doc *doc;
   hkrt_kernel *kernels;
