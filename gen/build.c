@@ -447,6 +447,44 @@ static void bd_json_launch(jw_t *w, const op_plan *p, const tgt_info *t) {
   jw_end_arr(w);
 }
 
+/* A build-time choice (choose.c): every candidate's values and estimated
+   time, and the values taken (none when no candidate could be estimated:
+   the target's default stays). */
+static void bd_json_choice(jw_t *w, const op_inst *k) {
+  const op_choice *ch = k->choice;
+  jw_key(w, "choice");
+  jw_begin_obj(w);
+  jw_kstr(w, "by", "estimate");
+  jw_kstr(w, "part", ch->part);
+  jw_key(w, "chosen");
+  w->inline_depth = w->depth + 1;
+  if (ch->winner < 0) {
+    jw_null(w);
+  } else {
+    jw_begin_obj(w);
+    for (int j = 0; j < ch->nparams; j++) jw_kstr(w, k->op->params[ch->params[j]].name, ch->vals[ch->winner][j]);
+    jw_end_obj(w);
+  }
+  w->inline_depth = 1000;
+  jw_key(w, "candidates");
+  jw_begin_arr(w);
+  w->inline_depth = w->depth + 1;
+  for (int c = 0; c < ch->n; c++) {
+    jw_begin_obj(w);
+    for (int j = 0; j < ch->nparams; j++) jw_kstr(w, k->op->params[ch->params[j]].name, ch->vals[c][j]);
+    if (ch->us[c] >= 0) {
+      jw_key(w, "us");
+      jw_num(w, ch->us[c], 3);
+    } else {
+      jw_kstr(w, "error", ch->err[c]);
+    }
+    jw_end_obj(w);
+  }
+  w->inline_depth = 1000;
+  jw_end_arr(w);
+  jw_end_obj(w);
+}
+
 static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int emulate) {
   const op_inst *k = it->k;
   jw_begin_obj(w);
@@ -465,6 +503,7 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int
   if (!sources_only && !emulate) bd_json_resources(w, it);
   bd_json_kernarg(w, k->plan);
   bd_json_launch(w, k->plan, tgt_find(k->target));
+  if (k->choice) bd_json_choice(w, k);
   jw_end_obj(w);
 }
 

@@ -19,6 +19,14 @@ typedef struct {
 /* Builds every kernel of set; returns an exit status (HK_OK, HK_EFAIL). */
 int bd_build(spec_set *set, const bd_options *o);
 
+/* Tuning parameters the specs left to hkgen, chosen by the estimate where
+   a kernel qualifies (choose.c); others stay as they are. */
+void bd_choose(spec_set *set, int jobs, int quiet);
+/* The same from the compile cache only, for hkgen explain: a kernel whose
+   candidates are not all cached keeps its default, with k->choice saying
+   which are missing. */
+void bd_choose_cached(spec_set *set);
+
 /* 0 when outdir is new, empty, or holds only what hkgen writes (target
    folders, manifests it wrote, its lock and shard marks); else an error
    naming the first foreign entry. */

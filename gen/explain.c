@@ -71,6 +71,35 @@ static void ex_estimate(const op_inst *k, const cc_cache *cache, const char *key
   free(path);
 }
 
+/* The build-time choice of the tuning parameters the spec left to hkgen
+   (choose.c): the values taken and each candidate's estimated time, or
+   that the build will choose (candidates not compiled yet). */
+static void ex_choice(const op_inst *k) {
+  const op_choice *ch = k->choice;
+  int missing = 0;
+  if (!ch) return;
+  for (int c = 0; c < ch->n; c++) missing += ch->us[c] < 0 && !strcmp(ch->err[c], "not compiled yet");
+  if (missing) {
+    printf("  tuning left to hkgen: the build chooses by the estimate on %s among %d candidates (%d not "
+           "compiled yet)\n", ch->part, ch->n, missing);
+    return;
+  }
+  if (ch->winner < 0) {
+    printf("  tuning left to hkgen: no candidate could be estimated; the target's default stays\n");
+    return;
+  }
+  printf("  tuning chosen by the estimate on %s:", ch->part);
+  for (int j = 0; j < ch->nparams; j++) printf(" %s=%s", k->op->params[ch->params[j]].name, ch->vals[ch->winner][j]);
+  printf(" (%.1f us); candidates:", ch->us[ch->winner]);
+  for (int c = 0; c < ch->n; c++) {
+    printf(" ");
+    for (int j = 0; j < ch->nparams; j++) printf("%s%s", j ? "x" : "", ch->vals[c][j]);
+    if (ch->us[c] >= 0) printf(" %.1f", ch->us[c]);
+    else printf(" -");
+  }
+  printf(" us\n");
+}
+
 static void ex_params(const op_inst *k, int runtime, char *out, size_t n) {
   size_t used = 0;
   out[0] = 0;
@@ -123,6 +152,7 @@ int cmd_explain_set(const spec_set *set, int jobs) {
     }
     printf("%-30s %-7s %-9s %-44s %-28s %s%s%s\n", k->name, k->target, k->op->name, baked, rt, status,
            blocker ? ": " : "", blocker ? blocker : "");
+    ex_choice(k);
     if (key[0] && !strcmp(status, "natively (cached)")) ex_estimate(k, &cache, key);
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

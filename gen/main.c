@@ -132,6 +132,7 @@ static int cmd_build_like(int argc, char **argv, int sources_only) {
     diag_set_quiet(a.quiet);
     size_t total = set.n;
     if (a.shard_n) sh_select(&set, a.shard_k, a.shard_n);
+    if (!sources_only) bd_choose(&set, a.jobs, a.quiet);
     rc = bd_build(&set, &o);
     if (rc == HK_OK && a.shard_n && sh_mark(a.outdir, a.shard_k, a.shard_n, total) < 0) rc = HK_EFAIL;
   }
@@ -192,6 +193,7 @@ static int cmd_test(int argc, char **argv) {
   if (!bad && cli_parse(nrest, rest, &a) == 0 && cli_load(&a, &set) == 0) {
     o.jobs = a.jobs;
     o.targets = a.targets;
+    bd_choose(&set, a.jobs, !isatty(2));
     rc = et_test(&set, &o);
   }
   spec_set_free(&set);
@@ -236,6 +238,7 @@ static int cmd_tune(int argc, char **argv) {
       diag_error(NULL, 0, 0, "tune needs at least one problem: --shape NAME=V,...");
     } else if (cli_load(&a, &set) == 0) {
       bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache, .quiet = a.quiet};
+      bd_choose(&set, a.jobs, a.quiet);
       rc = bd_build(&set, &o);
       if (rc == HK_OK) rc = tn_tune(a.outdir, shapes, nshapes, part, NULL, runs);
     }
@@ -250,7 +253,10 @@ static int cmd_explain(int argc, char **argv) {
   cli_args a = {0};
   spec_set set = {0};
   int rc = HK_EUSAGE;
-  if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) rc = cmd_explain_set(&set, a.jobs);
+  if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) {
+    bd_choose_cached(&set); /* what the build chose, where the cache holds every candidate */
+    rc = cmd_explain_set(&set, a.jobs);
+  }
   spec_set_free(&set);
   free(a.files);
   return rc;

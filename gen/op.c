@@ -210,6 +210,8 @@ void op_inst_free(op_inst *k) {
   for (int i = 0; i < OP_MAX_PARAMS; i++) free(k->vals[i]);
   free(k->plan);
   k->plan = NULL;
+  free(k->choice);
+  k->choice = NULL;
 }
 
 /* ---- the resolved plan ------------------------------------------------------------- */

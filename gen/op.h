@@ -60,7 +60,28 @@ typedef struct op_inst {
   const char *file;               /* spec it came from, for messages */
   int line, col;
   struct op_plan *plan;           /* resolved once, after validation (op_plan_resolve) */
+  /* From the spec, for a choice made at build time (choose.c): the tuning
+     parameters it left to hkgen (bit i: parameter i), and how the name was
+     made (spec_name: base, the parameters that vary, named by the spec). */
+  unsigned left;
+  unsigned varies;
+  int user_named;
+  char base[64];
+  struct op_choice *choice;       /* the choice made (NULL: none) */
 } op_inst;
+
+/* A tuning choice made at build time by the estimate (choose.c): the
+   candidates' values of the parameters left to hkgen, their estimated
+   times on part, and the one chosen. */
+#define OP_MAX_CHOICES 27
+typedef struct op_choice {
+  const char *part;
+  int params[4], nparams;           /* parameter indices */
+  char vals[OP_MAX_CHOICES][4][16]; /* per candidate, per parameter */
+  double us[OP_MAX_CHOICES];        /* estimated time; < 0: none (err says why) */
+  char err[OP_MAX_CHOICES][96];
+  int n, winner;                    /* winner: index, -1 when none could be estimated */
+} op_choice;
 
 #define OP_MAX_TUNABLES 16
 #define OP_MAX_CHECKS 32

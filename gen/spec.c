@@ -206,14 +206,14 @@ static void spec_name_part(hk_buf *b, const op_param *p, const char *v) {
   }
 }
 
-static void spec_make_name(op_inst *k, const char *base, const spec_vals *pv, int user_named) {
+void spec_name(op_inst *k) {
   hk_buf b;
   buf_init(&b);
-  buf_puts(&b, base);
+  buf_puts(&b, k->base);
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
-    int varies = pv[i].n > 1;
-    int shown = !user_named && (strcmp(k->vals[i], p->def) != 0 || p->runtime_ok) && !op_feature_off(k, i);
+    int varies = (k->varies >> i) & 1;
+    int shown = !k->user_named && (strcmp(k->vals[i], p->def) != 0 || p->runtime_ok) && !op_feature_off(k, i);
     if (varies || shown) spec_name_part(&b, p, k->vals[i]);
   }
   snprintf(k->name, sizeof k->name, "%s", b.s);
@@ -242,9 +242,20 @@ static void spec_push(spec_set *set, op_inst *k) {
   set->v[set->n++] = *k;
 }
 
+static void spec_make_name(op_inst *k, const char *base, const spec_vals *pv, int user_named) {
+  snprintf(k->base, sizeof k->base, "%s", base);
+  k->user_named = user_named;
+  k->varies = 0;
+  for (int i = 0; i < k->op->nparams; i++) k->varies |= (unsigned)(pv[i].n > 1) << i;
+  spec_name(k);
+}
+
 /* Parameters the spec left out (no `where') take the op's default for the
-   kernel's target where it has one. */
+   kernel's target where it has one; the tuning ones among them are marked
+   as left to hkgen (a choice at build time may replace them). */
 static void spec_target_defaults(op_inst *k, const spec_vals *pv) {
+  for (int i = 0; i < k->op->nparams; i++)
+    if (!pv[i].where && op_is_tuning(k->op, k->op->params[i].name)) k->left |= 1u << i;
   for (int i = 0; k->op->target_default && i < k->op->nparams; i++) {
     const char *d = pv[i].where ? NULL : k->op->target_default(k, k->op->params[i].name);
     if (d && strcmp(d, k->vals[i])) {

@@ -24,5 +24,8 @@ int spec_targets_ok(const char *list);
 /* Refuses two kernels with the same name and target; returns errors found. */
 int spec_check_unique(const spec_set *set);
 void spec_set_free(spec_set *set);
+/* Names k again from what its spec said (k->base, k->varies,
+   k->user_named) and its values now: after a build-time choice. */
+void spec_name(op_inst *k);
 
 #endif

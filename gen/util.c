@@ -19,9 +19,11 @@
 
 static atomic_int diag_errors;
 static int diag_quiet;
+static atomic_int diag_silent; /* diag_silence: errors counted, not shown */
 
 static void diag_vemit(const char *kind, const char *file, int line, int col,
                        const char *fmt, va_list ap) {
+  if (diag_silent) return;
   hk_buf b;
   buf_init(&b);
   if (file && line > 0)
@@ -65,6 +67,9 @@ void diag_note(const char *fmt, ...) {
 int diag_count(void) { return atomic_load(&diag_errors); }
 void diag_reset(void) { atomic_store(&diag_errors, 0); }
 void diag_set_quiet(int quiet) { diag_quiet = quiet; }
+int diag_silence(int on) {
+  return atomic_exchange(&diag_silent, on);
+}
 
 void *xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);

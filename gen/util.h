@@ -19,6 +19,10 @@ void diag_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int diag_count(void);
 void diag_reset(void);
 void diag_set_quiet(int quiet);
+/* From now (all threads): errors and warnings counted but not shown (a
+   trial whose failure is expected, such as a build-time candidate that
+   spills). Returns the setting before. */
+int diag_silence(int on);
 const char *diag_prog(void);
 
 /* Memory that never returns NULL: out of memory ends the program. */

@@ -217,6 +217,10 @@ set_tests_properties(build_kernargs PROPERTIES TIMEOUT 300 LABELS "build" ENVIRO
 # prefers them; tune and bench error paths (no GPU, sm_90a, bad --shape).
 add_test(tune sh pipeline/tune.sh)
 set_tests_properties(tune PROPERTIES TIMEOUT 240 LABELS "build;runtime" ENVIRONMENT "${HK_BUILD_ENV}")
+# Tiles left to hkgen on a baked AMD GEMM: chosen by the estimate at build
+# time, recorded in the manifest ("choice"), shown by explain (issue #16).
+add_test(tune_choice sh pipeline/tune_choice.sh)
+set_tests_properties(tune_choice PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
 add_test(estimate sh pipeline/estimate.sh)
 set_tests_properties(estimate PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
 
