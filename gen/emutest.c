@@ -179,6 +179,8 @@ void et_note(et_ctx *c, const char *fmt, ...) {
 
 void et_args_clear(et_ctx *c) { c->nargs = 0; }
 
+int et_dense(const et_ctx *c) { return c->timing != NULL; }
+
 void et_note_get(const et_ctx *c, char *out, size_t n) { snprintf(out, n, "%s", c->msg); }
 
 /* Through hkrt_kernel_launch: libhkrt checks the arguments against the

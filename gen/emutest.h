@@ -16,6 +16,11 @@ typedef struct et_ctx et_ctx;
 void *et_alloc(et_ctx *c, size_t bytes);
 void et_upload(et_ctx *c, void *dev, const void *host, size_t bytes);
 void et_download(et_ctx *c, void *host, const void *dev, size_t bytes);
+/* 1 when the run is timed (hkgen bench, hkgen tune): the op then lays its
+   tensors out packed (no random padding, no alternative strides) and runs
+   every sequence at full length, the case the figures describe; 0 in
+   hkgen test, which draws layouts at random. */
+int et_dense(const et_ctx *c);
 /* Uniform in [-1, 1), from the run's seeded generator. */
 double et_uniform(et_ctx *c);
 uint64_t et_rand(et_ctx *c);

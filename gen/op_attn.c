@@ -322,6 +322,7 @@ static int attn_fwd_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max)
 attn_layout attn_make_layout(et_ctx *c, long B, long S, long H, long D, int bhsd) {
   attn_layout l;
   long row = D + (long)(et_rand(c) % 2) * 8;
+  if (et_dense(c)) row = D;
   if (bhsd) {
     l.ss = row;
     l.sh = S * row;
@@ -410,6 +411,7 @@ static void attn_varlen_lengths(et_ctx *c, attn_case *a) {
     long nk = b == 0 ? a->Sk : (long)(et_rand(c) % (uint64_t)(a->Sk + 1));
     nq = b == 1 ? 0 : b == 2 ? 1 : nq;
     nk = b == 3 ? 0 : nk;
+    if (et_dense(c)) nq = a->Sq, nk = a->Sk; /* timed: every sequence full */
     if (a->big) nq = 3 - b, nk = 1;
     a->cq[b + 1] = a->cq[b] + nq;
     a->ck[b + 1] = a->ck[b] + nk;
@@ -432,10 +434,10 @@ static attn_layout attn_big_layout(const op_inst *k, const attn_case *a) {
 
 static void attn_case_layouts(et_ctx *c, const op_inst *k, attn_case *a) {
   long B = a->varlen ? 1 : a->B, Sq = a->varlen ? a->cq[a->B] : a->Sq, Sk = a->varlen ? a->ck[a->B] : a->Sk;
-  a->bhsd = (int)(et_rand(c) % 2);
+  a->bhsd = et_dense(c) ? 0 : (int)(et_rand(c) % 2); /* timed: BSHD throughout */
   a->lq = attn_make_layout(c, B, Sq, a->HQ, a->D, a->bhsd);
   a->lk = attn_make_layout(c, B, Sk, a->HK, a->D, a->bhsd);
-  a->lv = attn_make_layout(c, B, Sk, a->HK, a->D, !a->bhsd);
+  a->lv = attn_make_layout(c, B, Sk, a->HK, a->D, et_dense(c) ? 0 : !a->bhsd);
   a->lo = attn_make_layout(c, B, Sq, a->HQ, a->D, a->bhsd);
   if (a->big) a->lk = a->lv = attn_big_layout(k, a);
   a->nlse = a->HQ * (a->varlen ? a->cq[a->B] : a->B * a->Sq);

@@ -102,6 +102,7 @@ static rope_layout rope_bshd(et_ctx *c, long B, long S, long H, long D, int alig
   l.sh = D + (long)(et_rand(c) % 2) * (aligned ? 8 : 2) + (aligned || D % 2 ? 0 : 1);
   l.ss = H * l.sh + (long)(et_rand(c) % 3) * unit;
   l.sb = S * l.ss + (long)(et_rand(c) % 5) * unit;
+  if (et_dense(c)) l.sh = D, l.ss = H * D, l.sb = S * l.ss; /* timed: packed */
   l.elems = B * l.sb;
   return l;
 }
