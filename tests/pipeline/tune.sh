@@ -44,9 +44,10 @@ m = json.load(open(sys.argv[2]))
 m['tuned'] = t
 json.dump(m, open(sys.argv[2], 'w'), indent=1)" "$M" "$T/emu_tuned/manifest.json"
 SEL="python3 $TESTS_DIR/rt/tune_select.py $TOP/build/libhkrt.so"
+sel() { d=$1; shift; $SEL "$d" 1 gfx950 "$@"; }
 P3=layout=nt,M=512,N=512,K=512
-$SEL "$T/emu" $P1 $P2 $P3 >"$T/before.txt"
-$SEL "$T/emu_tuned" $P1 $P2 $P3 >"$T/after.txt"
+sel "$T/emu" $P1 $P2 $P3 >"$T/before.txt"
+sel "$T/emu_tuned" $P1 $P2 $P3 >"$T/after.txt"
 grep -q ERROR "$T/before.txt" "$T/after.txt" && fail "selection failed: $(cat "$T/before.txt" "$T/after.txt")"
 [ "$(sed -n 1p "$T/after.txt")" = "$(jsonq "$M" tuned.0.kernel)" ] || fail "problem 1: hkrt_select did not pick the tuned kernel"
 [ "$(sed -n 2p "$T/after.txt")" = "$(jsonq "$M" tuned.1.kernel)" ] || fail "problem 2: hkrt_select did not pick the tuned kernel"
@@ -57,7 +58,7 @@ grep -q ERROR "$T/before.txt" "$T/after.txt" && fail "selection failed: $(cat "$
 sed 's/"kernel": "tg_tn128"/"kernel": "tg_gone"/' "$T/emu_tuned/manifest.json" >"$T/m.json"
 mkdir -p "$T/emu_bad" && cp -r "$T/emu/gfx950" "$T/emu_bad/" && mv "$T/m.json" "$T/emu_bad/manifest.json"
 grep -q tg_gone "$T/emu_bad/manifest.json" || fail "test set-up: no entry renamed"
-$SEL "$T/emu_bad" $P1 | grep -q "ERROR .*tuned entry .*no gemm kernel tg_gone for gfx950" || fail "a bad tuned entry was not refused"
+sel "$T/emu_bad" $P1 | grep -q "ERROR .*tuned entry .*no gemm kernel tg_gone for gfx950" || fail "a bad tuned entry was not refused"
 
 # --catalog: tune again in place (replaces the list)
 run_hk "$T/re.txt" tune --catalog "$T/cat" --shape $P3 --part MI350X
