@@ -139,6 +139,8 @@ kernels:
     M: 4096
     N: 4096
     K: 4096
+    tile_m: 256   # set: the build-time tile choice (tune_choice tests it) would compile nine
+    tile_n: 256
     target: gfx950
 SPEC
 run_hk "$T/build" build "$T/baked.yaml" -o "$T/bcat" -q
