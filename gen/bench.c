@@ -295,7 +295,7 @@ static void bn_text_run(const op_inst *k, const bn_run *r, const et_timing *t, c
 
 /* Runs the planned runs of the device's target on dev. Returns the failures. */
 static int bn_run_all(const bn_args *a, hkrt_device *dev, const char *target, op_inst *ks, const bn_run *runs,
-                      size_t nr, jw_t *w) {
+                      size_t nr, jw_t *w, size_t *flush_bytes) {
   hkrt_catalog *cat = NULL;
   if (hkrt_catalog_open(dev, a->dir, &cat) != HKRT_OK) {
     diag_error(NULL, 0, 0, "%s", hkrt_error());
@@ -311,6 +311,7 @@ static int bn_run_all(const bn_args *a, hkrt_device *dev, const char *target, op
     int rc = hkrt_catalog_find(cat, k->name, k->target, &kern) == HKRT_OK ? 0 : -1;
     if (rc < 0) snprintf(msg, sizeof msg, "%s", hkrt_error());
     else rc = et_time(dev, kern, k, runs[i].shape, BN_SEED + i, &t, msg, sizeof msg);
+    if (rc == 0) *flush_bytes = t.flush_bytes;
     failed += rc < 0;
     ran++;
     if (w) bn_json_run(w, k, &runs[i], &t, rc < 0 ? msg : NULL);
@@ -351,9 +352,13 @@ int cmd_bench(int argc, char **argv) {
       printf("%-40s %-7s %-44s %10s %10s %10s  %s\n", "kernel", "target", "shape", "median us", "min us", "max us",
              "rate");
     }
-    failed = bn_run_all(&a, dev, target, ks, runs, nr, a.json ? &w : NULL);
+    size_t flush = 0;
+    failed = bn_run_all(&a, dev, target, ks, runs, nr, a.json ? &w : NULL, &flush);
+    if (!a.json) printf("L2 flush: %.1f MiB written before each timed launch (twice the device's L2)\n",
+                        (double)flush / (1 << 20));
     if (a.json) {
       jw_end_arr(&w);
+      jw_kint(&w, "flush_bytes", (long long)flush);
       jw_end_obj(&w);
       size_t len;
       char *text = jw_finish(&w, &len);

@@ -84,7 +84,7 @@ static const us_cmd us_cmds[] = {
      "docs/MODEL.md). A problem: the kernel's baked values, the op's default for each run-time one "
      "(gemm M=N=K=4096, attention batch 4 x 2048 x 32:8 heads, ...) and --shape. --json: one object "
      "{hkgen_bench, backend, target, warmup, runs, results: [{kernel, target, shape, median_us, min_us, "
-     "max_us, flops, bytes, rate, unit} or {kernel, target, shape, error}]} (docs/SPEC.md).",
+     "max_us, flops, bytes, rate, unit} or {kernel, target, shape, error}], flush_bytes} (docs/SPEC.md).",
      {{"--kernel NAME", "only this kernel"},
       {"--shape NAME=V,...", "the problem (repeatable); kernels that bake another value are left out"},
       {"-n N", "timed runs per kernel (default 20)"},
