@@ -126,7 +126,8 @@ void hkrt_event_destroy(hkrt_event *ev);
 /* Evicts the device's L2 before a timed run: writes a device buffer of
    twice the L2's bytes (from the device's properties; allocated at the
    first call, freed with the device) on stream. *bytes (may be NULL): the
-   bytes written. GPU backends only. */
+   bytes written. GPU backends only; one thread at a time per device (the
+   buffer is made at the first call). */
 hkrt_status hkrt_flush_l2(hkrt_device *dev, void *stream, size_t *bytes);
 
 /* The message of the last failed call on this thread ("" when none). */
