@@ -211,6 +211,7 @@ typedef struct {
    (or the op's bench shape). -1 (a message) on a bad --shape or --kernel. */
 static int bn_plan(const bn_args *a, op_inst *ks, size_t nk, bn_run **runs, size_t *nr) {
   int found = 0, bad = 0, used[BN_MAX_SHAPES] = {0};
+  char first_why[BN_MAX_SHAPES][320] = {{0}}; /* why the first kernel does not serve each problem */
   *runs = xcalloc(nk * (BN_MAX_SHAPES + 1), sizeof **runs);
   *nr = 0;
   for (size_t i = 0; i < nk && !bad; i++) {
@@ -221,6 +222,7 @@ static int bn_plan(const bn_args *a, op_inst *ks, size_t nk, bn_run **runs, size
       char why[512];
       int rc = bn_shape(&ks[i], p < 0 ? NULL : &a->pb[p], r->shape, why, sizeof why);
       if (rc < 0) diag_error(NULL, 0, 0, "%s", why);
+      if (rc > 0 && p >= 0 && !first_why[p][0]) snprintf(first_why[p], sizeof first_why[p], "%.60s: %.180s", ks[i].name, why);
       bad |= rc < 0;
       if (rc == 0) {
         r->kernel = i;
@@ -233,7 +235,8 @@ static int bn_plan(const bn_args *a, op_inst *ks, size_t nk, bn_run **runs, size
   if (!found) diag_error(a->dir, 0, 0, "no kernel %s in this catalogue", a->kernel);
   for (int p = 0; p < a->nshapes && found && !bad; p++)
     if (!used[p]) {
-      diag_error("--shape", 0, 0, "%s: no kernel benchmarked here serves this problem", a->shapes[p]);
+      diag_error("--shape", 0, 0, "%s: no kernel benchmarked here serves this problem (%s)", a->shapes[p],
+                 first_why[p]);
       bad = 1;
     }
   return found && !bad ? 0 : -1;

@@ -87,6 +87,23 @@ static int tn_fits(const op_inst *k, const bn_problem *pb, long *shape) {
   return 1;
 }
 
+/* Why a kernel bn_shape accepts does not serve pb: the parameter left out. */
+static void tn_omitted(const op_inst *k, const bn_problem *pb, char *why, size_t n) {
+  snprintf(why, n, "?");
+  for (int i = 0; i < k->op->nparams; i++) {
+    const char *name = k->op->params[i].name;
+    if (bn_problem_get(pb, name)) continue;
+    if (op_is_any(k, name)) {
+      snprintf(why, n, "%s is a run-time parameter: give it", name);
+      return;
+    }
+    if (!tn_omission_ok(k, i)) {
+      snprintf(why, n, "bakes %s=%s: give %s=%s", name, k->vals[i], name, k->vals[i]);
+      return;
+    }
+  }
+}
+
 static int tn_measure(tn_ctx *t, const op_inst *k, const long *shape, tn_cand *c) {
   hkrt_kernel *kern = NULL;
   et_timing tm = {.warmup = TN_WARMUP, .runs = t->runs};
@@ -316,8 +333,11 @@ int tn_tune(const char *dir, const char *const *shapes, int nshapes, const char 
     int before = ng;
     if (tn_groups(&t, p, gs, &ng, max) < 0) rc = HK_EUSAGE;
     else if (ng == before) {
+      char why[256] = "";
+      long shape[OP_MAX_PARAMS];
+      if (bn_shape(&t.ks[0], &t.pb[p], shape, why, sizeof why) == 0) tn_omitted(&t.ks[0], &t.pb[p], why, sizeof why);
       diag_error("--shape", 0, 0, "%s: no kernel of %s serves this problem (every run-time parameter must be given, "
-                 "and every baked one that is not a tuning parameter)", shapes[p], dir);
+                 "and every baked one that is not a tuning parameter; %s: %s)", shapes[p], dir, t.ks[0].name, why);
       rc = HK_EUSAGE;
     }
   }
