@@ -14,6 +14,7 @@ rm -rf "$B" && mkdir -p "$B/lib"
 build/hkgen build tests/device/bench.yaml -o "$B/cat" -j2
 cp build/hkgen "$B/" && cp build/libhkrt.so "$B/lib/"
 cp "$(ldconfig -p | awk '/libyaml-0.so.2 / {print $NF; exit}')" "$B/lib/libyaml-0.so.2"
-cp tests/device/tune_run.sh "$B/run.sh" && cp tests/device/tune_baseline.py tests/rt/tune_select.py "$B/"
+cp tests/device/tune_run.sh "$B/run.sh" && cp tests/device/tune_check.py tests/rt/tune_select.py "$B/"
+mkdir -p "$B/python" && cp runtime/python/hkrt.py "$B/python/"
 git rev-parse --short HEAD >"$B/commit.txt"
 du -sh "$B"
