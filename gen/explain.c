@@ -71,14 +71,21 @@ static void ex_estimate(const op_inst *k, const cc_cache *cache, const char *key
   free(path);
 }
 
+/* Candidates of a build-time choice the build still has to compile. */
+static int ex_choice_pending(const op_inst *k) {
+  int missing = 0;
+  for (int c = 0; k->choice && c < k->choice->n; c++)
+    missing += k->choice->us[c] < 0 && !strcmp(k->choice->err[c], "not compiled yet");
+  return missing;
+}
+
 /* The build-time choice of the tuning parameters the spec left to hkgen
    (choose.c): the values taken and each candidate's estimated time, or
    that the build will choose (candidates not compiled yet). */
 static void ex_choice(const op_inst *k) {
   const op_choice *ch = k->choice;
-  int missing = 0;
+  int missing = ex_choice_pending(k);
   if (!ch) return;
-  for (int c = 0; c < ch->n; c++) missing += ch->us[c] < 0 && !strcmp(ch->err[c], "not compiled yet");
   if (missing) {
     printf("  tuning left to hkgen: the build chooses by the estimate on %s among %d candidates (%d not "
            "compiled yet)\n", ch->part, ch->n, missing);
@@ -153,6 +160,7 @@ int cmd_explain_set(const spec_set *set, int jobs) {
     printf("%-30s %-7s %-9s %-44s %-28s %s%s%s\n", k->name, k->target, k->op->name, baked, rt, status,
            blocker ? ": " : "", blocker ? blocker : "");
     ex_choice(k);
+    work += ex_choice_pending(k) * ex_seconds(k);
     if (key[0] && !strcmp(status, "natively (cached)")) ex_estimate(k, &cache, key);
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

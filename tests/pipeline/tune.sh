@@ -60,6 +60,18 @@ mkdir -p "$T/emu_bad" && cp -r "$T/emu/gfx950" "$T/emu_bad/" && mv "$T/m.json" "
 grep -q tg_gone "$T/emu_bad/manifest.json" || fail "test set-up: no entry renamed"
 sel "$T/emu_bad" $P1 | grep -q "ERROR .*tuned entry .*no gemm kernel tg_gone for gfx950" || fail "a bad tuned entry was not refused"
 
+# timing needs a device clock: the emulator refuses events and the L2 flush, by name
+python3 - "$TOP/build/libhkrt.so" <<'PY' || fail "the emulator's timing calls did not refuse clearly"
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.hkrt_error.restype = ctypes.c_char_p
+dev, ev = ctypes.c_void_p(), ctypes.c_void_p()
+assert lib.hkrt_device_open(1, b"gfx950", ctypes.byref(dev)) == 0
+assert lib.hkrt_event_create(dev, ctypes.byref(ev)) == 1 and b"no device clock" in lib.hkrt_error()
+assert lib.hkrt_flush_l2(dev, None, None) == 1 and b"hkrt_flush_l2: the emulator backend has no device clock" in lib.hkrt_error()
+lib.hkrt_device_close(dev)
+PY
+
 # --catalog: tune again in place (replaces the list)
 run_hk "$T/re.txt" tune --catalog "$T/cat" --shape $P3 --part MI350X
 expect_rc 0 "tune --catalog"
