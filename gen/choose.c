@@ -11,6 +11,8 @@
    and hkgen explain. Kernels that do not qualify are left exactly as they
    were. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,9 @@
 /* The enum tuning parameters k left to hkgen, or 0 when k does not qualify. */
 static int ch_params(const op_inst *k, int *idx) {
   const tgt_info *t = tgt_find(k->target);
-  if (!k->left || !t || !tgt_is_amd(t) || !t->rates || !t->nparts || !k->op->work) return 0;
+  /* a part with the LDS figures the model needs (inspect --estimate's list) */
+  if (!k->left || !t || !tgt_is_amd(t) || !t->rates || !t->nparts || !tgt_largest_part(t)->lds_bw || !k->op->work)
+    return 0;
   int n = 0;
   for (int i = 0; i < k->op->nparams; i++) {
     if (!strcmp(k->vals[i], OP_ANY)) return 0;
@@ -60,6 +64,35 @@ static int ch_candidate(const op_inst *k, const int *idx, int np, int c, op_inst
   return 0;
 }
 
+/* The estimates of a built set of candidates, taken in turn by workers. */
+typedef struct {
+  op_inst *cands;
+  int n;
+  const char *dir;
+  const tgt_part *part;
+  op_choice *ch;
+  atomic_int next;
+} ch_pool;
+
+static void ch_one(ch_pool *p, int i) {
+  char *obj = xasprintf("%s/%s/%s.hsaco", p->dir, p->cands[i].target, p->cands[i].name);
+  long shape[OP_MAX_PARAMS];
+  es_launch l;
+  es_result r;
+  op_shape_baked(&p->cands[i], shape);
+  if (!fs_exists(obj))
+    snprintf(p->ch->err[i], sizeof p->ch->err[0], "does not build (spills, or more LDS than the target has)");
+  else if (ie_kernel_estimate(obj, &p->cands[i], shape, p->part, &l, &r, p->ch->err[i], sizeof p->ch->err[0]) == 0)
+    p->ch->us[i] = r.seconds * 1e6;
+  free(obj);
+}
+
+static void *ch_worker(void *arg) {
+  ch_pool *p = arg;
+  for (int i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) ch_one(p, i);
+  return NULL;
+}
+
 /* Compiles the candidates together into a temporary catalogue (a
    candidate that spills or overflows LDS fails alone: the others' objects
    are written all the same) and estimates each there; us[i] < 0 with a
@@ -76,18 +109,15 @@ static void ch_estimate_all(op_inst *cands, int n, const tgt_part *part, int job
   int saved = diag_silence(1); /* a candidate that spills is not the spec's error */
   bd_build(&all, &o);
   diag_silence(saved);
-  for (int i = 0; i < n; i++) {
-    char *obj = xasprintf("%s/%s/%s.hsaco", dir, cands[i].target, cands[i].name);
-    long shape[OP_MAX_PARAMS];
-    es_launch l;
-    es_result r;
-    op_shape_baked(&cands[i], shape);
-    if (!fs_exists(obj))
-      snprintf(ch->err[i], sizeof ch->err[0], "does not build (spills, or more LDS than the target has)");
-    else if (ie_kernel_estimate(obj, &cands[i], shape, part, &l, &r, ch->err[i], sizeof ch->err[0]) == 0)
-      ch->us[i] = r.seconds * 1e6;
-    free(obj);
-  }
+  ch_pool p = {.cands = cands, .n = n, .dir = dir, .part = part, .ch = ch};
+  atomic_init(&p.next, 0);
+  pthread_t th[OP_MAX_CHOICES];
+  int started = 0;
+  if (n) ch_one(&p, atomic_fetch_add(&p.next, 1)); /* alone first: the tools are found (and cached) once */
+  for (int w = 1; w < jobs && w < n; w++) /* the estimates wait on llvm-objdump: run them side by side */
+    if (pthread_create(&th[started], NULL, ch_worker, &p) == 0) started++;
+  ch_worker(&p);
+  for (int w = 0; w < started; w++) pthread_join(th[w], NULL);
   fs_remove_tree(dir);
   free(dir);
 }
