@@ -134,7 +134,7 @@ static const char *tn_method(const tn_ctx *t, const char *target, const tgt_part
   const tgt_info *ti = tgt_find(target), *pt = NULL;
   *part = NULL;
   if (t->gpu && !strcmp(t->gpu_target, target)) return "measured";
-  if (ti && tgt_is_amd(ti) && ti->rates) {
+  if (ti && tgt_is_amd(ti) && ti->rates && ti->nparts && tgt_largest_part(ti)->lds_bw) { /* modelled parts */
     const tgt_part *p = t->part ? tgt_part_find(t->part, &pt) : NULL;
     *part = p && pt == ti ? p : tgt_largest_part(ti);
     return "estimate";
