@@ -186,4 +186,45 @@ run_hk "$T/a" inspect "$T/acat" --estimate MI355X --shape batch=4,seqlen_q=8192,
 expect_rc 0 "estimate of attention and rope"
 ratio_in "$(seconds "$T/a" a_c0)" "$(seconds "$T/a" a_c1)" 0.4 0.7 ||
   fail "causal against full attention: $(seconds "$T/a" a_c1) s against $(seconds "$T/a" a_c0) s"
+# a run-time sliding window: the estimate counts only the key blocks the
+# window leaves (256 keys against 8192: under a sixth of the time); decode:
+# its pages are the work, so twice the table row takes about twice the time
+cat >"$T/win.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_fwd
+    name: w
+    head_dim: 64
+    causal: true
+    window_left: any
+    target: gfx950
+SPEC
+cat >"$T/dec.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_decode
+    name: d
+    head_dim: 128
+    heads_q: 32
+    heads_k: 8
+    q_tokens: 1
+    target: gfx950
+SPEC
+run_hk "$T/build" build "$T/win.yaml" -o "$T/wcat" -q
+expect_rc 0 "hkgen build (window)"
+run_hk "$T/build" build "$T/dec.yaml" -o "$T/dcat" -q
+expect_rc 0 "hkgen build (decode)"
+sh_w="batch=4,seqlen_q=8192,seqlen_k=8192,heads_q=32,heads_k=8"
+run_hk "$T/w1" inspect "$T/wcat" --estimate MI355X --shape "$sh_w,window_left=8192"
+expect_rc 0 "estimate of the window kernel"
+run_hk "$T/w2" inspect "$T/wcat" --estimate MI355X --shape "$sh_w,window_left=256"
+expect_rc 0 "estimate with a 256-key window"
+ratio_in "$(seconds "$T/w1" w)" "$(seconds "$T/w2" w)" 0.01 0.17 ||
+  fail "a 256-key window: $(seconds "$T/w2" w) s against $(seconds "$T/w1" w) s for 8192"
+run_hk "$T/d1" inspect "$T/dcat" --estimate MI355X --shape batch=64,max_blocks=256,num_blocks=65536
+expect_rc 0 "estimate of the decode kernel"
+run_hk "$T/d2" inspect "$T/dcat" --estimate MI355X --shape batch=64,max_blocks=512,num_blocks=65536
+expect_rc 0 "estimate of decode, twice the pages"
+ratio_in "$(seconds "$T/d1" d)" "$(seconds "$T/d2" d)" 1.6 2.4 ||
+  fail "decode, twice the pages: $(seconds "$T/d1" d) s then $(seconds "$T/d2" d) s"
 echo "PASS estimate"
