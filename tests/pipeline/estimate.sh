@@ -5,7 +5,9 @@
 # work the problem asks, a missing or unknown --shape value. Sanity of the
 # model on synthetic kernels compiled here (clang-22) and on a generated
 # GEMM: an MFMA-bound loop reports the MFMA pipe, doubling the work doubles
-# the time, no rate above the part's peak. No predicted number is hard-coded.
+# the time, no rate above the part's peak. A hand-written loop split by
+# labels (the shape of AITER's assembly) is found whole. No predicted number
+# is hard-coded.
 . "$(dirname "$0")/../lib/lib.sh"
 
 CLANG=${HKGEN_CLANG:-clang-22}
@@ -97,6 +99,47 @@ awk '$1 == "mfma_loop" { exit !($8 > 0 && $8 <= 2517) }' "$T/a" || fail "mfma_lo
 run_hk "$T/c" inspect "$T/k.hsaco" --estimate MI355X --shape "blocks=8192,bytes=8e9"
 grep '^copy_loop ' "$T/c" | grep -q 'TB/s  \(HBM\|L2\) bandwidth$\|TB/s  latency$' ||
   { cat "$T/c" >&2; fail "copy_loop is not memory- or latency-bound"; }
+
+# ---- hand-written assembly (AITER's shape) ----------------------------------
+# A loop split by a label, its branches naming labels: llvm-objdump starts a
+# header at each label and prints the label as the branch's operand. The hot
+# loop runs from hk_top to the s_branch back, both halves' MFMAs in it.
+cat >"$T/asm.hip" <<'SRC'
+typedef float f4 __attribute__((ext_vector_type(4)));
+typedef __bf16 b8 __attribute__((ext_vector_type(8)));
+extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(256, 256)))
+void labelled_loop(f4 *out, const b8 *in, int n) {
+  f4 c = {0, 0, 0, 0};
+  b8 a = in[__builtin_amdgcn_workitem_id_x()];
+  asm volatile("s_mov_b32 s20, 0\n"
+               "hk_top:\n"
+               "v_mfma_f32_16x16x32_bf16 %0, %1, %1, %0\n"
+               "v_mfma_f32_16x16x32_bf16 %0, %1, %1, %0\n"
+               "s_add_u32 s20, s20, 1\n"
+               "s_cmp_lt_u32 s20, %2\n"
+               "s_cbranch_scc0 hk_exit\n"
+               "hk_mid:\n"
+               "v_mfma_f32_16x16x32_bf16 %0, %1, %1, %0\n"
+               "v_mfma_f32_16x16x32_bf16 %0, %1, %1, %0\n"
+               "s_branch hk_top\n"
+               "hk_exit:\n"
+               : "+v"(c) : "v"(a), "s"(n) : "s20", "scc");
+  out[__builtin_amdgcn_workitem_id_x()] = c;
+}
+SRC
+"$CLANG" -x hip --cuda-device-only --no-gpu-bundle-output --offload-arch=gfx950 -nogpulib -nogpuinc -O3 \
+  -std=c++17 "$T/asm.hip" -o "$T/asm.hsaco" || fail "clang could not compile the labelled asm loop"
+top=$(llvm-objdump-22 -t "$T/asm.hsaco" | awk '$NF == "hk_top" { sub(/^0+/, "", $1); print $1 }')
+back=$(llvm-objdump-22 -d --mcpu=gfx950 "$T/asm.hsaco" | awk '$1 == "s_branch" && $2 == "hk_top" {
+  for (i = 1; i <= NF; i++) if ($i == "//") { a = $(i + 1); sub(/:$/, "", a); sub(/^0+/, "", a); print tolower(a) } }')
+[ -n "$top" ] && [ -n "$back" ] || fail "the labelled loop's labels are not in the object (hk_top '$top', s_branch '$back')"
+run_hk "$T/o" inspect "$T/asm.hsaco"
+expect_rc 0 "inspect of the labelled loop"
+row=$(awk '$1 == "labelled_loop" { print $10, $11, $13 }' "$T/o")
+[ "$row" = "8 4 0x$top-0x$back" ] || { cat "$T/o" >&2; fail "labelled loop: '$row', expected '8 4 0x$top-0x$back'"; }
+run_hk "$T/o" inspect "$T/asm.hsaco" --estimate MI355X --shape "blocks=1024,flops=$f1,mma_flops=$f1"
+expect_rc 0 "estimate of the labelled loop"
+[ "$(field "$T/o" labelled_loop 5)" = 20000 ] || { cat "$T/o" >&2; fail "labelled loop: trips not 20000"; }
 
 # ---- a generated GEMM from a catalogue -------------------------------------
 cat >"$T/gemm.yaml" <<'SPEC'
