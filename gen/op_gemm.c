@@ -1,6 +1,7 @@
 /* op_gemm.c: bf16 GEMM, C = A x B^T (layout nt) or C = A x B (layout nn),
    fp32 accumulation, bf16 output. Skeleton: templates/gemm.hip.m4. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 static const char *const gemm_dtypes[] = {"bf16", NULL};
 static const char *const gemm_layouts[] = {"nt", "nn", NULL};
 static const char *const gemm_tiles[] = {"64", "128", "256", NULL};
+
+#define GEMM_MAX_SPLIT 16
 
 #define GEMM_DIM(n, d) \
   {n, OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, n, d}
@@ -27,16 +30,34 @@ static const op_param gemm_params[] = {
      "rows of C per workgroup (256: AMD only; the default on gfx942 and gfx950)"},
     {"tile_n", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tn",
      "columns of C per workgroup (256: the default on gfx942, gfx950 and sm_90a)"},
+    /* small and short shapes (gemm_sched_*): features, at their defaults the
+       kernels are as before they existed */
+    {"split_k", OP_INT, NULL, 1, GEMM_MAX_SPLIT, "1", 0, "sk",
+     "k ranges per C tile, summed in a fixed order by the last to finish (sm_90a; > 1 takes a "
+     "workspace and counters)"},
+    {"persistent", OP_BOOL, NULL, 0, 0, "false", 0, "ps",
+     "min(work units, multiprocessors) blocks, each walking units (sm_90a)"},
 };
 
-static const char *const gemm_tuning[] = {"tile_m", "tile_n", NULL};
+static const char *const gemm_tuning[] = {"tile_m", "tile_n", "split_k", "persistent", NULL};
+static const char *const gemm_features[] = {"split_k", "persistent", NULL};
 
 #define GEMM_WGMMA_TILE_K 64 /* k per shared-memory stage: 128-byte rows of bf16 */
 
 /* Hopper's path: wgmma fed by bulk tensor copies (TMA). */
 static int gemm_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
 
+/* Work units instead of one block per C tile: split-K or persistent blocks
+   (the skeleton's gemm_sched section). */
+static int gemm_split(const op_inst *k) { return (int)op_int(k, "split_k"); }
+static int gemm_is_sched(const op_inst *k) { return gemm_split(k) > 1 || op_int(k, "persistent"); }
+
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
+  if (gemm_is_sched(k) && !gemm_is_wgmma(k)) {
+    snprintf(msg, n, "split_k and persistent need sm_90a for now (here %s); allowed here: split_k 1, persistent false",
+             k->target);
+    return -1;
+  }
   if (op_int(k, "tile_m") == 256 && gemm_is_wgmma(k)) {
     snprintf(msg, n, "tile_m 256 needs an AMD target (here %s); allowed: 64, 128", k->target);
     return -1;
@@ -61,6 +82,12 @@ static void gemm_args(const op_inst *k, op_plan *p) {
   static const char *const dims[] = {"M", "N", "K"};
   for (int i = 0; i < 3; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
+  if (gemm_split(k) > 1) {
+    op_arg_add(a, n, "float *", "workspace");
+    op_arg_add(a, n, "long", "workspace_bytes");
+    op_arg_add(a, n, "int *", "counters");
+    op_arg_add(a, n, "long", "counters_len");
+  }
   if (gemm_is_wgmma(k)) {
     /* A: boxes of k-tile x tile_m; B: nt k-tile x tile_n, nn 64 columns x k-tile */
     int tk = (int)op_tune(p, "tile_k");
@@ -132,12 +159,55 @@ static void gemm_plan_amd(const op_inst *k, op_plan *p) {
   p->block = 64 * 2 * 4;
 }
 
+/* Split-K and persistent blocks (gemm_is_sched): a work unit is one k range
+   of one C tile, units = tiles x split_k, numbered tile-major so that the
+   splits of a tile run together; a 1-D grid of one block per unit, or
+   (persistent) min(units, device_units) blocks, each walking units
+   gridDim apart, its producer running ahead into the next unit's stages
+   while the consumers store. split_k > 1: every split stores its fp32
+   partial tile (rows inside M) to the workspace, fences and counts; the
+   block that brings the tile's counter to split_k adds the partials in
+   split order (the same bits whichever finishes last), stores C and sets
+   the counter back to 0: the caller zeroes the counters once, and
+   launches that share them must not overlap. */
+static void gemm_formula(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gemm_formula(char *out, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(out, OP_FORMULA, fmt, ap);
+  va_end(ap);
+  if (w < 0 || w >= OP_FORMULA) snprintf(out, OP_FORMULA, "formula_too_long");
+}
+
+static void gemm_plan_sched(const op_inst *k, op_plan *p) {
+  char tiles[OP_FORMULA];
+  gemm_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
+           op_val(k, "tile_n"));
+  op_plan_tune(p, "split_k", gemm_split(k));
+  op_plan_tune(p, "persistent", op_int(k, "persistent"));
+  if (op_int(k, "persistent"))
+    gemm_formula(p->grid[0], "min(%s*%d,device_units)", tiles, gemm_split(k));
+  else gemm_formula(p->grid[0], "%s*%d", tiles, gemm_split(k));
+  snprintf(p->grid[1], OP_FORMULA, "1");
+  if (gemm_split(k) < 2) return;
+  char rule[OP_FORMULA];
+  gemm_formula(rule, "workspace_bytes >= %s*%ld", tiles,
+           (long)gemm_split(k) * op_int(k, "tile_m") * op_int(k, "tile_n") * 4);
+  op_plan_check(p, rule, "the split partials: split_k*tile_m*tile_n*4 bytes per C tile");
+  gemm_formula(rule, "counters_len >= %s", tiles);
+  op_plan_check(p, rule, "one split counter per C tile, zeroed before the first launch");
+}
+
 static void gemm_plan(const op_inst *k, op_plan *p) {
   if (gemm_is_wgmma(k)) gemm_plan_wgmma(k, p);
   else gemm_plan_amd(k, p);
   gemm_args(k, p);
-  snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
-  snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
+  if (gemm_is_sched(k)) {
+    gemm_plan_sched(k, p);
+  } else {
+    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
+    snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
+  }
   int nt = !strcmp(op_val(k, "layout"), "nt");
   op_plan_check(p, "lda >= K", "A is M x K, row-major");
   op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K, row-major" : "layout nn: B is K x N, row-major");
@@ -264,6 +334,7 @@ const op_desc op_gemm = {
     .nparams = (int)(sizeof gemm_params / sizeof gemm_params[0]),
     .check = gemm_check,
     .tuning = gemm_tuning,
+    .features = gemm_features,
     .plan = gemm_plan,
     .emu_shapes = gemm_emu_shapes,
     .emu_run = gemm_emu_run,

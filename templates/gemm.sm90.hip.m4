@@ -47,6 +47,212 @@ m4_ifelse(hkm_block_size, m4_eval(128 + 2 * hkm_param([tile_m])), [],
 # ----------------------------
 m4_define([hkm_gemm_if_nt], [hkm_if_param([layout], [nt], [$1], [$2])])
 
+# hkm_gemm_if_sched(IF-SCHED, ELSE)
+# ---------------------------------
+# IF-SCHED for the work-unit kernels (split_k > 1 or persistent: the plan
+# then holds the tunables split_k and persistent, gen/op_gemm.c
+# gemm_plan_sched), ELSE for one block per C tile.
+m4_define([hkm_gemm_if_sched], [m4_ifdef([hkm_t_split_k], [$1], [$2])])
+
+# ---- work units: split-K and persistent blocks (the gemm_sched section) ----
+# A unit is k-tiles [kb, ke) of one C tile, units = tiles x SPLIT_K, unit u
+# = tile * SPLIT_K + z (the splits of a tile side by side); block b takes
+# units b, b + gridDim, ... (one each unless persistent). The producer's and
+# consumers' stage counter runs on across units, so the producer fills the
+# next unit's stages while the consumers store. SPLIT_K > 1: the consumers
+# store their fp32 partial (register order: float4 i of consumer thread t at
+# (i * CONSUMER_THREADS + t) * 4 of the unit's TILE_M x TILE_N slot; rows past
+# M not stored), fence, and one thread counts the tile; the block that
+# completes the count adds the partials in split order 0..SPLIT_K-1 (its own
+# from registers: the same value it stored) and stores C.
+m4_define([hkm_gemm_sched_config], [[
+// ---- work units (split-K, persistent) ----------------------------------------
+static constexpr int SPLIT_K = ]hkm_tune([split_k])[;
+static constexpr bool PERSISTENT = ]hkm_tune([persistent])[;
+static constexpr int CONSUMER_THREADS = 128 * CONSUMERS;
+static constexpr int SLOT_FLOATS = TILE_M * TILE_N;  // one split's partial tile
+static constexpr int FLAG_OFF = BAR_OFF + BAR_BYTES - 16; // "this block sums the tile", after the mbarriers
+static_assert(2 * STAGES * 8 <= BAR_BYTES - 16, "the flag word after the mbarriers");
+
+struct gemm_unit {
+    int block_m, block_n; // the C tile's first row and column
+    long tile;            // its index (workspace slots, counters)
+    int z, kb, ke;        // split z: k-tiles kb .. ke - 1
+};
+
+// unit u: its tile renumbered as the one-block-per-tile kernel does (runs of
+// GROUP_M m-tiles sweep the n-tiles), and split z's share of the k-tiles
+HK_DEVICE gemm_unit gemm_unit_of(long u, int tiles_m, int tiles_n, int k_tiles)
+{
+    gemm_unit w;
+    w.tile = u / SPLIT_K;
+    w.z = (int)(u % SPLIT_K);
+    const long span = (long)GROUP_M * tiles_n;
+    const int first_m = (int)(w.tile / span) * GROUP_M;
+    const int group_m = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
+    const int tile_mi = first_m + (int)(w.tile % span) % group_m;
+    const int tile_ni = (int)(w.tile % span) / group_m;
+    w.block_m = tile_mi * TILE_M;
+    w.block_n = tile_ni * TILE_N;
+    w.kb = (int)((long)w.z * k_tiles / SPLIT_K);
+    w.ke = (int)((long)(w.z + 1) * k_tiles / SPLIT_K);
+    return w;
+}
+
+// Split-K (consumer threads, all of them): stores this split's partial and
+// counts it. Returns whether this block completed the tile's count (then it
+// sums and stores the tile: gemm_split_store).
+HK_DEVICE bool gemm_split_count(hk_lds_t lds, float *ws, int *counters, const gemm_unit &w, bool row_ok,
+                                const gemm_acc_t &acc)
+{
+    const int t = hk_thread_id() - COPY_THREADS;
+    float *slots = ws + w.tile * SPLIT_K * SLOT_FLOATS + (long)t * 4;
+    if (row_ok) {
+#pragma unroll
+        for (int i = 0; i < TILE_N / 8; ++i) {
+            hk_u32x4 v;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                v[j] = hk_f32_as_u32(acc[4 * i + j]);
+            hk_global_store_b128(slots + (long)w.z * SLOT_FLOATS + i * CONSUMER_THREADS * 4, v);
+        }
+    }
+    hk_fence_device(); // the partial, before the count
+    hk_barrier_part(1, CONSUMER_THREADS);
+    if (t == 0) {
+        int *cnt = counters + w.tile;
+        const bool last = hk_atomic_add_i32(cnt, 1) == SPLIT_K - 1;
+        if (last)
+            hk_global_store_b32(cnt, 0u); // for the next launch
+        hk_lds_store_b32(lds, FLAG_OFF, last ? 1u : 0u);
+    }
+    hk_barrier_part(1, CONSUMER_THREADS);
+    const bool last = hk_lds_load_b32(lds, FLAG_OFF) != 0;
+    if (last)
+        hk_fence_device(); // the other splits' partials, after the count
+    return last;
+}
+
+// The tile's sum, split 0 first (this block's own split from registers: the
+// value it stored), stored as bf16 pairs n8 tile by n8 tile. acc is only
+// read (ptxas serialises wgmma whose accumulators are written outside it).
+HK_DEVICE void gemm_split_store(const float *ws, const gemm_unit &w, int r0, int lane, hk_bf16 *C, int ldc, int M,
+                                int N, bool vec_c, const gemm_acc_t &acc)
+{
+    if (r0 >= M)
+        return;
+    const float *slots = ws + w.tile * SPLIT_K * SLOT_FLOATS + (long)(hk_thread_id() - COPY_THREADS) * 4;
+#pragma unroll
+    for (int i = 0; i < TILE_N / 8; ++i) {
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int z = 0; z < SPLIT_K; ++z) {
+            if (z == w.z) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    s[j] += acc[4 * i + j];
+            } else {
+                const hk_u32x4 v = hk_global_load_b128_l2(slots + (long)z * SLOT_FLOATS + i * CONSUMER_THREADS * 4);
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    s[j] += hk_u32_as_f32(v[j]);
+            }
+        }
+        const int n = w.block_n + i * 8 + (lane & 3) * 2;
+        gemm_store_pair(C, ldc, r0, n, M, N, vec_c, s[0], s[1]);
+        gemm_store_pair(C, ldc, r0 + 8, n, M, N, vec_c, s[2], s[3]);
+    }
+}
+]])
+
+# The kernel body of the work-unit kernels, after the arguments and the
+# alignment tests (the one-block-per-tile body's names: vec_a ... use_tma).
+m4_define([hkm_gemm_sched_body], [[
+    const int tiles_n = (N + TILE_N - 1) / TILE_N, tiles_m = (M + TILE_M - 1) / TILE_M;
+    const long units = (long)tiles_m * tiles_n * SPLIT_K;
+    const int wave = hk_wave_id();
+    const int lane = hk_lane_id();
+    const int k_tiles = (K + TILE_K - 1) / TILE_K;
+
+    if (hk_thread_id() == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(hk_lds, full_bar(s), use_tma ? 1 : COPY_THREADS);
+            hk_mbar_init(hk_lds, empty_bar(s), CONSUMER_WARPS);
+        }
+        hk_mbar_init_fence();
+    }
+    hk_barrier();
+
+    if (wave < 4) {
+        // producer: the i-th k-tile it loads goes to stage i % STAGES once the
+        // consumers have released that stage's previous k-tile (i - STAGES)
+        if (use_tma) {
+            if (hk_thread_id() != 0)
+                return;
+            hk_tmap_prefetch(&hk_a.tmap_a);
+            hk_tmap_prefetch(&hk_a.tmap_b);
+        }
+        int it = 0;
+        for (long u = hk_block_id_x(); u < units; u += hk_grid_dim_x()) {
+            const gemm_unit w = gemm_unit_of(u, tiles_m, tiles_n, k_tiles);
+            for (int t = w.kb; t < w.ke; ++t, ++it) {
+                const int s = it % STAGES;
+                if (it >= STAGES)
+                    hk_mbar_wait(hk_lds, empty_bar(s), (it / STAGES + 1) & 1);
+                if (use_tma) {
+                    gemm_tma_stage(hk_lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, &hk_a.tmap_b, w.block_m, w.block_n,
+                                   t * TILE_K, full_bar(s));
+                } else {
+                    gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, w.block_m, w.block_n,
+                                    t * TILE_K, vec_a, vec_b);
+                    hk_async_commit();
+                    hk_async_wait<0>();
+                    hk_fence_proxy_async(); // written by this thread (generic proxy), read by wgmma (async proxy)
+                    hk_mbar_arrive(hk_lds, full_bar(s));
+                }
+            }
+        }
+        return;
+    }
+
+    // consumer c: rows 64 c .. 64 c + 63 of each unit's tile
+    const int c = wave / 4 - 1;
+    int it = 0;
+    for (long u = hk_block_id_x(); u < units; u += hk_grid_dim_x()) {
+        const gemm_unit w = gemm_unit_of(u, tiles_m, tiles_n, k_tiles);
+        gemm_acc_t acc;
+#pragma unroll
+        for (int i = 0; i < TILE_N / 2; ++i)
+            acc[i] = 0.0f;
+        for (int t = w.kb; t < w.ke; ++t, ++it) {
+            const int s = it % STAGES;
+            hk_mbar_wait(hk_lds, full_bar(s), (it / STAGES) & 1);
+            gemm_wgmma_stage(hk_lds, s * LDS_STAGE_BYTES, c, acc);
+            // the k-tile before's wgmma group is complete: its stage goes back to the producer
+            if (t > w.kb && lane == 0)
+                hk_mbar_arrive(hk_lds, empty_bar((it - 1) % STAGES));
+        }
+        hk_wgmma_wait<0>();
+        hk_wgmma_rs_fence_acc]hkm_param([tile_n])[(acc); // no read of acc above the wait
+        if (w.ke > w.kb && lane == 0)
+            hk_mbar_arrive(hk_lds, empty_bar((it - 1) % STAGES));
+
+        // rows of this thread: r0 and r0 + 8 (r0 inside M whenever r0 + 8 is)
+        const int r0 = w.block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
+]m4_ifelse(hkm_tune([split_k]), 1, [], [[        if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w, r0 < M, acc))
+            gemm_split_store(hk_a.workspace, w, r0, lane, C, ldc, M, N, vec_c, acc);
+        continue;
+]])[
+        // epilogue as in the one-block-per-tile kernel
+#pragma unroll
+        for (int i = 0; i < TILE_N / 8; ++i) {
+            const int n = w.block_n + i * 8 + (lane & 3) * 2;
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                gemm_store_pair(C, ldc, r0 + h * 8, n, M, N, vec_c, acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+        }
+    }
+]])
+
 hkm_output_begin()m4_dnl
 hkm_file_head()[
 // ---- configuration -----------------------------------------------------
@@ -188,6 +394,7 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     hk_wgmma_wait<1>();
 }
 
+]hkm_gemm_if_sched([hkm_gemm_sched_config])[
 // ---- kernel ------------------------------------------------------------------
 ]hkm_kernel_begin()[
     const hk_bf16 *A = hk_a.A;
@@ -196,6 +403,13 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     const int lda = hk_a.lda, ldb = hk_a.ldb, ldc = hk_a.ldc;
 
     HK_LDS_DECLARE_DYNAMIC();
+]hkm_gemm_if_sched([[
+    const bool vec_a = (lda % 8 == 0) && ((unsigned long)A % 16 == 0);
+    const bool vec_b = (ldb % 8 == 0) && ((unsigned long)B % 16 == 0);
+    const bool use_tma = vec_a && vec_b;
+    const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
+]hkm_gemm_sched_body[}
+]hkm_output_end()]], [[
 
     // block renumbering: runs of GROUP_M m-tiles sweep the n-tiles together
     const int tiles_n = hk_grid_dim_x(), tiles_m = hk_grid_dim_y();
@@ -286,4 +500,4 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
         }
     }
 }
-]hkm_output_end()
+]hkm_output_end()])
