@@ -108,17 +108,19 @@ POISON = torch.tensor([float("nan")], dtype=torch.bfloat16).view(torch.int16).it
 
 
 def numerics_case(k, e, M, N, K, lda, ldb, ldc, off):
+    nt = e["params"]["layout"] == "nt"
+    brows = N if nt else K
     Ab = torch.randn(off + M * lda, device=dev, dtype=torch.bfloat16)
-    Bb = torch.randn(off + N * ldb, device=dev, dtype=torch.bfloat16)
+    Bb = torch.randn(off + brows * ldb, device=dev, dtype=torch.bfloat16)
     A = Ab[off:].view(M, lda)
-    B = Bb[off:].view(N, ldb)
+    B = Bb[off:].view(brows, ldb)
     Cb = torch.full((off + M * ldc,), float("nan"), device=dev, dtype=torch.bfloat16)
     C = Cb[off:].view(M, ldc)
     sb = split_bufs(e, M, N)
     vals = dict(A=A, B=B, C=C, lda=lda, ldb=ldb, ldc=ldc, M=M, N=N, K=K, **sb)
     k(**vals)
     sync()
-    ref = A[:, :K].double() @ B[:, :K].double().t()
+    ref = A[:, :K].double() @ (B[:, :K].double().t() if nt else B[:, :N].double())
     err = rel_l2(C[:, :N], ref)
     bad = []
     if not err < 1e-2:
@@ -167,15 +169,25 @@ def numerics():
             for i, (M, N, K) in enumerate(NUM_SHAPES):
                 pad = i % 3
                 lda = K + (0, 8, 3)[pad]
-                ldb = K + (0, 3, 8)[pad]
+                ldb = (K if e["params"]["layout"] == "nt" else N) + (0, 3, 8)[pad]
                 ldc = N + (0, 5, 8)[pad]
                 off = 1 if i == 5 else 0
                 err, bad = numerics_case(k, e, M, N, K, lda, ldb, ldc, off)
                 worst = max(worst, err)
                 probs += ["%dx%dx%d: %s" % (M, N, K, b) for b in bad]
-            if cfg(e)[2] > 1:
+            if cfg(e)[3]:  # persistent: also with 1 and 3 blocks, each walking many units
+                for units in ("1", "3"):
+                    os.environ["HKRT_UNITS"] = units
+                    for M, N, K in ((300, 1000, 1000), (129, 130, 136)):
+                        ld = K if e["params"]["layout"] == "nt" else N
+                        err, bad = numerics_case(k, e, M, N, K, K, ld, N, 0)
+                        worst = max(worst, err)
+                        probs += ["HKRT_UNITS=%s %dx%dx%d: %s" % (units, M, N, K, b) for b in bad]
+                    del os.environ["HKRT_UNITS"]
+            if cfg(e)[2] > 1 and e["params"]["layout"] == "nt":
                 probs += refused(k, e)
         except Exception:  # noqa: BLE001
+            os.environ.pop("HKRT_UNITS", None)
             probs.append("exception: " + traceback.format_exc(limit=3).replace("\n", " | "))
         ok = not probs
         nfail += not ok
@@ -240,6 +252,8 @@ def bench():
             res = {}
             for e in entries:
                 tm, tn, s, ps = cfg(e)
+                if e["params"]["layout"] != "nt":
+                    continue
                 if M <= 64 and tm == 128:
                     continue  # 64-row tiles only for decode batches
                 if M * N >= 4096 * 4096 and s >= 8:
