@@ -198,6 +198,51 @@ static void gemm_plan_sched(const op_inst *k, op_plan *p) {
   op_plan_check(p, rule, "one split counter per C tile, zeroed before the first launch");
 }
 
+/* Selection's cost model on sm_90a (op_plan.cost, nanoseconds on an H200;
+   docs/PERF.md): a block's time per k-tile is the larger of its tile's
+   multiply (the tile shape's measured rate at 4096^3: GEMM_H200_KTILE_NS)
+   and its feed ((rows of A inside M + tile_n) x 128 bytes at
+   GEMM_H200_FEED_B_PER_NS per SM); rounds = units over the device's SMs;
+   each round pays the pipeline fill (persistent blocks: once, then a tile's
+   epilogue per unit); split-K adds the partials' stores and the last
+   split's reads. The launch takes the larger of that and the compulsory
+   DRAM bytes at GEMM_H200_DRAM_B_PER_NS, plus a quarter of the smaller
+   (imperfect overlap). */
+#define GEMM_H200_FEED_B_PER_NS 128
+#define GEMM_H200_DRAM_B_PER_NS 4000
+#define GEMM_H200_FILL_NS 1000
+static const struct {
+  int tm, tn, ns;
+} gemm_h200_ktile[] = {
+    /* 2 tm tn 64 flops / (TFLOP/s of main's kernel at 4096^3 nt, 2026-11-29 / 132 SMs) */
+    {128, 256, 882}, {128, 128, 500}, {128, 64, 328}, {64, 256, 515}, {64, 128, 301}, {64, 64, 228},
+};
+
+static int gemm_ktile_ns(const op_inst *k) {
+  for (size_t i = 0; i < sizeof gemm_h200_ktile / sizeof gemm_h200_ktile[0]; i++)
+    if (gemm_h200_ktile[i].tm == op_int(k, "tile_m") && gemm_h200_ktile[i].tn == op_int(k, "tile_n"))
+      return gemm_h200_ktile[i].ns;
+  return 0;
+}
+
+static void gemm_plan_cost(const op_inst *k, op_plan *p) {
+  int tm = (int)op_int(k, "tile_m"), tn = (int)op_int(k, "tile_n"), s = gemm_split(k), ns = gemm_ktile_ns(k);
+  if (!ns) return;
+  const char *M = op_term(k, "M"), *N = op_term(k, "N"), *K = op_term(k, "K");
+  char rows[OP_FORMULA], rounds[OP_FORMULA], sm[OP_COST / 3], dram[OP_FORMULA];
+  gemm_formula(rows, "min(%s,%d)", M, tm);
+  gemm_formula(rounds, "cdiv(cdiv(%s,%d)*cdiv(%s,%d)*%d,device_units)", M, tm, N, tn, s);
+  int w = snprintf(sm, sizeof sm, "%s*(cdiv(cdiv(%s,64),%d)*max(%d,(%s+%d)*128/%d)+%d)+%d", rounds, K, s, ns, rows, tn,
+                   GEMM_H200_FEED_B_PER_NS, op_int(k, "persistent") ? tm * tn * 2 / GEMM_H200_FEED_B_PER_NS : GEMM_H200_FILL_NS,
+                   op_int(k, "persistent") ? GEMM_H200_FILL_NS : 0);
+  if (s > 1 && w > 0 && (size_t)w < sizeof sm)
+    w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*%s*%d/%d", rounds, s - 1, rows, tn * 4, GEMM_H200_FEED_B_PER_NS);
+  gemm_formula(dram, "(%s*%s+%s*%s+2*%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
+  if (w < 0 || (size_t)w >= sizeof sm) return;
+  w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/4", sm, dram, sm, dram);
+  if (w < 0 || (size_t)w >= sizeof p->cost) p->cost[0] = 0;
+}
+
 static void gemm_plan(const op_inst *k, op_plan *p) {
   if (gemm_is_wgmma(k)) gemm_plan_wgmma(k, p);
   else gemm_plan_amd(k, p);
@@ -208,6 +253,7 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
     snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
     snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
   }
+  if (gemm_is_wgmma(k)) gemm_plan_cost(k, p);
   int nt = !strcmp(op_val(k, "layout"), "nt");
   op_plan_check(p, "lda >= K", "A is M x K, row-major");
   op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K, row-major" : "layout nn: B is K x N, row-major");

@@ -17,6 +17,7 @@ tests/device/smallgemm.yaml (one block per tile, split-K, persistent).
     replay (median, L2 flushed before each replay).
 Logs go to $OUT/smallgemm.log and $OUT/smallgemm.json (appended to by both
 phases); a summary goes to stdout."""
+import ctypes
 import faulthandler
 import json
 import math
@@ -219,6 +220,30 @@ def bench_shapes():
     return out
 
 
+class _Param(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_char_p)]
+
+
+class _Problem(ctypes.Structure):
+    _fields_ = [("op", ctypes.c_char_p), ("target", ctypes.c_char_p), ("params", ctypes.POINTER(_Param)),
+                ("nparams", ctypes.c_size_t)]
+
+
+def selected(M, N, K):
+    """The kernel hkrt_select picks for an nt problem (its cost model), or None."""
+    c = cat.lib.c
+    c.hkrt_select.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Problem), ctypes.POINTER(ctypes.c_void_p)]
+    c.hkrt_kernel_name.argtypes = [ctypes.c_void_p]
+    c.hkrt_kernel_name.restype = ctypes.c_char_p
+    vals = [(b"M", b"%d" % M), (b"N", b"%d" % N), (b"K", b"%d" % K), (b"layout", b"nt")]
+    arr = (_Param * len(vals))(*[_Param(a, b) for a, b in vals])
+    pb = _Problem(b"gemm", b"sm_90a", arr, len(vals))
+    k = ctypes.c_void_p()
+    if c.hkrt_select(cat.cat, ctypes.byref(pb), ctypes.byref(k)) != 0:
+        return None
+    return c.hkrt_kernel_name(k).decode()
+
+
 def graph_of(fn):
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -274,15 +299,18 @@ def bench():
                     log("ERROR %s at %dx%dx%d: %s" % (e["name"], M, N, K, traceback.format_exc(limit=2).replace("\n", " | ")))
             best = min(res, key=res.get) if res else None
             base = res.get("sg_tm128_tn256")
+            sel = selected(M, N, K)
             flops = 2.0 * M * N * K
-            log("%-8s %-8s M=%-5d N=%-6d K=%-6d cuBLAS %8.2f us %6.1f TF | best %-22s %8.2f us ratio %.3f | tm128_tn256 %s"
+            log("%-8s %-8s M=%-5d N=%-6d K=%-6d cuBLAS %8.2f us %6.1f TF | best %-22s %8.2f us ratio %.3f | tm128_tn256 %s | selected %s %s"
                 % (model, proj, M, N, K, tc, flops / tc / 1e6, best, res.get(best, float("nan")),
                    tc / res[best] if best else float("nan"),
-                   "%.2f us (%.3f)" % (base, tc / base) if base else "-"))
+                   "%.2f us (%.3f)" % (base, tc / base) if base else "-", sel,
+                   "%.3f" % (tc / res[sel]) if sel in res else "-"))
             log("   all: " + " ".join("%s=%.2f" % (n, t) for n, t in sorted(res.items(), key=lambda x: x[1])), quiet=True)
-            JS.write(json.dumps(dict(phase="bench", model=model, proj=proj, M=M, N=N, K=K, cublas_us=tc, ours_us=res)) + "\n")
+            JS.write(json.dumps(dict(phase="bench", model=model, proj=proj, M=M, N=N, K=K, cublas_us=tc, ours_us=res,
+                                     selected=sel)) + "\n")
             JS.flush()
-            rows.append((model, proj, M, N, K, tc, best, res.get(best)))
+            rows.append((model, proj, M, N, K, tc, best, res.get(best), res.get(sel)))
             del a, w, c, gc
         except Exception:  # noqa: BLE001
             log("ERROR shape %s %s M=%d: %s" % (model, proj, M, traceback.format_exc(limit=3).replace("\n", " | ")))
@@ -293,6 +321,10 @@ def bench():
         log("bench: %d shapes, best-variant ratio to cuBLAS: min %.3f, geomean %.3f, %d of %d >= 0.9 (%.1f s)"
             % (len(good), min(ratios), math.exp(sum(math.log(x) for x in ratios) / len(ratios)),
                sum(x >= 0.9 for x in ratios), len(ratios), time.time() - T0))
+        sr = [r[5] / r[8] for r in good if r[8]]
+        if sr:
+            log("bench: hkrt_select's pick, ratio to cuBLAS: min %.3f, geomean %.3f, %d of %d >= 0.9"
+                % (min(sr), math.exp(sum(math.log(x) for x in sr) / len(sr)), sum(x >= 0.9 for x in sr), len(sr)))
 
 
 JS = open(os.path.join(out_dir, "smallgemm.json"), "a")
