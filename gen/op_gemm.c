@@ -1,5 +1,8 @@
 /* op_gemm.c: bf16 GEMM, C = A x B^T (layout nt) or C = A x B (layout nn),
-   fp32 accumulation, bf16 output. Skeleton: templates/gemm.hip.m4. */
+   fp32 accumulation, bf16 output. Skeletons: templates/gemm.hip.m4 (AMD),
+   templates/gemm.sm90.hip.m4 (sm_90a). Small and short shapes: split_k
+   (both) and persistent blocks (sm_90a), and on sm_90a a cost model that
+   hkrt_select ranks kernels by (gemm_plan_cost). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,8 +36,8 @@ static const op_param gemm_params[] = {
     /* small and short shapes (gemm_sched_*): features, at their defaults the
        kernels are as before they existed */
     {"split_k", OP_INT, NULL, 1, GEMM_MAX_SPLIT, "1", 0, "sk",
-     "k ranges per C tile, summed in a fixed order by the last to finish (sm_90a; > 1 takes a "
-     "workspace and counters)"},
+     "k ranges per C tile, summed in split order by the last to finish (> 1 takes a workspace "
+     "and counters)"},
     {"persistent", OP_BOOL, NULL, 0, 0, "false", 0, "ps",
      "min(work units, multiprocessors) blocks, each walking units (sm_90a)"},
 };
@@ -53,9 +56,8 @@ static int gemm_split(const op_inst *k) { return (int)op_int(k, "split_k"); }
 static int gemm_is_sched(const op_inst *k) { return gemm_split(k) > 1 || op_int(k, "persistent"); }
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
-  if (gemm_is_sched(k) && !gemm_is_wgmma(k)) {
-    snprintf(msg, n, "split_k and persistent need sm_90a for now (here %s); allowed here: split_k 1, persistent false",
-             k->target);
+  if (op_int(k, "persistent") && !gemm_is_wgmma(k)) {
+    snprintf(msg, n, "persistent needs sm_90a for now (here %s); allowed here: persistent false", k->target);
     return -1;
   }
   if (op_int(k, "tile_m") == 256 && gemm_is_wgmma(k)) {
@@ -179,6 +181,8 @@ static void gemm_formula(char *out, const char *fmt, ...) {
   if (w < 0 || w >= OP_FORMULA) snprintf(out, OP_FORMULA, "formula_too_long");
 }
 
+static void gemm_split_checks(const op_inst *k, op_plan *p);
+
 static void gemm_plan_sched(const op_inst *k, op_plan *p) {
   char tiles[OP_FORMULA];
   gemm_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
@@ -189,8 +193,15 @@ static void gemm_plan_sched(const op_inst *k, op_plan *p) {
     gemm_formula(p->grid[0], "min(%s*%d,device_units)", tiles, gemm_split(k));
   else gemm_formula(p->grid[0], "%s*%d", tiles, gemm_split(k));
   snprintf(p->grid[1], OP_FORMULA, "1");
+  gemm_split_checks(k, p);
+}
+
+/* split_k > 1: the workspace and counter sizes, checked at launch. */
+static void gemm_split_checks(const op_inst *k, op_plan *p) {
   if (gemm_split(k) < 2) return;
-  char rule[OP_FORMULA];
+  char tiles[OP_FORMULA], rule[OP_FORMULA];
+  gemm_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
+               op_val(k, "tile_n"));
   gemm_formula(rule, "workspace_bytes >= %s*%ld", tiles,
            (long)gemm_split(k) * op_int(k, "tile_m") * op_int(k, "tile_n") * 4);
   op_plan_check(p, rule, "the split partials: split_k*tile_m*tile_n*4 bytes per C tile");
@@ -243,15 +254,25 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   if (w < 0 || (size_t)w >= sizeof p->cost) p->cost[0] = 0;
 }
 
+/* AMD split-K: the one-workgroup-per-tile grid with z = split_k; workgroup
+   z multiplies its k range and the last split of a tile sums them, as on
+   sm_90a (the skeleton's split-K section). */
+static void gemm_plan_split_amd(const op_inst *k, op_plan *p) {
+  op_plan_tune(p, "split_k", gemm_split(k));
+  snprintf(p->grid[2], OP_FORMULA, "%d", gemm_split(k));
+  gemm_split_checks(k, p);
+}
+
 static void gemm_plan(const op_inst *k, op_plan *p) {
   if (gemm_is_wgmma(k)) gemm_plan_wgmma(k, p);
   else gemm_plan_amd(k, p);
   gemm_args(k, p);
-  if (gemm_is_sched(k)) {
+  if (gemm_is_sched(k) && gemm_is_wgmma(k)) {
     gemm_plan_sched(k, p);
   } else {
     snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
     snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
+    if (gemm_split(k) > 1) gemm_plan_split_amd(k, p);
   }
   if (gemm_is_wgmma(k)) gemm_plan_cost(k, p);
   int nt = !strcmp(op_val(k, "layout"), "nt");
@@ -285,6 +306,85 @@ static unsigned short *gemm_random(et_ctx *c, long rows, long ld) {
   return h;
 }
 
+/* split_k > 1: the workspace and zeroed counters, as the launch rules size
+   them; a launch with either one short must be refused naming it (then the
+   note is cleared). Returns 0, or -1 with a note. */
+typedef struct {
+  void *ws, *cnt;
+  long ws_bytes, cnt_len;
+} gemm_split_bufs;
+
+static void gemm_split_alloc(const op_inst *k, et_ctx *c, long M, long N, gemm_split_bufs *b) {
+  long tm = op_int(k, "tile_m"), tn = op_int(k, "tile_n");
+  b->cnt_len = ((M + tm - 1) / tm) * ((N + tn - 1) / tn);
+  b->ws_bytes = b->cnt_len * gemm_split(k) * tm * tn * 4;
+  b->ws = et_alloc(c, (size_t)b->ws_bytes);
+  b->cnt = et_alloc(c, (size_t)b->cnt_len * 4);
+  int *zero = calloc((size_t)b->cnt_len, 4);
+  et_upload(c, b->cnt, zero, (size_t)b->cnt_len * 4);
+  free(zero);
+}
+
+/* One launch's arguments (the split-K ones when split_k > 1, with the sizes given). */
+typedef struct {
+  void *A, *B, *C;
+  long lda, ldb, ldc, M, N, K;
+} gemm_emu_dev;
+
+static void gemm_split_args(et_ctx *c, const gemm_split_bufs *b, long ws_bytes, long cnt_len);
+
+static void gemm_emu_args(et_ctx *c, const op_inst *k, const gemm_emu_dev *d, const gemm_split_bufs *b,
+                          long ws_bytes, long cnt_len) {
+  et_args_clear(c);
+  et_arg_ptr(c, "A", d->A);
+  et_arg_ptr(c, "B", d->B);
+  et_arg_ptr(c, "C", d->C);
+  et_arg_int(c, "lda", d->lda);
+  et_arg_int(c, "ldb", d->ldb);
+  et_arg_int(c, "ldc", d->ldc);
+  static const char *const dims[] = {"M", "N", "K"};
+  long vals[] = {d->M, d->N, d->K};
+  for (int i = 0; i < 3; i++)
+    if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
+  if (gemm_split(k) > 1) gemm_split_args(c, b, ws_bytes, cnt_len);
+}
+
+static void gemm_split_args(et_ctx *c, const gemm_split_bufs *b, long ws_bytes, long cnt_len) {
+  et_arg_ptr(c, "workspace", b->ws);
+  et_arg_int(c, "workspace_bytes", ws_bytes);
+  et_arg_ptr(c, "counters", b->cnt);
+  et_arg_int(c, "counters_len", cnt_len);
+}
+
+static int gemm_split_refused(et_ctx *c, const op_inst *k, const gemm_emu_dev *d, const gemm_split_bufs *b) {
+  static const char *const names[] = {"workspace_bytes", "counters_len"};
+  for (int i = 0; i < 2; i++) {
+    char note[1024];
+    gemm_emu_args(c, k, d, b, b->ws_bytes - (i == 0), b->cnt_len - (i == 1));
+    int rc = et_launch(c);
+    et_note_get(c, note, sizeof note);
+    if (rc == 0 || !strstr(note, names[i])) {
+      et_note(c, "%s one short was not refused by name: %s", names[i], rc == 0 ? "it launched" : note);
+      return -1;
+    }
+  }
+  et_note(c, "%s", "");
+  return 0;
+}
+
+/* After a split-K launch every counter is back to 0. */
+static int gemm_split_after(et_ctx *c, const gemm_split_bufs *b) {
+  int *cnt = malloc((size_t)b->cnt_len * 4), bad = 0;
+  et_download(c, cnt, b->cnt, (size_t)b->cnt_len * 4);
+  for (long i = 0; i < b->cnt_len && !bad; i++)
+    if (cnt[i]) {
+      et_note(c, "split counter %ld is %d after the launch, not 0", i, cnt[i]);
+      bad = 1;
+    }
+  free(cnt);
+  return bad ? -1 : 0;
+}
+
 static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
   long M = shape[op_param_index(k->op, "M")], N = shape[op_param_index(k->op, "N")],
        K = shape[op_param_index(k->op, "K")];
@@ -303,17 +403,16 @@ static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   void *C = et_alloc(c, (size_t)(M * ldc) * 2);
   et_upload(c, A, hA, (size_t)(M * lda) * 2);
   et_upload(c, B, hB, (size_t)(brows * ldb) * 2);
-  et_arg_ptr(c, "A", A);
-  et_arg_ptr(c, "B", B);
-  et_arg_ptr(c, "C", C);
-  et_arg_int(c, "lda", lda);
-  et_arg_int(c, "ldb", ldb);
-  et_arg_int(c, "ldc", ldc);
-  static const char *const dims[] = {"M", "N", "K"};
-  long vals[] = {M, N, K};
-  for (int i = 0; i < 3; i++)
-    if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
-  int rc = et_launch(c);
+  gemm_emu_dev d = {A, B, C, lda, ldb, ldc, M, N, K};
+  gemm_split_bufs sb = {0};
+  int rc = 0;
+  if (gemm_split(k) > 1) {
+    gemm_split_alloc(k, c, M, N, &sb);
+    rc = gemm_split_refused(c, k, &d, &sb);
+  }
+  gemm_emu_args(c, k, &d, &sb, sb.ws_bytes, sb.cnt_len);
+  if (rc == 0) rc = et_launch(c);
+  if (rc == 0 && gemm_split(k) > 1) rc = gemm_split_after(c, &sb);
   if (rc == 0) {
     et_download(c, hC, C, (size_t)(M * ldc) * 2);
     double *ref = malloc((size_t)(M * N) * sizeof *ref), *got = malloc((size_t)(M * N) * sizeof *got);
