@@ -56,6 +56,11 @@ static int gemm_split(const op_inst *k) { return (int)op_int(k, "split_k"); }
 static int gemm_is_sched(const op_inst *k) { return gemm_split(k) > 1 || op_int(k, "persistent"); }
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
+  if (gemm_is_sched(k) && strcmp(op_val(k, "dtype"), "bf16")) {
+    snprintf(msg, n, "split_k and persistent are for dtype bf16 (here %s); allowed: split_k 1, persistent false",
+             op_val(k, "dtype"));
+    return -1;
+  }
   if (op_int(k, "persistent") && !gemm_is_wgmma(k)) {
     snprintf(msg, n, "persistent needs sm_90a for now (here %s); allowed here: persistent false", k->target);
     return -1;
