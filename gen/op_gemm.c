@@ -18,6 +18,7 @@ static const char *const gemm_layouts[] = {"nt", "nn", NULL};
 static const char *const gemm_tiles[] = {"64", "128", "256", NULL};
 
 #define GEMM_MAX_SPLIT 16
+#define GEMM_WGMMA_MAX_STAGES 8
 
 #define GEMM_DIM(n, d) \
   {n, OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, n, d}
@@ -40,10 +41,13 @@ static const op_param gemm_params[] = {
      "and counters)"},
     {"persistent", OP_BOOL, NULL, 0, 0, "false", 0, "ps",
      "min(work units, multiprocessors) blocks, each walking units (sm_90a)"},
+    {"stages", OP_INT, NULL, 0, GEMM_WGMMA_MAX_STAGES, "0", 0, "st",
+     "shared-memory stages (sm_90a; 0: as many as fit); with 64-row tiles, few enough for two blocks per "
+     "SM compile for two"},
 };
 
-static const char *const gemm_tuning[] = {"tile_m", "tile_n", "split_k", "persistent", NULL};
-static const char *const gemm_features[] = {"split_k", "persistent", NULL};
+static const char *const gemm_tuning[] = {"tile_m", "tile_n", "split_k", "persistent", "stages", NULL};
+static const char *const gemm_features[] = {"split_k", "persistent", "stages", NULL};
 
 #define GEMM_WGMMA_TILE_K 64 /* k per shared-memory stage: 128-byte rows of bf16 */
 
@@ -59,6 +63,15 @@ static int gemm_check(const op_inst *k, char *msg, size_t n) {
   if (gemm_is_sched(k) && strcmp(op_val(k, "dtype"), "bf16")) {
     snprintf(msg, n, "split_k and persistent are for dtype bf16 (here %s); allowed: split_k 1, persistent false",
              op_val(k, "dtype"));
+    return -1;
+  }
+  if (op_int(k, "stages") && !gemm_is_wgmma(k)) {
+    snprintf(msg, n, "stages needs sm_90a (here %s; AMD kernels pick theirs); allowed here: 0", k->target);
+    return -1;
+  }
+  if (op_int(k, "stages") == 1) {
+    snprintf(msg, n, "stages 1 leaves nothing to overlap; allowed: 0 (as many as fit) or 2 to %d",
+             GEMM_WGMMA_MAX_STAGES);
     return -1;
   }
   if (op_int(k, "persistent") && !gemm_is_wgmma(k)) {
@@ -113,16 +126,23 @@ static void gemm_args(const op_inst *k, op_plan *p) {
    the region to 1024 bytes (the 128-byte swizzle's period). A producer
    warpgroup and one consumer warpgroup per 64 rows of the tile. */
 #define GEMM_WGMMA_STAGE_BUDGET (192 * 1024)
-#define GEMM_WGMMA_MAX_STAGES 8
 static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
   long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_WGMMA_TILE_K * 2;
   long stages = GEMM_WGMMA_STAGE_BUDGET / stage;
   if (stages > GEMM_WGMMA_MAX_STAGES) stages = GEMM_WGMMA_MAX_STAGES;
+  /* stages asked for (at most what fits): 64-row tiles whose blocks then fit
+     twice in an SM's shared memory compile for two blocks per SM (at most
+     128 registers a thread for 256 threads) */
+  long want = op_int(k, "stages");
+  if (want && want < stages) stages = want;
   op_plan_tune(p, "tile_k", GEMM_WGMMA_TILE_K);
   op_plan_tune(p, "stages", stages);
   op_plan_tune(p, "bar_bytes", 256);
   p->block = 128 + 2 * (int)op_int(k, "tile_m");
   p->dynamic_lds = (int)(stages * stage + op_tune(p, "bar_bytes") + 1024);
+  const tgt_info *t = tgt_find(k->target);
+  if (want && op_int(k, "tile_m") == 64 && 2 * (p->dynamic_lds + 1024L) <= (long)t->lds_unit)
+    op_plan_tune(p, "blocks_per_sm", 2);
 }
 
 /* AMD: 8 waves in a 2 x 4 grid (wave tiles of 128 x 64 at 256 x 256, as the

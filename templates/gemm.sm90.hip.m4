@@ -134,8 +134,17 @@ HK_DEVICE bool gemm_split_count(hk_lds_t lds, float *ws, int *counters, const ge
 }
 
 // The tile's sum, split 0 first (this block's own split from registers: the
-// value it stored), stored as bf16 pairs n8 tile by n8 tile. acc is only
+// value it stored), stored as bf16 pairs n8 tile by n8 tile. The others'
+// partials are loaded SUM_BATCH n8 tiles at a time, every split's before
+// any is added, so that a batch costs one round trip to L2. acc is only
 // read (ptxas serialises wgmma whose accumulators are written outside it).
+// registers for a batch: 64 floats, 16 where 384 threads hold 128 x 256 (168 registers
+// each) or two blocks share an SM (128)
+static constexpr int BATCH_F4 = (GEMM_THREADS > 256 && TILE_N == 256) || BLOCKS_PER_SM > 1 ? 4 : 16;
+// n8 tiles per batch: the largest power of two within BATCH_F4 / SPLIT_K and TILE_N / 8
+HK_DEVICE constexpr int gemm_pow2_floor(int x) { return x >= 2 ? 2 * gemm_pow2_floor(x / 2) : 1; }
+static constexpr int SUM_BATCH = gemm_pow2_floor(BATCH_F4 / SPLIT_K < TILE_N / 8 ? BATCH_F4 / SPLIT_K : TILE_N / 8);
+static_assert((TILE_N / 8) % SUM_BATCH == 0, "whole batches of n8 tiles");
 HK_DEVICE void gemm_split_store(const float *ws, const gemm_unit &w, int r0, int lane, hk_bf16 *C, int ldc, int M,
                                 int N, bool vec_c, const gemm_acc_t &acc)
 {
@@ -143,23 +152,27 @@ HK_DEVICE void gemm_split_store(const float *ws, const gemm_unit &w, int r0, int
         return;
     const float *slots = ws + w.tile * SPLIT_K * SLOT_FLOATS + (long)(hk_thread_id() - COPY_THREADS) * 4;
 #pragma unroll
-    for (int i = 0; i < TILE_N / 8; ++i) {
-        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int z = 0; z < SPLIT_K; ++z) {
-            if (z == w.z) {
+    for (int i0 = 0; i0 < TILE_N / 8; i0 += SUM_BATCH) {
+        hk_u32x4 v[SPLIT_K][SUM_BATCH];
+#pragma unroll
+        for (int z = 0; z < SPLIT_K; ++z)
+#pragma unroll
+            for (int b = 0; b < SUM_BATCH; ++b)
+                if (z != w.z)
+                    v[z][b] = hk_global_load_b128_l2(slots + (long)z * SLOT_FLOATS + (i0 + b) * CONSUMER_THREADS * 4);
+#pragma unroll
+        for (int b = 0; b < SUM_BATCH; ++b) {
+            const int i = i0 + b;
+            float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int z = 0; z < SPLIT_K; ++z)
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
-                    s[j] += acc[4 * i + j];
-            } else {
-                const hk_u32x4 v = hk_global_load_b128_l2(slots + (long)z * SLOT_FLOATS + i * CONSUMER_THREADS * 4);
-#pragma unroll
-                for (int j = 0; j < 4; ++j)
-                    s[j] += hk_u32_as_f32(v[j]);
-            }
+                    s[j] += z == w.z ? acc[4 * i + j] : hk_u32_as_f32(v[z][b][j]);
+            const int n = w.block_n + i * 8 + (lane & 3) * 2;
+            gemm_store_pair(C, ldc, r0, n, M, N, vec_c, s[0], s[1]);
+            gemm_store_pair(C, ldc, r0 + 8, n, M, N, vec_c, s[2], s[3]);
         }
-        const int n = w.block_n + i * 8 + (lane & 3) * 2;
-        gemm_store_pair(C, ldc, r0, n, M, N, vec_c, s[0], s[1]);
-        gemm_store_pair(C, ldc, r0 + 8, n, M, N, vec_c, s[2], s[3]);
     }
 }
 ]])
@@ -256,7 +269,11 @@ m4_define([hkm_gemm_sched_body], [[
 hkm_output_begin()m4_dnl
 hkm_file_head()[
 // ---- configuration -----------------------------------------------------
-static constexpr int GEMM_THREADS = ]hkm_block_size[;
+]m4_ifdef([hkm_t_blocks_per_sm], [[#undef HK_KERNEL
+#define HK_KERNEL(threads) HK_KERNEL_BLOCKS(threads, ]hkm_tune([blocks_per_sm])[) // registers for that many per SM
+static constexpr int BLOCKS_PER_SM = ]hkm_tune([blocks_per_sm])[;
+]], [[static constexpr int BLOCKS_PER_SM = 1;
+]])[static constexpr int GEMM_THREADS = ]hkm_block_size[;
 static constexpr int TILE_M = ]hkm_param([tile_m])[;     // rows of C per block
 static constexpr int TILE_N = ]hkm_param([tile_n])[;     // columns of C per block
 static constexpr bool NT = ]hkm_gemm_if_nt([true], [false])[;

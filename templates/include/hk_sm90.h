@@ -13,6 +13,8 @@
  *
  * Primitives (one line each):
  *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads) (the skeleton writes `void name(...)`)
+ *   HK_KERNEL_BLOCKS(t, b)    the same compiled for b blocks of t threads per SM (registers); a skeleton may
+ *                             redefine HK_KERNEL(t) as HK_KERNEL_BLOCKS(t, b)
  *   HK_DEVICE                 qualifiers of a device helper (static, forced inline)
  *   HK_WAVE_SIZE              lanes per wave (warp): 32
  *   hk_thread_id()            thread id in the (1-D) block
@@ -94,6 +96,7 @@
 /* ---- qualifiers ----------------------------------------------------------- */
 #define HK_DEVICE static __device__ __forceinline__
 #define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads)
+#define HK_KERNEL_BLOCKS(threads, blocks) extern "C" __global__ __launch_bounds__(threads, blocks)
 #define HK_WAVE_SIZE 32
 
 /* ---- types --------------------------------------------------------------- */
