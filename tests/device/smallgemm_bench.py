@@ -12,9 +12,11 @@ tests/device/smallgemm.yaml (one block per tile, split-K, persistent).
     names that passed to --passed FILE.
 --bench: each kernel (of --only FILE) against cuBLAS (F.linear, the same
     nt layout) at Llama-3-8B/70B projection shapes for M = 1, 16, 64, 256,
-    at 8192 x 8192 x 1024 and at 1024^3. Both sides are timed the same way:
-    one launch captured in a CUDA graph, triton.testing.do_bench of the
-    replay (median, L2 flushed before each replay).
+    at 8192 x 8192 x 1024 and at 1024^3. Both sides are timed the same two
+    ways: one launch captured in a CUDA graph, triton.testing.do_bench of the
+    replay (median, L2 flushed before each replay); and back to back, R
+    launches in one graph each on its own copy of the weights (R x the
+    weights >= 256 MB), the replay's median / R.
 Logs go to $OUT/smallgemm.log and $OUT/smallgemm.json (appended to by both
 phases); a summary goes to stdout."""
 import ctypes
@@ -272,17 +274,23 @@ def bench():
             w = torch.randn(N, K, device=dev, dtype=torch.bfloat16)
             gc = graph_of(lambda: F.linear(a, w))
             tc = med(gc.replay) * 1e3
+            # back to back: R launches in one graph, each on its own copy of the
+            # weights (R x N x K x 2 bytes >= 256 MB: none comes from L2), time / R
+            R = max(2, min(16, -(-(256 << 20) // (2 * N * K))))
+            ws_r = [w] + [torch.randn(N, K, device=dev, dtype=torch.bfloat16) for _ in range(R - 1)]
+            gcr = graph_of(lambda: [F.linear(a, x) for x in ws_r])
+            tcr = med(gcr.replay) * 1e3 / R
             ref = a[:16].double() @ w.double().t()
             c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
-            res = {}
+            res, resr = {}, {}
             for e in entries:
                 tm, tn, s, ps = cfg(e)
                 if e["params"]["layout"] != "nt":
                     continue
                 if M <= 64 and tm == 128:
                     continue  # 64-row tiles only for decode batches
-                if M * N >= 4096 * 4096 and s >= 8:
-                    continue
+                if M * N >= 4096 * 4096 and (s >= 4 or (s > 1 and tm == 64)):
+                    continue  # round 1 (2026-12-02): far slower there
                 try:
                     k = cat.kernel(e["name"], "sm_90a")
                     c.fill_(float("nan"))
@@ -294,7 +302,14 @@ def bench():
                         log("FAIL %s at %dx%dx%d: rel L2 %.3e" % (e["name"], M, N, K, err))
                         continue
                     res[e["name"]] = med(g.replay) * 1e3
-                    del g, run
+                    del g
+
+                    def chain():
+                        for x in ws_r:
+                            run(B=x)
+                    gr = graph_of(chain)
+                    resr[e["name"]] = med(gr.replay) * 1e3 / R
+                    del gr, run
                 except Exception:  # noqa: BLE001
                     log("ERROR %s at %dx%dx%d: %s" % (e["name"], M, N, K, traceback.format_exc(limit=2).replace("\n", " | ")))
             best = min(res, key=res.get) if res else None
@@ -306,12 +321,18 @@ def bench():
                    tc / res[best] if best else float("nan"),
                    "%.2f us (%.3f)" % (base, tc / base) if base else "-", sel,
                    "%.3f" % (tc / res[sel]) if sel in res else "-"))
+            bestr = min(resr, key=resr.get) if resr else None
+            log("   back-to-back x%d: cuBLAS %.2f us | best %s %.2f us ratio %.3f | selected %s %s"
+                % (R, tcr, bestr, resr.get(bestr, float("nan")), tcr / resr[bestr] if bestr else float("nan"), sel,
+                   "%.3f" % (tcr / resr[sel]) if sel in resr else "-"))
             log("   all: " + " ".join("%s=%.2f" % (n, t) for n, t in sorted(res.items(), key=lambda x: x[1])), quiet=True)
+            log("   all back-to-back: " + " ".join("%s=%.2f" % (n, t) for n, t in sorted(resr.items(), key=lambda x: x[1])), quiet=True)
             JS.write(json.dumps(dict(phase="bench", model=model, proj=proj, M=M, N=N, K=K, cublas_us=tc, ours_us=res,
-                                     selected=sel)) + "\n")
+                                     selected=sel, R=R, cublas_b2b_us=tcr, ours_b2b_us=resr)) + "\n")
             JS.flush()
-            rows.append((model, proj, M, N, K, tc, best, res.get(best), res.get(sel)))
-            del a, w, c, gc
+            rows.append((model, proj, M, N, K, tc, best, res.get(best), res.get(sel), tcr, resr.get(bestr),
+                         resr.get(sel)))
+            del a, w, c, gc, gcr, ws_r
         except Exception:  # noqa: BLE001
             log("ERROR shape %s %s M=%d: %s" % (model, proj, M, traceback.format_exc(limit=3).replace("\n", " | ")))
         torch.cuda.empty_cache()
@@ -321,10 +342,13 @@ def bench():
         log("bench: %d shapes, best-variant ratio to cuBLAS: min %.3f, geomean %.3f, %d of %d >= 0.9 (%.1f s)"
             % (len(good), min(ratios), math.exp(sum(math.log(x) for x in ratios) / len(ratios)),
                sum(x >= 0.9 for x in ratios), len(ratios), time.time() - T0))
-        sr = [r[5] / r[8] for r in good if r[8]]
-        if sr:
-            log("bench: hkrt_select's pick, ratio to cuBLAS: min %.3f, geomean %.3f, %d of %d >= 0.9"
-                % (min(sr), math.exp(sum(math.log(x) for x in sr) / len(sr)), sum(x >= 0.9 for x in sr), len(sr)))
+        def summary(what, xs):
+            if xs:
+                log("bench: %s, ratio to cuBLAS: min %.3f, geomean %.3f, %d of %d >= 0.9"
+                    % (what, min(xs), math.exp(sum(math.log(x) for x in xs) / len(xs)), sum(x >= 0.9 for x in xs), len(xs)))
+        summary("hkrt_select's pick", [r[5] / r[8] for r in good if r[8]])
+        summary("back to back, best variant", [r[9] / r[10] for r in good if r[10]])
+        summary("back to back, hkrt_select's pick", [r[9] / r[11] for r in good if r[11]])
 
 
 JS = open(os.path.join(out_dir, "smallgemm.json"), "a")
