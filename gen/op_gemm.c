@@ -234,48 +234,58 @@ static void gemm_split_checks(const op_inst *k, op_plan *p) {
   op_plan_check(p, rule, "one split counter per C tile, zeroed before the first launch");
 }
 
-/* Selection's cost model on sm_90a (op_plan.cost, nanoseconds on an H200;
-   docs/PERF.md): a block's time per k-tile is the larger of its tile's
-   multiply (the tile shape's measured rate at 4096^3: GEMM_H200_KTILE_NS)
-   and its feed ((rows of A inside M + tile_n) x 128 bytes at
-   GEMM_H200_FEED_B_PER_NS per SM); rounds = units over the device's SMs;
-   each round pays the pipeline fill (persistent blocks: once, then a tile's
-   epilogue per unit); split-K adds the partials' stores and the last
-   split's reads. The launch takes the larger of that and the compulsory
-   DRAM bytes at GEMM_H200_DRAM_B_PER_NS, plus a quarter of the smaller
-   (imperfect overlap). */
-#define GEMM_H200_FEED_B_PER_NS 128
-#define GEMM_H200_DRAM_B_PER_NS 4000
+/* Selection's cost model on sm_90a (op_plan.cost, nanoseconds on an H200),
+   its constants fitted to the H200 runs of 2026-12-02 (docs/PERF.md): a
+   block's time per k-tile depends on its tile and on the rows of A inside M
+   (GEMM_H200_KTILE: measured with one row, M = 1, and at M >= tile_m, linear
+   in between); rounds = units over the device's SMs; each round of blocks
+   pays a fill (persistent blocks: once, then a tile's epilogue per unit; two
+   blocks per SM: half the rounds); split-K pays its partials' traffic. The
+   launch takes the larger of that and the compulsory DRAM bytes at
+   GEMM_H200_DRAM_B_PER_NS, plus an eighth of the smaller. */
+#define GEMM_H200_DRAM_B_PER_NS 2500
 #define GEMM_H200_FILL_NS 1000
+#define GEMM_H200_SPLIT_B_PER_NS 60
 static const struct {
-  int tm, tn, ns;
+  int tm, tn, one_row, full; /* ns per k-tile at M = 1 and at M >= tm */
 } gemm_h200_ktile[] = {
-    /* 2 tm tn 64 flops / (TFLOP/s of main's kernel at 4096^3 nt, 2026-11-29 / 132 SMs) */
-    {128, 256, 882}, {128, 128, 500}, {128, 64, 328}, {64, 256, 515}, {64, 128, 301}, {64, 64, 228},
+    /* full: 2 tm tn 64 flops / (TFLOP/s of main's kernel at 4096^3 nt, 2026-11-29 / 132 SMs);
+       one_row (64-row tiles): 8B o projection at M = 1, 2026-12-02 */
+    {128, 256, 882, 882}, {128, 128, 500, 500}, {128, 64, 328, 328},
+    {64, 256, 358, 515},  {64, 128, 195, 301},  {64, 64, 234, 228},
 };
 
-static int gemm_ktile_ns(const op_inst *k) {
-  for (size_t i = 0; i < sizeof gemm_h200_ktile / sizeof gemm_h200_ktile[0]; i++)
-    if (gemm_h200_ktile[i].tm == op_int(k, "tile_m") && gemm_h200_ktile[i].tn == op_int(k, "tile_n"))
-      return gemm_h200_ktile[i].ns;
-  return 0;
+/* k-tile time as a formula of M ("" when the tile has no figures). */
+static void gemm_ktile_ns(const op_inst *k, char *out) {
+  int tm = (int)op_int(k, "tile_m"), tn = (int)op_int(k, "tile_n");
+  out[0] = 0;
+  for (size_t i = 0; i < sizeof gemm_h200_ktile / sizeof gemm_h200_ktile[0]; i++) {
+    if (gemm_h200_ktile[i].tm != tm || gemm_h200_ktile[i].tn != tn) continue;
+    int one = gemm_h200_ktile[i].one_row, full = gemm_h200_ktile[i].full;
+    /* linear in min(M, tm), written so that no division sees a negative value */
+    gemm_formula(out, "(%d%c%d*min(%s,%d)/%d)", one, full >= one ? '+' : '-', full >= one ? full - one : one - full,
+                 op_term(k, "M"), tm, tm);
+  }
 }
 
 static void gemm_plan_cost(const op_inst *k, op_plan *p) {
-  int tm = (int)op_int(k, "tile_m"), tn = (int)op_int(k, "tile_n"), s = gemm_split(k), ns = gemm_ktile_ns(k);
-  if (!ns) return;
+  int tm = (int)op_int(k, "tile_m"), tn = (int)op_int(k, "tile_n"), s = gemm_split(k);
+  int ps = (int)op_int(k, "persistent"), bps = op_tune(p, "blocks_per_sm") ? (int)op_tune(p, "blocks_per_sm") : 1;
   const char *M = op_term(k, "M"), *N = op_term(k, "N"), *K = op_term(k, "K");
-  char rows[OP_FORMULA], rounds[OP_FORMULA], sm[OP_COST / 3], dram[OP_FORMULA];
-  gemm_formula(rows, "min(%s,%d)", M, tm);
-  gemm_formula(rounds, "cdiv(cdiv(%s,%d)*cdiv(%s,%d)*%d,device_units)", M, tm, N, tn, s);
-  int w = snprintf(sm, sizeof sm, "%s*(cdiv(cdiv(%s,64),%d)*max(%d,(%s+%d)*128/%d)+%d)+%d", rounds, K, s, ns, rows, tn,
-                   GEMM_H200_FEED_B_PER_NS, op_int(k, "persistent") ? tm * tn * 2 / GEMM_H200_FEED_B_PER_NS : GEMM_H200_FILL_NS,
-                   op_int(k, "persistent") ? GEMM_H200_FILL_NS : 0);
+  char step[OP_FORMULA], units[OP_FORMULA], rounds[OP_FORMULA], fill[OP_FORMULA], sm[OP_COST / 3], dram[OP_FORMULA];
+  gemm_ktile_ns(k, step);
+  if (!step[0]) return;
+  gemm_formula(units, "cdiv(%s,%d)*cdiv(%s,%d)*%d", M, tm, N, tn, s);
+  gemm_formula(rounds, "cdiv(%s,device_units)", units);
+  if (ps) gemm_formula(fill, "%d+(%s-1)*%d", GEMM_H200_FILL_NS, rounds, tm * tn / 64);
+  else gemm_formula(fill, "cdiv(%s,device_units*%d)*%d", units, bps, GEMM_H200_FILL_NS);
+  int w = snprintf(sm, sizeof sm, "%s*cdiv(cdiv(%s,64),%d)*%s+%s", rounds, K, s, step, fill);
   if (s > 1 && w > 0 && (size_t)w < sizeof sm)
-    w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*%s*%d/%d", rounds, s - 1, rows, tn * 4, GEMM_H200_FEED_B_PER_NS);
-  gemm_formula(dram, "(%s*%s+%s*%s+2*%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
+    w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d", rounds, s, M, tm, tn * 4,
+                  GEMM_H200_SPLIT_B_PER_NS);
+  gemm_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
   if (w < 0 || (size_t)w >= sizeof sm) return;
-  w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/4", sm, dram, sm, dram);
+  w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/8", sm, dram, sm, dram);
   if (w < 0 || (size_t)w >= sizeof p->cost) p->cost[0] = 0;
 }
 
