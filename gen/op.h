@@ -65,7 +65,7 @@ typedef struct op_inst {
 #define OP_MAX_TUNABLES 16
 #define OP_MAX_CHECKS 32
 #define OP_FORMULA 128
-#define OP_COST 768
+#define OP_COST 1024
 
 /* A value the descriptor decided for its template (stages, block sizes,
    whether a kernel is persistent or has a tensor map): the skeleton reads it

@@ -240,12 +240,14 @@ static void gemm_split_checks(const op_inst *k, op_plan *p) {
    (GEMM_H200_KTILE: measured with one row, M = 1, and at M >= tile_m, linear
    in between); rounds = units over the device's SMs; each round of blocks
    pays a fill (persistent blocks: once, then a tile's epilogue per unit; two
-   blocks per SM: half the rounds); split-K pays its partials' traffic. The
+   blocks per SM: half the rounds); split-K pays its partials' traffic and a
+   fixed time per round for counting and summing. The
    launch takes the larger of that and the compulsory DRAM bytes at
    GEMM_H200_DRAM_B_PER_NS, plus an eighth of the smaller. */
 #define GEMM_H200_DRAM_B_PER_NS 2500
-#define GEMM_H200_FILL_NS 1000
-#define GEMM_H200_SPLIT_B_PER_NS 60
+#define GEMM_H200_FILL_NS 500
+#define GEMM_H200_SPLIT_B_PER_NS 30 /* partial tiles stored and read back */
+#define GEMM_H200_SPLIT_NS 2000     /* per round: the count, fences and the last split's sum */
 static const struct {
   int tm, tn, one_row, full; /* ns per k-tile at M = 1 and at M >= tm */
 } gemm_h200_ktile[] = {
@@ -272,7 +274,7 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   int tm = (int)op_int(k, "tile_m"), tn = (int)op_int(k, "tile_n"), s = gemm_split(k);
   int ps = (int)op_int(k, "persistent"), bps = op_tune(p, "blocks_per_sm") ? (int)op_tune(p, "blocks_per_sm") : 1;
   const char *M = op_term(k, "M"), *N = op_term(k, "N"), *K = op_term(k, "K");
-  char step[OP_FORMULA], units[OP_FORMULA], rounds[OP_FORMULA], fill[OP_FORMULA], sm[OP_COST / 3], dram[OP_FORMULA];
+  char step[OP_FORMULA], units[OP_FORMULA], rounds[OP_FORMULA], fill[OP_FORMULA], sm[OP_COST / 2 - 16], dram[OP_FORMULA];
   gemm_ktile_ns(k, step);
   if (!step[0]) return;
   gemm_formula(units, "cdiv(%s,%d)*cdiv(%s,%d)*%d", M, tm, N, tn, s);
@@ -281,8 +283,8 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   else gemm_formula(fill, "cdiv(%s,device_units*%d)*%d", units, bps, GEMM_H200_FILL_NS);
   int w = snprintf(sm, sizeof sm, "%s*cdiv(cdiv(%s,64),%d)*%s+%s", rounds, K, s, step, fill);
   if (s > 1 && w > 0 && (size_t)w < sizeof sm)
-    w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d", rounds, s, M, tm, tn * 4,
-                  GEMM_H200_SPLIT_B_PER_NS);
+    w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d+%s*%d", rounds, s, M, tm, tn * 4,
+                  GEMM_H200_SPLIT_B_PER_NS, rounds, GEMM_H200_SPLIT_NS);
   gemm_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
   if (w < 0 || (size_t)w >= sizeof sm) return;
   w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/8", sm, dram, sm, dram);
