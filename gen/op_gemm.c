@@ -41,13 +41,16 @@ static const op_param gemm_params[] = {
      "and counters)"},
     {"persistent", OP_BOOL, NULL, 0, 0, "false", 0, "ps",
      "min(work units, multiprocessors) blocks, each walking units (sm_90a)"},
+    {"stream_k", OP_BOOL, NULL, 0, 0, "false", 0, "skx",
+     "min(tiles x k-tiles, multiprocessors) blocks, each an equal share of the tiles' k-tiles; tiles "
+     "shared by blocks summed in k order by the last (sm_90a; takes a workspace and counters)"},
     {"stages", OP_INT, NULL, 0, GEMM_WGMMA_MAX_STAGES, "0", 0, "st",
      "shared-memory stages (sm_90a; 0: as many as fit); with 64-row tiles, few enough for two blocks per "
      "SM compile for two"},
 };
 
-static const char *const gemm_tuning[] = {"tile_m", "tile_n", "split_k", "persistent", "stages", NULL};
-static const char *const gemm_features[] = {"split_k", "persistent", "stages", NULL};
+static const char *const gemm_tuning[] = {"tile_m", "tile_n", "split_k", "persistent", "stream_k", "stages", NULL};
+static const char *const gemm_features[] = {"split_k", "persistent", "stream_k", "stages", NULL};
 
 #define GEMM_WGMMA_TILE_K 64 /* k per shared-memory stage: 128-byte rows of bf16 */
 
@@ -57,7 +60,11 @@ static int gemm_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_
 /* Work units instead of one block per C tile: split-K or persistent blocks
    (the skeleton's gemm_sched section). */
 static int gemm_split(const op_inst *k) { return (int)op_int(k, "split_k"); }
-static int gemm_is_sched(const op_inst *k) { return gemm_split(k) > 1 || op_int(k, "persistent"); }
+static int gemm_is_sched(const op_inst *k) {
+  return gemm_split(k) > 1 || op_int(k, "persistent") || op_int(k, "stream_k");
+}
+/* A workspace and counters: split-K or stream-K. */
+static int gemm_has_ws(const op_inst *k) { return gemm_split(k) > 1 || op_int(k, "stream_k"); }
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
   if (gemm_is_sched(k) && strcmp(op_val(k, "dtype"), "bf16")) {
@@ -72,6 +79,16 @@ static int gemm_check(const op_inst *k, char *msg, size_t n) {
   if (op_int(k, "stages") == 1) {
     snprintf(msg, n, "stages 1 leaves nothing to overlap; allowed: 0 (as many as fit) or 2 to %d",
              GEMM_WGMMA_MAX_STAGES);
+    return -1;
+  }
+  if (op_int(k, "stream_k") && (!gemm_is_wgmma(k) || gemm_split(k) > 1)) {
+    snprintf(msg, n, "stream_k needs sm_90a and split_k 1 (here %s, split_k %d); allowed: stream_k false",
+             k->target, gemm_split(k));
+    return -1;
+  }
+  if (op_int(k, "stream_k") && op_int(k, "tile_m") == 128 && op_int(k, "tile_n") == 256) {
+    snprintf(msg, n, "stream_k with 128 x 256 tiles needs more than the 168 registers a thread has; allowed: "
+             "tile_m 64, or tile_n 64 or 128");
     return -1;
   }
   if (op_int(k, "persistent") && !gemm_is_wgmma(k)) {
@@ -102,7 +119,7 @@ static void gemm_args(const op_inst *k, op_plan *p) {
   static const char *const dims[] = {"M", "N", "K"};
   for (int i = 0; i < 3; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
-  if (gemm_split(k) > 1) {
+  if (gemm_has_ws(k)) {
     op_arg_add(a, n, "float *", "workspace");
     op_arg_add(a, n, "long", "workspace_bytes");
     op_arg_add(a, n, "int *", "counters");
@@ -214,7 +231,10 @@ static void gemm_plan_sched(const op_inst *k, op_plan *p) {
            op_val(k, "tile_n"));
   op_plan_tune(p, "split_k", gemm_split(k));
   op_plan_tune(p, "persistent", op_int(k, "persistent"));
-  if (op_int(k, "persistent"))
+  op_plan_tune(p, "stream_k", op_int(k, "stream_k"));
+  if (op_int(k, "stream_k"))
+    gemm_formula(p->grid[0], "min(%s*cdiv(%s,64),device_units)", tiles, op_term(k, "K"));
+  else if (op_int(k, "persistent"))
     gemm_formula(p->grid[0], "min(%s*%d,device_units)", tiles, gemm_split(k));
   else gemm_formula(p->grid[0], "%s*%d", tiles, gemm_split(k));
   snprintf(p->grid[1], OP_FORMULA, "1");
@@ -223,13 +243,18 @@ static void gemm_plan_sched(const op_inst *k, op_plan *p) {
 
 /* split_k > 1: the workspace and counter sizes, checked at launch. */
 static void gemm_split_checks(const op_inst *k, op_plan *p) {
-  if (gemm_split(k) < 2) return;
+  if (!gemm_has_ws(k)) return;
   char tiles[OP_FORMULA], rule[OP_FORMULA];
   gemm_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
                op_val(k, "tile_n"));
-  gemm_formula(rule, "workspace_bytes >= %s*%ld", tiles,
-           (long)gemm_split(k) * op_int(k, "tile_m") * op_int(k, "tile_n") * 4);
-  op_plan_check(p, rule, "the split partials: split_k*tile_m*tile_n*4 bytes per C tile");
+  long slot = op_int(k, "tile_m") * op_int(k, "tile_n") * 4;
+  if (op_int(k, "stream_k")) {
+    gemm_formula(rule, "workspace_bytes >= min(%s*cdiv(%s,64),device_units)*%ld", tiles, op_term(k, "K"), 2 * slot);
+    op_plan_check(p, rule, "two partial tiles per block: 2*tile_m*tile_n*4 bytes for each of the grid's blocks");
+  } else {
+    gemm_formula(rule, "workspace_bytes >= %s*%ld", tiles, gemm_split(k) * slot);
+    op_plan_check(p, rule, "the split partials: split_k*tile_m*tile_n*4 bytes per C tile");
+  }
   gemm_formula(rule, "counters_len >= %s", tiles);
   op_plan_check(p, rule, "one split counter per C tile, zeroed before the first launch");
 }
@@ -241,7 +266,8 @@ static void gemm_split_checks(const op_inst *k, op_plan *p) {
    in between); rounds = units over the device's SMs; each round of blocks
    pays a fill (persistent blocks: once, then a tile's epilogue per unit; two
    blocks per SM: half the rounds); split-K pays its partials' traffic and a
-   fixed time per round for counting and summing. The
+   fixed time per round for counting and summing; stream-K an equal share
+   of all k-tiles, one fill, and two partial tiles per block. The
    launch takes the larger of that and the compulsory DRAM bytes at
    GEMM_H200_DRAM_B_PER_NS, plus an eighth of the smaller. */
 #define GEMM_H200_DRAM_B_PER_NS 2500
@@ -282,6 +308,10 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   if (ps) gemm_formula(fill, "%d+(%s-1)*%d", GEMM_H200_FILL_NS, rounds, tm * tn / 64);
   else gemm_formula(fill, "cdiv(%s,device_units*%d)*%d", units, bps, GEMM_H200_FILL_NS);
   int w = snprintf(sm, sizeof sm, "%s*cdiv(cdiv(%s,64),%d)*%s+%s", rounds, K, s, step, fill);
+  if (op_int(k, "stream_k")) /* an equal share of every tile's k-tiles, two partial tiles a block */
+    w = snprintf(sm, sizeof sm, "cdiv(cdiv(%s,%d)*cdiv(%s,%d)*cdiv(%s,64),device_units)*%s+%d+%s*%d+%d*min(%s,%d)/%d+%d",
+                 M, tm, N, tn, K, step, GEMM_H200_FILL_NS, rounds, tm * tn / 64, 2 * tn * 4, M, tm,
+                 GEMM_H200_SPLIT_B_PER_NS, GEMM_H200_SPLIT_NS);
   if (s > 1 && w > 0 && (size_t)w < sizeof sm)
     w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d+%s*%d", rounds, s, M, tm, tn * 4,
                   GEMM_H200_SPLIT_B_PER_NS, rounds, GEMM_H200_SPLIT_NS);

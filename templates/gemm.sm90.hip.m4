@@ -69,6 +69,7 @@ m4_define([hkm_gemm_sched_config], [[
 // ---- work units (split-K, persistent) ----------------------------------------
 static constexpr int SPLIT_K = ]hkm_tune([split_k])[;
 static constexpr bool PERSISTENT = ]hkm_tune([persistent])[;
+static constexpr bool STREAM_K = ]hkm_tune([stream_k])[; // block b: iterations b L .. (b + 1) L - 1 of tiles x k-tiles
 static constexpr int CONSUMER_THREADS = 128 * CONSUMERS;
 static constexpr int SLOT_FLOATS = TILE_M * TILE_N;  // one split's partial tile
 static constexpr int FLAG_OFF = BAR_OFF + BAR_BYTES - 16; // "this block sums the tile", after the mbarriers
@@ -78,7 +79,30 @@ struct gemm_unit {
     int block_m, block_n; // the C tile's first row and column
     long tile;            // its index (workspace slots, counters)
     int z, kb, ke;        // split z: k-tiles kb .. ke - 1
+    int parts;            // stream-K: blocks adding to the tile (this one is part z), the first being c_first
+    long c_first;
 };
+
+// The work of this block: split-K and persistent blocks walk units b,
+// b + gridDim, ... (unit = tile * SPLIT_K + split); stream-K blocks walk the
+// tiles their iterations it0 .. it1 - 1 of the flattened tiles x k-tiles
+// touches (unit = tile).
+struct gemm_walk {
+    long units, it0, it1, span; // span: stream-K iterations per block
+    int k_tiles;
+};
+HK_DEVICE long gemm_walk_first(const gemm_walk &g)
+{
+    return STREAM_K ? g.it0 / g.k_tiles : (long)hk_block_id_x();
+}
+HK_DEVICE bool gemm_walk_more(const gemm_walk &g, long u)
+{
+    return STREAM_K ? g.it0 < g.it1 && u * g.k_tiles < g.it1 : u < g.units;
+}
+HK_DEVICE long gemm_walk_next(long u)
+{
+    return STREAM_K ? u + 1 : u + hk_grid_dim_x();
+}
 
 // unit u: its tile renumbered as the one-block-per-tile kernel does (runs of
 // GROUP_M m-tiles sweep the n-tiles), and split z's share of the k-tiles
@@ -96,17 +120,40 @@ HK_DEVICE gemm_unit gemm_unit_of(long u, int tiles_m, int tiles_n, int k_tiles)
     w.block_n = tile_ni * TILE_N;
     w.kb = (int)((long)w.z * k_tiles / SPLIT_K);
     w.ke = (int)((long)(w.z + 1) * k_tiles / SPLIT_K);
+    w.parts = SPLIT_K;
+    w.c_first = 0;
     return w;
+}
+
+// Stream-K: tile u's share of this block's range, and which blocks add to
+// the tile (c_first .. c_first + parts - 1, in k order; this one is part z).
+HK_DEVICE gemm_unit gemm_unit_stream(long u, const gemm_walk &g, int tiles_m, int tiles_n)
+{
+    gemm_unit w = gemm_unit_of(u, tiles_m, tiles_n, g.k_tiles); // SPLIT_K is 1: the tile's place
+    const long t0 = u * g.k_tiles, t1 = t0 + g.k_tiles;
+    w.kb = (int)((g.it0 > t0 ? g.it0 : t0) - t0);
+    w.ke = (int)((g.it1 < t1 ? g.it1 : t1) - t0);
+    w.c_first = t0 / g.span;
+    w.parts = (int)((t1 - 1) / g.span - w.c_first + 1);
+    w.z = (int)((long)hk_block_id_x() - w.c_first);
+    return w;
+}
+
+// Stream-K workspace: two slots per block, 0 for the tile its range starts
+// in, 1 for the one it ends in (one tile: slot 0).
+HK_DEVICE long gemm_stream_slot(const gemm_walk &g, long c, long u)
+{
+    return 2 * c + (c * g.span / g.k_tiles == u ? 0 : 1);
 }
 
 // Split-K (consumer threads, all of them): stores this split's partial and
 // counts it. Returns whether this block completed the tile's count (then it
 // sums and stores the tile: gemm_split_store).
-HK_DEVICE bool gemm_split_count(hk_lds_t lds, float *ws, int *counters, const gemm_unit &w, bool row_ok,
-                                const gemm_acc_t &acc)
+HK_DEVICE bool gemm_split_count(hk_lds_t lds, float *ws, int *counters, const gemm_unit &w, long own_slot,
+                                bool row_ok, const gemm_acc_t &acc)
 {
     const int t = hk_thread_id() - COPY_THREADS;
-    float *slots = ws + w.tile * SPLIT_K * SLOT_FLOATS + (long)t * 4;
+    float *slot = ws + own_slot * SLOT_FLOATS + (long)t * 4;
     if (row_ok) {
 #pragma unroll
         for (int i = 0; i < TILE_N / 8; ++i) {
@@ -114,14 +161,14 @@ HK_DEVICE bool gemm_split_count(hk_lds_t lds, float *ws, int *counters, const ge
 #pragma unroll
             for (int j = 0; j < 4; ++j)
                 v[j] = hk_f32_as_u32(acc[4 * i + j]);
-            hk_global_store_b128(slots + (long)w.z * SLOT_FLOATS + i * CONSUMER_THREADS * 4, v);
+            hk_global_store_b128(slot + i * CONSUMER_THREADS * 4, v);
         }
     }
     hk_fence_device(); // the partial, before the count
     hk_barrier_part(1, CONSUMER_THREADS);
     if (t == 0) {
         int *cnt = counters + w.tile;
-        const bool last = hk_atomic_add_i32(cnt, 1) == SPLIT_K - 1;
+        const bool last = hk_atomic_add_i32(cnt, 1) == w.parts - 1;
         if (last)
             hk_global_store_b32(cnt, 0u); // for the next launch
         hk_lds_store_b32(lds, FLAG_OFF, last ? 1u : 0u);
@@ -145,6 +192,9 @@ static constexpr int BATCH_F4 = (GEMM_THREADS > 256 && TILE_N == 256) || BLOCKS_
 HK_DEVICE constexpr int gemm_pow2_floor(int x) { return x >= 2 ? 2 * gemm_pow2_floor(x / 2) : 1; }
 static constexpr int SUM_BATCH = gemm_pow2_floor(BATCH_F4 / SPLIT_K < TILE_N / 8 ? BATCH_F4 / SPLIT_K : TILE_N / 8);
 static_assert((TILE_N / 8) % SUM_BATCH == 0, "whole batches of n8 tiles");
+// stream-K holds a batch's sums and one part's loads: 8 floats per n8 tile
+static constexpr int STREAM_F4 = GEMM_THREADS > 256 ? (TILE_N == 256 ? 1 : 4) : BLOCKS_PER_SM > 1 ? 2 : 8;
+static constexpr int STREAM_BATCH = gemm_pow2_floor(STREAM_F4 < TILE_N / 8 ? STREAM_F4 : TILE_N / 8);
 HK_DEVICE void gemm_split_store(const float *ws, const gemm_unit &w, int r0, int lane, hk_bf16 *C, int ldc, int M,
                                 int N, bool vec_c, const gemm_acc_t &acc)
 {
@@ -175,16 +225,56 @@ HK_DEVICE void gemm_split_store(const float *ws, const gemm_unit &w, int r0, int
         }
     }
 }
+
+// Stream-K: the same with a run-time number of parts, in k order (block
+// c_first first); a part's SUM_BATCH loads go out together.
+HK_DEVICE void gemm_stream_store(const float *ws, const gemm_walk &g, const gemm_unit &w, int r0, int lane,
+                                 hk_bf16 *C, int ldc, int M, int N, bool vec_c, const gemm_acc_t &acc)
+{
+    if (r0 >= M)
+        return;
+    const long t = hk_thread_id() - COPY_THREADS;
+#pragma unroll
+    for (int i0 = 0; i0 < TILE_N / 8; i0 += STREAM_BATCH) {
+        float s[STREAM_BATCH][4] = {};
+        for (int q = 0; q < w.parts; ++q) {
+            hk_u32x4 v[STREAM_BATCH];
+            if (q != w.z) {
+                const float *slot = ws + gemm_stream_slot(g, w.c_first + q, w.tile) * SLOT_FLOATS + t * 4;
+#pragma unroll
+                for (int b = 0; b < STREAM_BATCH; ++b)
+                    v[b] = hk_global_load_b128_l2(slot + (i0 + b) * CONSUMER_THREADS * 4);
+            }
+#pragma unroll
+            for (int b = 0; b < STREAM_BATCH; ++b)
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    s[b][j] += q == w.z ? acc[4 * (i0 + b) + j] : hk_u32_as_f32(v[b][j]);
+        }
+#pragma unroll
+        for (int b = 0; b < STREAM_BATCH; ++b) {
+            const int n = w.block_n + (i0 + b) * 8 + (lane & 3) * 2;
+            gemm_store_pair(C, ldc, r0, n, M, N, vec_c, s[b][0], s[b][1]);
+            gemm_store_pair(C, ldc, r0 + 8, n, M, N, vec_c, s[b][2], s[b][3]);
+        }
+    }
+}
 ]])
 
 # The kernel body of the work-unit kernels, after the arguments and the
 # alignment tests (the one-block-per-tile body's names: vec_a ... use_tma).
 m4_define([hkm_gemm_sched_body], [[
     const int tiles_n = (N + TILE_N - 1) / TILE_N, tiles_m = (M + TILE_M - 1) / TILE_M;
-    const long units = (long)tiles_m * tiles_n * SPLIT_K;
     const int wave = hk_wave_id();
     const int lane = hk_lane_id();
     const int k_tiles = (K + TILE_K - 1) / TILE_K;
+    gemm_walk walk;
+    walk.units = (long)tiles_m * tiles_n * SPLIT_K;
+    walk.k_tiles = k_tiles;
+    walk.span = ((long)tiles_m * tiles_n * k_tiles + hk_grid_dim_x() - 1) / hk_grid_dim_x();
+    walk.it0 = hk_block_id_x() * walk.span;
+    walk.it1 = walk.it0 + walk.span < (long)tiles_m * tiles_n * k_tiles ? walk.it0 + walk.span
+                                                                       : (long)tiles_m * tiles_n * k_tiles;
 
     if (hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -205,8 +295,9 @@ m4_define([hkm_gemm_sched_body], [[
             hk_tmap_prefetch(&hk_a.tmap_b);
         }
         int it = 0;
-        for (long u = hk_block_id_x(); u < units; u += hk_grid_dim_x()) {
-            const gemm_unit w = gemm_unit_of(u, tiles_m, tiles_n, k_tiles);
+        for (long u = gemm_walk_first(walk); gemm_walk_more(walk, u); u = gemm_walk_next(u)) {
+            const gemm_unit w = STREAM_K ? gemm_unit_stream(u, walk, tiles_m, tiles_n)
+                                         : gemm_unit_of(u, tiles_m, tiles_n, k_tiles);
             for (int t = w.kb; t < w.ke; ++t, ++it) {
                 const int s = it % STAGES;
                 if (it >= STAGES)
@@ -230,8 +321,9 @@ m4_define([hkm_gemm_sched_body], [[
     // consumer c: rows 64 c .. 64 c + 63 of each unit's tile
     const int c = wave / 4 - 1;
     int it = 0;
-    for (long u = hk_block_id_x(); u < units; u += hk_grid_dim_x()) {
-        const gemm_unit w = gemm_unit_of(u, tiles_m, tiles_n, k_tiles);
+    for (long u = gemm_walk_first(walk); gemm_walk_more(walk, u); u = gemm_walk_next(u)) {
+        const gemm_unit w = STREAM_K ? gemm_unit_stream(u, walk, tiles_m, tiles_n)
+                                     : gemm_unit_of(u, tiles_m, tiles_n, k_tiles);
         gemm_acc_t acc;
 #pragma unroll
         for (int i = 0; i < TILE_N / 2; ++i)
@@ -251,9 +343,16 @@ m4_define([hkm_gemm_sched_body], [[
 
         // rows of this thread: r0 and r0 + 8 (r0 inside M whenever r0 + 8 is)
         const int r0 = w.block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
-]m4_ifelse(hkm_tune([split_k]), 1, [], [[        if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w, r0 < M, acc))
+]m4_ifelse(hkm_tune([split_k]), 1, [], [[        if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w, w.tile * SPLIT_K + w.z, r0 < M, acc))
             gemm_split_store(hk_a.workspace, w, r0, lane, C, ldc, M, N, vec_c, acc);
         continue;
+]])m4_ifelse(hkm_tune([stream_k]), 0, [], [[        // a tile shared with other blocks (the same for every thread of the block)
+        if (w.parts > 1) {
+            if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w,
+                                 gemm_stream_slot(walk, hk_block_id_x(), w.tile), r0 < M, acc))
+                gemm_stream_store(hk_a.workspace, walk, w, r0, lane, C, ldc, M, N, vec_c, acc);
+            continue;
+        }
 ]])[
         // epilogue as in the one-block-per-tile kernel
 #pragma unroll

@@ -77,17 +77,26 @@ def cdiv(a, b):
 
 
 def cfg(e):
+    """tile_m, tile_n, split_k, whether its blocks walk work (persistent or stream-K), stream-K."""
     p = e["params"]
-    return int(p["tile_m"]), int(p["tile_n"]), int(p.get("split_k", "1")), p.get("persistent", "false") == "true"
+    skx = p.get("stream_k", "false") == "true"
+    return (int(p["tile_m"]), int(p["tile_n"]), int(p.get("split_k", "1")),
+            p.get("persistent", "false") == "true" or skx, skx)
 
 
-def split_bufs(e, M, N, short=0):
-    """workspace and counters for a split-K kernel (zeroed counters); short: bytes / entries too few."""
-    tm, tn, s, _ = cfg(e)
-    if s < 2:
+SMS = torch.cuda.get_device_properties(0).multi_processor_count
+
+
+def split_bufs(e, M, N, K, short=0):
+    """workspace and counters for a split-K or stream-K kernel (zeroed counters); short: bytes / entries too few."""
+    tm, tn, s, _, skx = cfg(e)
+    if s < 2 and not skx:
         return {}
     tiles = cdiv(M, tm) * cdiv(N, tn)
-    wb = tiles * s * tm * tn * 4
+    if skx:  # two partial tiles per block of the grid (HKRT_UNITS stands in for the SMs)
+        wb = min(tiles * cdiv(K, 64), int(os.environ.get("HKRT_UNITS", SMS))) * 2 * tm * tn * 4
+    else:
+        wb = tiles * s * tm * tn * 4
     ws = torch.empty(wb // 4, device=dev, dtype=torch.float32)
     cn = torch.zeros(tiles, device=dev, dtype=torch.int32)
     return dict(workspace=ws, workspace_bytes=wb - (short == 1), counters=cn, counters_len=tiles - (short == 2))
@@ -119,7 +128,7 @@ def numerics_case(k, e, M, N, K, lda, ldb, ldc, off):
     B = Bb[off:].view(brows, ldb)
     Cb = torch.full((off + M * ldc,), float("nan"), device=dev, dtype=torch.bfloat16)
     C = Cb[off:].view(M, ldc)
-    sb = split_bufs(e, M, N)
+    sb = split_bufs(e, M, N, K)
     vals = dict(A=A, B=B, C=C, lda=lda, ldb=ldb, ldc=ldc, M=M, N=N, K=K, **sb)
     k(**vals)
     sync()
@@ -150,7 +159,7 @@ def refused(k, e):
     C = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
     for short, name in ((1, "workspace_bytes"), (2, "counters_len")):
         try:
-            k(A=A, B=B, C=C, lda=K, ldb=K, ldc=N, M=M, N=N, K=K, **split_bufs(e, M, N, short))
+            k(A=A, B=B, C=C, lda=K, ldb=K, ldc=N, M=M, N=N, K=K, **split_bufs(e, M, N, K, short))
             bad.append("%s one short: launched" % name)
         except Exception as ex:  # noqa: BLE001 -- the message is what is checked
             if name not in str(ex):
@@ -187,7 +196,7 @@ def numerics():
                         worst = max(worst, err)
                         probs += ["HKRT_UNITS=%s %dx%dx%d: %s" % (units, M, N, K, b) for b in bad]
                     del os.environ["HKRT_UNITS"]
-            if cfg(e)[2] > 1 and e["params"]["layout"] == "nt":
+            if (cfg(e)[2] > 1 or cfg(e)[4]) and e["params"]["layout"] == "nt":
                 probs += refused(k, e)
         except Exception:  # noqa: BLE001
             os.environ.pop("HKRT_UNITS", None)
@@ -284,7 +293,7 @@ def bench():
             c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
             res, resr = {}, {}
             for e in entries:
-                tm, tn, s, ps = cfg(e)
+                tm, tn, s, ps, skx = cfg(e)
                 if e["params"]["layout"] != "nt":
                     continue
                 if M <= 64 and tm == 128:
@@ -294,7 +303,7 @@ def bench():
                 try:
                     k = cat.kernel(e["name"], "sm_90a")
                     c.fill_(float("nan"))
-                    run = k.bind(A=a, B=w, C=c, lda=K, ldb=K, ldc=N, M=M, N=N, K=K, **split_bufs(e, M, N))
+                    run = k.bind(A=a, B=w, C=c, lda=K, ldb=K, ldc=N, M=M, N=N, K=K, **split_bufs(e, M, N, K))
                     g = graph_of(run)
                     sync()
                     err = rel_l2(c[:16], ref)
