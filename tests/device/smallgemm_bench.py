@@ -240,9 +240,31 @@ class _Problem(ctypes.Structure):
                 ("nparams", ctypes.c_size_t)]
 
 
+SEL = None  # the catalogue hkrt_select picks from: the kernels that passed the numerics
+
+
+def selection_catalog():
+    """A copy of the catalogue holding only the kernels of this run (--only: those that passed)."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="sgsel")
+    m = dict(cat.manifest)
+    keep = {e["name"] for e in entries}
+    m["kernels"] = [k for k in cat.manifest["kernels"] if k["name"] in keep]
+    os.makedirs(os.path.join(d, "sm_90a"))
+    for k in m["kernels"]:
+        shutil.copy(os.path.join(CAT, k["file"]), os.path.join(d, k["file"]))
+    with open(os.path.join(d, "manifest.json"), "w") as f:
+        json.dump(m, f)
+    return hkrt.Catalog(d, backend="cuda")
+
+
 def selected(M, N, K):
     """The kernel hkrt_select picks for an nt problem (its cost model), or None."""
-    c = cat.lib.c
+    global SEL
+    if SEL is None:
+        SEL = selection_catalog()
+    c = SEL.lib.c
     c.hkrt_select.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Problem), ctypes.POINTER(ctypes.c_void_p)]
     c.hkrt_kernel_name.argtypes = [ctypes.c_void_p]
     c.hkrt_kernel_name.restype = ctypes.c_char_p
@@ -250,7 +272,7 @@ def selected(M, N, K):
     arr = (_Param * len(vals))(*[_Param(a, b) for a, b in vals])
     pb = _Problem(b"gemm", b"sm_90a", arr, len(vals))
     k = ctypes.c_void_p()
-    if c.hkrt_select(cat.cat, ctypes.byref(pb), ctypes.byref(k)) != 0:
+    if c.hkrt_select(SEL.cat, ctypes.byref(pb), ctypes.byref(k)) != 0:
         return None
     return c.hkrt_kernel_name(k).decode()
 

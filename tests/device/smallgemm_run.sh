@@ -8,8 +8,8 @@ OUT=${OUT:-$PWD/out}
 export OUT
 mkdir -p "$OUT"
 passed=$(mktemp)
-SG_BUDGET=${SG_NUM_BUDGET:-20} timeout 25 python3 smallgemm_bench.py cat --numerics --passed "$passed"
+SG_BUDGET=${SG_NUM_BUDGET:-15} timeout 19 python3 smallgemm_bench.py cat --numerics --passed "$passed"
 echo "numerics exit $?"
-SG_BUDGET=${SG_BENCH_BUDGET:-66} timeout 74 python3 smallgemm_bench.py cat --bench --only "$passed"
+SG_BUDGET=${SG_BENCH_BUDGET:-42} timeout 47 python3 smallgemm_bench.py cat --bench --only "$passed"
 echo "bench exit $?"
 rm -f "$passed"
