@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""smallgemm_table.py SMALLGEMM.JSON: the markdown tables of docs/PERF.md's
+small-GEMM section from a run of tests/device/smallgemm_bench.py (its
+$OUT/smallgemm.json): per projection and M, hkrt_select's pick as a fraction
+of cuBLAS (graph replay after an L2 flush; back to back in parentheses),
+the squares in microseconds, and the summary counts."""
+import json
+import math
+import sys
+
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"phase": "bench"' in l]
+
+
+def ratio(r, ours, cub):
+    sel = r.get("selected")
+    return r[cub] / r[ours][sel] if sel in r[ours] else None
+
+
+def best(r, ours, cub):
+    return r[cub] / min(r[ours].values()) if r[ours] else None
+
+
+def cell(r):
+    a, b = ratio(r, "ours_us", "cublas_us"), ratio(r, "ours_b2b_us", "cublas_b2b_us")
+    return "%.2f (%.2f)" % (a, b) if a and b else "-"
+
+
+print("| projection (N x K) | M = 1 | M = 16 | M = 64 | M = 256 |")
+print("|---|---|---|---|---|")
+seen = []
+for r in rows:
+    key = (r["model"], r["proj"], r["N"], r["K"])
+    if r["model"] in ("square", "short-K") or key in seen:
+        continue
+    seen.append(key)
+    cells = {x["M"]: cell(x) for x in rows if (x["model"], x["proj"], x["N"], x["K"]) == key}
+    print("| %s %s %dx%d | %s |" % (r["model"], r["proj"], r["N"], r["K"],
+                                    " | ".join(cells.get(m, "-") for m in (1, 16, 64, 256))))
+print()
+print("| shape | cuBLAS us | hkrt_select's pick | us | ratio | fastest variant | ratio | back to back: pick, fastest |")
+print("|---|---|---|---|---|---|---|---|")
+for r in rows:
+    if r["model"] not in ("square", "short-K"):
+        continue
+    sel = r["selected"]
+    b = min(r["ours_us"], key=r["ours_us"].get)
+    print("| %dx%dx%d | %.1f | %s | %.1f | %.3f | %s | %.3f | %.3f, %.3f |" % (
+        r["M"], r["N"], r["K"], r["cublas_us"], sel, r["ours_us"][sel], r["cublas_us"] / r["ours_us"][sel], b,
+        r["cublas_us"] / r["ours_us"][b], ratio(r, "ours_b2b_us", "cublas_b2b_us"), best(r, "ours_b2b_us", "cublas_b2b_us")))
+print()
+for what, f in (("hkrt_select's pick", ratio), ("fastest variant", best)):
+    for ours, cub, how in (("ours_us", "cublas_us", "graph + flush"), ("ours_b2b_us", "cublas_b2b_us", "back to back")):
+        xs = [x for x in (f(r, ours, cub) for r in rows) if x]
+        if xs:
+            print("- %s, %s: geomean %.3f, min %.3f, %d of %d shapes >= 0.9, %d >= 1.0" % (
+                what, how, math.exp(sum(map(math.log, xs)) / len(xs)), min(xs), sum(x >= 0.9 for x in xs), len(xs),
+                sum(x >= 1.0 for x in xs)))
