@@ -9,6 +9,7 @@ import math
 import sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"phase": "bench"' in l]
+BEST = "--best" in sys.argv  # cells: the fastest variant instead of hkrt_select's pick
 
 
 def ratio(r, ours, cub):
@@ -21,7 +22,8 @@ def best(r, ours, cub):
 
 
 def cell(r):
-    a, b = ratio(r, "ours_us", "cublas_us"), ratio(r, "ours_b2b_us", "cublas_b2b_us")
+    f = best if BEST else ratio
+    a, b = f(r, "ours_us", "cublas_us"), f(r, "ours_b2b_us", "cublas_b2b_us")
     return "%.2f (%.2f)" % (a, b) if a and b else "-"
 
 
@@ -30,7 +32,7 @@ print("|---|---|---|---|---|")
 seen = []
 for r in rows:
     key = (r["model"], r["proj"], r["N"], r["K"])
-    if r["model"] in ("square", "short-K") or key in seen:
+    if r["model"] in ("square", "short-K") or key in seen or ("--no-tp8" in sys.argv and "tp8" in r["model"]):
         continue
     seen.append(key)
     cells = {x["M"]: cell(x) for x in rows if (x["model"], x["proj"], x["N"], x["K"]) == key}
