@@ -39,21 +39,26 @@ for r in rows:
     print("| %s %s %dx%d | %s |" % (r["model"], r["proj"], r["N"], r["K"],
                                     " | ".join(cells.get(m, "-") for m in (1, 16, 64, 256))))
 print()
-print("| shape | cuBLAS us | hkrt_select's pick | us | ratio | fastest variant | ratio | back to back: pick, fastest |")
-print("|---|---|---|---|---|---|---|---|")
+sq = []
 for r in rows:
     if r["model"] not in ("square", "short-K"):
         continue
     sel = r["selected"]
     b = min(r["ours_us"], key=r["ours_us"].get)
-    print("| %dx%dx%d | %.1f | %s | %.1f | %.3f | %s | %.3f | %.3f, %.3f |" % (
-        r["M"], r["N"], r["K"], r["cublas_us"], sel, r["ours_us"][sel], r["cublas_us"] / r["ours_us"][sel], b,
-        r["cublas_us"] / r["ours_us"][b], ratio(r, "ours_b2b_us", "cublas_b2b_us"), best(r, "ours_b2b_us", "cublas_b2b_us")))
+    sq.append("%dx%dx%d: cuBLAS %.1f us, hkrt_select's %s %.1f us = %.3f (back to back %.3f); fastest %s %.3f"
+              % (r["M"], r["N"], r["K"], r["cublas_us"], sel, r["ours_us"][sel], r["cublas_us"] / r["ours_us"][sel],
+                 ratio(r, "ours_b2b_us", "cublas_b2b_us"), b, r["cublas_us"] / r["ours_us"][b]))
+print("; ".join(sq) + ".")
 print()
-for what, f in (("hkrt_select's pick", ratio), ("fastest variant", best)):
-    for ours, cub, how in (("ours_us", "cublas_us", "graph + flush"), ("ours_b2b_us", "cublas_b2b_us", "back to back")):
-        xs = [x for x in (f(r, ours, cub) for r in rows) if x]
-        if xs:
-            print("- %s, %s: geomean %.3f, min %.3f, %d of %d shapes >= 0.9, %d >= 1.0" % (
-                what, how, math.exp(sum(map(math.log, xs)) / len(xs)), min(xs), sum(x >= 0.9 for x in xs), len(xs),
-                sum(x >= 1.0 for x in xs)))
+
+
+def stats(f, ours, cub):
+    xs = [x for x in (f(r, ours, cub) for r in rows) if x]
+    return "%.3f (min %.3f, %d of %d >= 0.9)" % (math.exp(sum(map(math.log, xs)) / len(xs)), min(xs),
+                                                  sum(x >= 0.9 for x in xs), len(xs))
+
+
+print("All %d shapes (TP 8 too), geomean of the ratio: hkrt_select's pick %s, back to back %s; the fastest "
+      "variant %s, back to back %s." % (len(rows), stats(ratio, "ours_us", "cublas_us"),
+                                        stats(ratio, "ours_b2b_us", "cublas_b2b_us"),
+                                        stats(best, "ours_us", "cublas_us"), stats(best, "ours_b2b_us", "cublas_b2b_us")))
