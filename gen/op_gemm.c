@@ -274,6 +274,7 @@ static void gemm_split_checks(const op_inst *k, op_plan *p) {
 #define GEMM_H200_FILL_NS 500
 #define GEMM_H200_SPLIT_B_PER_NS 30 /* partial tiles stored and read back */
 #define GEMM_H200_SPLIT_NS 2000     /* per round: the count, fences and the last split's sum */
+#define GEMM_H200_STREAM_NS 4000    /* stream-K: the shared tiles' sums at the ends of the blocks' runs */
 static const struct {
   int tm, tn, one_row, full; /* ns per k-tile at M = 1 and at M >= tm */
 } gemm_h200_ktile[] = {
@@ -311,7 +312,7 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   if (op_int(k, "stream_k")) /* an equal share of every tile's k-tiles, two partial tiles a block */
     w = snprintf(sm, sizeof sm, "cdiv(cdiv(%s,%d)*cdiv(%s,%d)*cdiv(%s,64),device_units)*%s+%d+%s*%d+%d*min(%s,%d)/%d+%d",
                  M, tm, N, tn, K, step, GEMM_H200_FILL_NS, rounds, tm * tn / 64, 2 * tn * 4, M, tm,
-                 GEMM_H200_SPLIT_B_PER_NS, GEMM_H200_SPLIT_NS);
+                 GEMM_H200_SPLIT_B_PER_NS, GEMM_H200_SPLIT_NS + GEMM_H200_STREAM_NS);
   if (s > 1 && w > 0 && (size_t)w < sizeof sm)
     w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d+%s*%d", rounds, s, M, tm, tn * 4,
                   GEMM_H200_SPLIT_B_PER_NS, rounds, GEMM_H200_SPLIT_NS);

@@ -244,12 +244,13 @@ SEL = None  # the catalogue hkrt_select picks from: the kernels that passed the 
 
 
 def selection_catalog():
-    """A copy of the catalogue holding only the kernels of this run (--only: those that passed)."""
+    """A copy of the catalogue holding only the kernels of this run (--only: those that passed),
+    without the stream-K ones (new in this run: timed as variants, not yet picked from)."""
     import shutil
     import tempfile
     d = tempfile.mkdtemp(prefix="sgsel")
     m = dict(cat.manifest)
-    keep = {e["name"] for e in entries}
+    keep = {e["name"] for e in entries if e["params"].get("stream_k", "false") != "true"}
     m["kernels"] = [k for k in cat.manifest["kernels"] if k["name"] in keep]
     os.makedirs(os.path.join(d, "sm_90a"))
     for k in m["kernels"]:
