@@ -68,7 +68,8 @@ int hl_disassemble(const char *path, const char *target, hk_buf *out) {
     if (!file) return -1;
     sprintf(file, "./%s", path);
   }
-  char *argv[] = {(char *)tool, "-d", "--no-show-raw-insn", mcpu, file ? file : (char *)path, NULL};
+  /* -t: the symbol table tells a function from a label of hand-written code */
+  char *argv[] = {(char *)tool, "-d", "-t", "--no-show-raw-insn", mcpu, file ? file : (char *)path, NULL};
   int rc = cc_run_argv(argv, out);
   free(file);
   return rc == 0 ? 0 : -1;
@@ -83,9 +84,45 @@ static int hl_is_header(const char *line, size_t len, const char *kernel) {
          !strncmp(line + hex + 2, kernel, k) && !strncmp(line + hex + 2 + k, ">:", 2);
 }
 
-/* A branch's target from its simm16 operand (in words, from the next instruction). */
-static void hl_branch(hl_inst *in, const char *ops) {
-  long v = strtol(ops, NULL, 0);
+/* Whether the symbol table (llvm-objdump -t, before the disassembly) lists
+   name[0..n) as a symbol that is no function ("0000000000004260 l       .text
+   0000000000000000 label_03D8": no 'F' in the type column): a label of
+   hand-written assembly, inside the function before it. */
+static int hl_is_label(const char *dis, const char *name, size_t n) {
+  const char *p = strstr(dis, "SYMBOL TABLE:\n");
+  if (!p) return 0;
+  for (p = strchr(p, '\n') + 1; *p && *p != '\n';) {
+    size_t len = strcspn(p, "\n"), hex = strspn(p, "0123456789abcdef");
+    if (hex > 0 && len > hex + 8 && len > n && p[len - n - 1] == ' ' && !strncmp(p + len - n, name, n))
+      return p[hex + 7] != 'F';
+    p += len + (p[len] == '\n');
+  }
+  return 0;
+}
+
+/* Whether a line after a kernel's header still belongs to it: an
+   instruction, a blank line, or the header of a label (hand-written code
+   names its branch targets with symbols, and llvm-objdump starts a new
+   header at each); a function's header or any other text ends it. */
+static int hl_in_body(const char *dis, const char *line, size_t len) {
+  if (len == 0 || line[0] == '\t') return 1;
+  size_t hex = strspn(line, "0123456789abcdef");
+  if (hex == 0 || len < hex + 4 || line[hex] != ' ' || line[hex + 1] != '<' || strncmp(line + len - 2, ">:", 2))
+    return 0;
+  return hl_is_label(dis, line + hex + 2, len - hex - 4);
+}
+
+/* A branch's target from its simm16 operand (in words, from the next
+   instruction). Hand-written code names it with a label ("s_branch
+   label_03D8"); then the simm16 is read from the encoding that the address
+   comment shows ("// 0000000055B8: BF82FB29", the low half of SOPP's word). */
+static void hl_branch(hl_inst *in, const char *ops, const char *comment) {
+  char *end;
+  long v = strtol(ops, &end, 0);
+  if (end == ops || (*end && !strchr(" \t", *end))) {
+    const char *w = strstr(comment, ": ");
+    v = w ? (long)(strtoul(w + 2, NULL, 16) & 0xffff) : 0;
+  }
   in->target = in->addr + 4 + 4 * (long long)(short)(unsigned short)v;
 }
 
@@ -113,7 +150,7 @@ static int hl_parse_line(const char *line, size_t len, const tgt_info *t, hl_ins
   if (!strcmp(in->mnem, "s_branch")) in->kind = HL_JUMP;
   else if (!strncmp(in->mnem, "s_cbranch_", 10)) in->kind = HL_COND;
   else if (!strcmp(in->mnem, "s_endpgm") || !strcmp(in->mnem, "s_setpc_b64")) in->kind = HL_END;
-  if (in->kind == HL_JUMP || in->kind == HL_COND) hl_branch(in, line + 1 + m);
+  if (in->kind == HL_JUMP || in->kind == HL_COND) hl_branch(in, line + 1 + m + strspn(line + 1 + m, " \t"), c);
   return 1;
 }
 
@@ -128,8 +165,8 @@ static int hl_parse(const char *dis, const char *kernel, const tgt_info *t, hl_f
       in_fn = hl_is_header(p, len, kernel);
     } else {
       hl_inst in;
-      if (len == 0 || p[0] != '\t') break; /* the function's end */
-      if (hl_parse_line(p, len, t, &in)) {
+      if (!hl_in_body(dis, p, len)) break; /* the function's end */
+      if (len && p[0] == '\t' && hl_parse_line(p, len, t, &in)) {
         if (f->n == cap) {
           cap = cap ? 2 * cap : 1024;
           hl_inst *v = realloc(f->v, cap * sizeof *v);
@@ -344,9 +381,9 @@ int hl_each(const char *dis, const char *kernel, const tgt_info *t, const hl_loo
     hl_inst in;
     if (!in_fn) {
       in_fn = hl_is_header(p, len, kernel);
-    } else if (len == 0 || p[0] != '\t') {
+    } else if (!hl_in_body(dis, p, len)) {
       break; /* the function's end */
-    } else if (hl_parse_line(p, len, t, &in) && i < f.n) {
+    } else if (len && p[0] == '\t' && hl_parse_line(p, len, t, &in) && i < f.n) {
       const char *ops = p + 1 + strlen(in.mnem), *c = strstr(ops, "// ");
       size_t n = c && c < p + len ? (size_t)(c - ops) : (size_t)(p + len - ops);
       fn(ctx, in.mnem, ops, n, l->found && in.addr >= l->start && in.addr <= l->end, pow(0.5, skips[i++]));

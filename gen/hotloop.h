@@ -9,7 +9,13 @@
    loop's address range lies inside its own; the hot loop is the innermost loop
    with the most MFMA instructions (v_mfma*, v_smfmac*), then the fewest
    instructions, then the lowest address. Its figures count the instructions
-   from the target to the branch, both included. */
+   from the target to the branch, both included.
+
+   Hand-written assembly (AITER's code objects) names its branch targets
+   with symbols: llvm-objdump then starts a new header at each and prints
+   the label for the branch's operand. A header whose symbol is no function
+   (the symbol table, printed with -t) continues the kernel, and a branch's
+   target is read from its encoding. */
 #ifndef HK_HOTLOOP_H
 #define HK_HOTLOOP_H
 

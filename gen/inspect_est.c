@@ -182,7 +182,7 @@ static int ie_object(const char *path, const tgt_info *pt, const tgt_part *part,
 /* ---- a catalogue: the manifest's kernels and their ops ------------------- */
 
 typedef struct {
-  char name[96], op[32], target[16], file[512], params[2048];
+  char name[96], op[32], target[16], file[512], params[2048], runtime[1024];
 } ie_entry;
 
 /* The text of `"key": "VALUE"` on line (trimmed), or NULL. */
@@ -225,7 +225,10 @@ static int ie_inst(const ie_entry *e, op_inst *k) {
   k->target = t->name;
   snprintf(k->name, sizeof k->name, "%s", e->name);
   for (int i = 0; i < k->op->nparams; i++) {
-    char *v = ie_param(e->params, k->op->params[i].name);
+    char *v = ie_param(e->params, k->op->params[i].name), quoted[48];
+    /* a run-time parameter whose default is a value (a window edge) */
+    snprintf(quoted, sizeof quoted, "\"%s\"", k->op->params[i].name);
+    if (!v && strstr(e->runtime, quoted)) v = xstrdup(OP_ANY);
     k->vals[i] = v ? v : xstrdup(k->op->params[i].def);
   }
   char msg[256];
@@ -277,7 +280,7 @@ int ie_kernel_estimate(const char *obj, const op_inst *k, const long *shape, con
   l->blocks = 1;
   for (int a = 0; a < 3; a++) {
     long v;
-    if (op_eval(k, shape, k->plan->grid[a], &v) < 0) {
+    if (op_eval_units(k, shape, part->units, k->plan->grid[a], &v) < 0) {
       snprintf(msg, n, "kernel %s: its grid '%s' cannot be evaluated here", k->name, k->plan->grid[a]);
       return -1;
     }
@@ -339,11 +342,12 @@ static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *par
     size_t n = strcspn(p, "\n"), ind = strspn(p, " ");
     const char *l = p + ind;
     size_t ll = n - ind;
-    if (ind == 6 && ie_field(l, ll, "name", e.name, sizeof e.name)) e.op[0] = e.target[0] = e.params[0] = 0;
+    if (ind == 6 && ie_field(l, ll, "name", e.name, sizeof e.name)) e.op[0] = e.target[0] = e.params[0] = e.runtime[0] = 0;
     else if (ind == 6) {
       ie_field(l, ll, "op", e.op, sizeof e.op);
       ie_field(l, ll, "target", e.target, sizeof e.target);
       ie_field(l, ll, "params", e.params, sizeof e.params);
+      ie_field(l, ll, "runtime_params", e.runtime, sizeof e.runtime);
       if (ie_field(l, ll, "file", e.file, sizeof e.file) && !strcmp(e.target, pt->name)) {
         int r = ie_entry_estimate(dir, &e, part, s);
         bad |= r < 0;
@@ -377,11 +381,12 @@ int ie_catalogue_baked(const char *dir) {
     size_t n = strcspn(p, "\n"), ind = strspn(p, " ");
     const char *l = p + ind;
     size_t ll = n - ind;
-    if (ind == 6 && ie_field(l, ll, "name", e.name, sizeof e.name)) e.op[0] = e.target[0] = e.params[0] = 0;
+    if (ind == 6 && ie_field(l, ll, "name", e.name, sizeof e.name)) e.op[0] = e.target[0] = e.params[0] = e.runtime[0] = 0;
     else if (ind == 6) {
       ie_field(l, ll, "op", e.op, sizeof e.op);
       ie_field(l, ll, "target", e.target, sizeof e.target);
       ie_field(l, ll, "params", e.params, sizeof e.params);
+      ie_field(l, ll, "runtime_params", e.runtime, sizeof e.runtime);
       const tgt_info *t = tgt_find(e.target);
       if (ie_field(l, ll, "file", e.file, sizeof e.file) && t && tgt_is_amd(t) && t->rates) {
         op_inst k;

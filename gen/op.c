@@ -15,6 +15,7 @@
 typedef struct {
   const op_inst *k;
   const long *shape;
+  long units; /* device_units; 0: unknown (the runtime's) */
 } op_ev_ctx;
 
 extern const op_desc op_gemm;
@@ -299,11 +300,19 @@ static int op_eval_lookup(const void *ctx, const char *name, size_t len, long lo
       *v = c->shape[i];
       return 0;
     }
+  if (c->units > 0 && len == strlen("device_units") && !strncmp(name, "device_units", len)) {
+    *v = c->units;
+    return 0;
+  }
   return -1;
 }
 
 int op_eval(const op_inst *k, const long *shape, const char *expr, long *out) {
-  op_ev_ctx c = {k, shape};
+  return op_eval_units(k, shape, 0, expr, out);
+}
+
+int op_eval_units(const op_inst *k, const long *shape, long units, const char *expr, long *out) {
+  op_ev_ctx c = {k, shape, units};
   long long v;
   char err[160];
   if (ex_eval(expr, op_eval_lookup, &c, &v, err, sizeof err) < 0 || v < LONG_MIN || v > LONG_MAX) return -1;

@@ -196,6 +196,9 @@ void op_inst_free(op_inst *k);
    with the parameter values of shape. Returns -1 on a malformed formula or
    a name it cannot know here (device_units: the runtime's). */
 int op_eval(const op_inst *k, const long *shape, const char *expr, long *out);
+/* op_eval on a device of `units' compute units (device_units), as the
+   estimate evaluates grids for a part. */
+int op_eval_units(const op_inst *k, const long *shape, long units, const char *expr, long *out);
 /* Fills shape[0..OP_MAX_PARAMS) with each parameter's baked value (0 for
    enums, `any` and unused slots). */
 void op_shape_baked(const op_inst *k, long *shape);

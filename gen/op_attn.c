@@ -603,13 +603,28 @@ double attn_keys_seen(long r, long sq, long sk) {
   return v < 0 ? 0 : v > sk ? (double)sk : (double)v;
 }
 
-/* The estimate's work: 4 d FLOPs per (query, key) pair left by the mask;
-   the matrix cores compute whole key blocks of block_n for each 128-query
-   block (AMD plan); Q, K, V read, O and the log-sum-exp written once. */
+/* The keys row r sees, [*lo, *hi] (empty: *hi < *lo), under the causal
+   mask and the window edges wl, wr (-1: open), bottom-right aligned as the
+   templates' attn_lo and attn_hi. */
+static void attn_row_keys(long r, long sq, long sk, int causal, long wl, long wr, long *lo, long *hi) {
+  long pos = r + sk - sq;
+  *hi = causal && pos < sk - 1 ? pos : sk - 1;
+  if (wr >= 0 && pos + wr < *hi) *hi = pos + wr;
+  *lo = wl >= 0 && pos - wl > 0 ? pos - wl : 0;
+}
+
+/* The estimate's work: 4 d FLOPs per (query, key) pair left by the mask
+   and window; the matrix cores compute whole key blocks of block_n for each
+   128-query block, from the block holding its first visible key to the one
+   holding its last (AMD plan); Q, K, V read, O and the log-sum-exp written
+   once. */
 static int attn_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
-  long b = shape[op_param_index(k->op, "batch")], sq = shape[op_param_index(k->op, "seqlen_q")],
-       sk = shape[op_param_index(k->op, "seqlen_k")], hq = shape[op_param_index(k->op, "heads_q")],
-       hk = shape[op_param_index(k->op, "heads_k")], bn = op_tune(k->plan, "block_n");
+#define ATTN_VAL(name) shape[op_param_index(k->op, name)]
+  long b = ATTN_VAL("batch"), sq = ATTN_VAL("seqlen_q"), sk = ATTN_VAL("seqlen_k"), hq = ATTN_VAL("heads_q"),
+       hk = ATTN_VAL("heads_k"), bn = op_tune(k->plan, "block_n");
+  long wl = attn_uses(k, "window_left") ? ATTN_VAL("window_left") : -1,
+       wr = attn_uses(k, "window_right") ? ATTN_VAL("window_right") : -1;
+#undef ATTN_VAL
   double d = (double)op_int(k, "head_dim"), pairs = 0, computed = 0;
   if (bn <= 0) {
     snprintf(msg, n, "kernel %s has no key-block size in its plan (not an AMD attention kernel)", k->name);
@@ -617,10 +632,14 @@ static int attn_work(const op_inst *k, const long *shape, op_work *w, char *msg,
   }
   int causal = (int)op_int(k, "causal");
   for (long q0 = 0; q0 < sq; q0 += 128) {
-    long last = q0 + 128 < sq ? q0 + 127 : sq - 1;
-    double keys = causal ? attn_keys_seen(last, sq, sk) : (double)sk;
-    computed += 128 * ceil(keys / (double)bn) * (double)bn; /* a block computes all 128 rows */
-    for (long r = q0; r <= last; r++) pairs += causal ? attn_keys_seen(r, sq, sk) : (double)sk;
+    long last = q0 + 128 < sq ? q0 + 127 : sq - 1, lo, hi, l0, h0;
+    attn_row_keys(q0, sq, sk, causal, wl, wr, &lo, &h0);
+    attn_row_keys(last, sq, sk, causal, wl, wr, &l0, &hi);
+    if (hi >= lo) computed += 128.0 * (double)(hi / bn + 1 - lo / bn) * (double)bn; /* all 128 rows */
+    for (long r = q0; r <= last; r++) {
+      attn_row_keys(r, sq, sk, causal, wl, wr, &lo, &hi);
+      pairs += hi >= lo ? (double)(hi - lo + 1) : 0;
+    }
   }
   double bh = (double)b * (double)hq;
   w->flops = 4 * d * pairs * bh;

@@ -5,7 +5,9 @@
 # work the problem asks, a missing or unknown --shape value. Sanity of the
 # model on synthetic kernels compiled here (clang-22) and on a generated
 # GEMM: an MFMA-bound loop reports the MFMA pipe, doubling the work doubles
-# the time, no rate above the part's peak. No predicted number is hard-coded.
+# the time, no rate above the part's peak. A hand-written loop split by
+# labels (the shape of AITER's assembly) is found whole. No predicted number
+# is hard-coded.
 . "$(dirname "$0")/../lib/lib.sh"
 
 CLANG=${HKGEN_CLANG:-clang-22}
@@ -98,6 +100,47 @@ run_hk "$T/c" inspect "$T/k.hsaco" --estimate MI355X --shape "blocks=8192,bytes=
 grep '^copy_loop ' "$T/c" | grep -q 'TB/s  \(HBM\|L2\) bandwidth$\|TB/s  latency$' ||
   { cat "$T/c" >&2; fail "copy_loop is not memory- or latency-bound"; }
 
+# ---- hand-written assembly (AITER's shape) ----------------------------------
+# A loop split by a label, its branches naming labels: llvm-objdump starts a
+# header at each label and prints the label as the branch's operand. The hot
+# loop runs from hk_top to the s_branch back, both halves' MFMAs in it.
+cat >"$T/asm.hip" <<'SRC'
+typedef float f4 __attribute__((ext_vector_type(4)));
+typedef __bf16 b8 __attribute__((ext_vector_type(8)));
+extern "C" __attribute__((global)) __attribute__((amdgpu_flat_work_group_size(256, 256)))
+void labelled_loop(f4 *out, const b8 *in, int n) {
+  f4 c = {0, 0, 0, 0};
+  b8 a = in[__builtin_amdgcn_workitem_id_x()];
+  asm volatile("s_mov_b32 s20, 0\n"
+               "hk_top:\n"
+               "v_mfma_f32_16x16x32_bf16 %0, %1, %1, %0\n"
+               "v_mfma_f32_16x16x32_bf16 %0, %1, %1, %0\n"
+               "s_add_u32 s20, s20, 1\n"
+               "s_cmp_lt_u32 s20, %2\n"
+               "s_cbranch_scc0 hk_exit\n"
+               "hk_mid:\n"
+               "v_mfma_f32_16x16x32_bf16 %0, %1, %1, %0\n"
+               "v_mfma_f32_16x16x32_bf16 %0, %1, %1, %0\n"
+               "s_branch hk_top\n"
+               "hk_exit:\n"
+               : "+v"(c) : "v"(a), "s"(n) : "s20", "scc");
+  out[__builtin_amdgcn_workitem_id_x()] = c;
+}
+SRC
+"$CLANG" -x hip --cuda-device-only --no-gpu-bundle-output --offload-arch=gfx950 -nogpulib -nogpuinc -O3 \
+  -std=c++17 "$T/asm.hip" -o "$T/asm.hsaco" || fail "clang could not compile the labelled asm loop"
+top=$(llvm-objdump-22 -t "$T/asm.hsaco" | awk '$NF == "hk_top" { sub(/^0+/, "", $1); print $1 }')
+back=$(llvm-objdump-22 -d --mcpu=gfx950 "$T/asm.hsaco" | awk '$1 == "s_branch" && $2 == "hk_top" {
+  for (i = 1; i <= NF; i++) if ($i == "//") { a = $(i + 1); sub(/:$/, "", a); sub(/^0+/, "", a); print tolower(a) } }')
+[ -n "$top" ] && [ -n "$back" ] || fail "the labelled loop's labels are not in the object (hk_top '$top', s_branch '$back')"
+run_hk "$T/o" inspect "$T/asm.hsaco"
+expect_rc 0 "inspect of the labelled loop"
+row=$(awk '$1 == "labelled_loop" { print $10, $11, $13 }' "$T/o")
+[ "$row" = "8 4 0x$top-0x$back" ] || { cat "$T/o" >&2; fail "labelled loop: '$row', expected '8 4 0x$top-0x$back'"; }
+run_hk "$T/o" inspect "$T/asm.hsaco" --estimate MI355X --shape "blocks=1024,flops=$f1,mma_flops=$f1"
+expect_rc 0 "estimate of the labelled loop"
+[ "$(field "$T/o" labelled_loop 5)" = 20000 ] || { cat "$T/o" >&2; fail "labelled loop: trips not 20000"; }
+
 # ---- a generated GEMM from a catalogue -------------------------------------
 cat >"$T/gemm.yaml" <<'SPEC'
 hkgen: 1
@@ -186,4 +229,45 @@ run_hk "$T/a" inspect "$T/acat" --estimate MI355X --shape batch=4,seqlen_q=8192,
 expect_rc 0 "estimate of attention and rope"
 ratio_in "$(seconds "$T/a" a_c0)" "$(seconds "$T/a" a_c1)" 0.4 0.7 ||
   fail "causal against full attention: $(seconds "$T/a" a_c1) s against $(seconds "$T/a" a_c0) s"
+# a run-time sliding window: the estimate counts only the key blocks the
+# window leaves (256 keys against 8192: under a sixth of the time); decode:
+# its pages are the work, so twice the table row takes about twice the time
+cat >"$T/win.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_fwd
+    name: w
+    head_dim: 64
+    causal: true
+    window_left: any
+    target: gfx950
+SPEC
+cat >"$T/dec.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_decode
+    name: d
+    head_dim: 128
+    heads_q: 32
+    heads_k: 8
+    q_tokens: 1
+    target: gfx950
+SPEC
+run_hk "$T/build" build "$T/win.yaml" -o "$T/wcat" -q
+expect_rc 0 "hkgen build (window)"
+run_hk "$T/build" build "$T/dec.yaml" -o "$T/dcat" -q
+expect_rc 0 "hkgen build (decode)"
+sh_w="batch=4,seqlen_q=8192,seqlen_k=8192,heads_q=32,heads_k=8"
+run_hk "$T/w1" inspect "$T/wcat" --estimate MI355X --shape "$sh_w,window_left=8192"
+expect_rc 0 "estimate of the window kernel"
+run_hk "$T/w2" inspect "$T/wcat" --estimate MI355X --shape "$sh_w,window_left=256"
+expect_rc 0 "estimate with a 256-key window"
+ratio_in "$(seconds "$T/w1" w)" "$(seconds "$T/w2" w)" 0.01 0.17 ||
+  fail "a 256-key window: $(seconds "$T/w2" w) s against $(seconds "$T/w1" w) s for 8192"
+run_hk "$T/d1" inspect "$T/dcat" --estimate MI355X --shape batch=64,max_blocks=256,num_blocks=65536
+expect_rc 0 "estimate of the decode kernel"
+run_hk "$T/d2" inspect "$T/dcat" --estimate MI355X --shape batch=64,max_blocks=512,num_blocks=65536
+expect_rc 0 "estimate of decode, twice the pages"
+ratio_in "$(seconds "$T/d1" d)" "$(seconds "$T/d2" d)" 1.6 2.4 ||
+  fail "decode, twice the pages: $(seconds "$T/d1" d) s then $(seconds "$T/d2" d) s"
 echo "PASS estimate"
