@@ -49,9 +49,9 @@ m4_define([hkm_gemm_if_nt], [hkm_if_param([layout], [nt], [$1], [$2])])
 
 # hkm_gemm_if_sched(IF-SCHED, ELSE)
 # ---------------------------------
-# IF-SCHED for the work-unit kernels (split_k > 1 or persistent: the plan
-# then holds the tunables split_k and persistent, gen/op_gemm.c
-# gemm_plan_sched), ELSE for one block per C tile.
+# IF-SCHED for the work-unit kernels (split_k > 1, persistent or stream_k:
+# the plan then holds the tunables split_k, persistent and stream_k,
+# gen/op_gemm.c gemm_plan_sched), ELSE for one block per C tile.
 m4_define([hkm_gemm_if_sched], [m4_ifdef([hkm_t_split_k], [$1], [$2])])
 
 # ---- work units: split-K and persistent blocks (the gemm_sched section) ----
@@ -64,7 +64,10 @@ m4_define([hkm_gemm_if_sched], [m4_ifdef([hkm_t_split_k], [$1], [$2])])
 # (i * CONSUMER_THREADS + t) * 4 of the unit's TILE_M x TILE_N slot; rows past
 # M not stored), fence, and one thread counts the tile; the block that
 # completes the count adds the partials in split order 0..SPLIT_K-1 (its own
-# from registers: the same value it stored) and stores C.
+# from registers: the same value it stored) and stores C. Stream-K: block b
+# takes iterations b L .. (b + 1) L - 1 of the flattened tiles x k-tiles (L =
+# cdiv(tiles x k-tiles, gridDim)); a tile several blocks share is summed the
+# same way in k order, from two partial slots per block (gemm_stream_slot).
 m4_define([hkm_gemm_sched_config], [[
 // ---- work units (split-K, persistent) ----------------------------------------
 static constexpr int SPLIT_K = ]hkm_tune([split_k])[;
