@@ -267,14 +267,16 @@ static void gemm_split_checks(const op_inst *k, op_plan *p) {
    pays a fill (persistent blocks: once, then a tile's epilogue per unit; two
    blocks per SM: half the rounds); split-K pays its partials' traffic and a
    fixed time per round for counting and summing; stream-K an equal share
-   of all k-tiles, one fill, and two partial tiles per block. The
+   of all k-tiles, one fill, and two partial tiles per block, but reads A
+   once per tile column and B once per tile row (measured 2026-12-02: at
+   M = 256 stream-K took 1.2-3x the best variant's time). The
    launch takes the larger of that and the compulsory DRAM bytes at
    GEMM_H200_DRAM_B_PER_NS, plus an eighth of the smaller. */
 #define GEMM_H200_DRAM_B_PER_NS 2500
 #define GEMM_H200_FILL_NS 500
 #define GEMM_H200_SPLIT_B_PER_NS 30 /* partial tiles stored and read back */
 #define GEMM_H200_SPLIT_NS 2000     /* per round: the count, fences and the last split's sum */
-#define GEMM_H200_STREAM_NS 4000    /* stream-K: the shared tiles' sums at the ends of the blocks' runs */
+#define GEMM_H200_STREAM_NS 8000    /* stream-K: the shared tiles' sums at the ends of the runs (measured 1.0-1.2x the best at M <= 64) */
 static const struct {
   int tm, tn, one_row, full; /* ns per k-tile at M = 1 and at M >= tm */
 } gemm_h200_ktile[] = {
@@ -316,7 +318,10 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   if (s > 1 && w > 0 && (size_t)w < sizeof sm)
     w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d+%s*%d", rounds, s, M, tm, tn * 4,
                   GEMM_H200_SPLIT_B_PER_NS, rounds, GEMM_H200_SPLIT_NS);
-  gemm_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
+  if (op_int(k, "stream_k")) /* blocks sharing a panel of A or B reach it at different k: one read per tile */
+    gemm_formula(dram, "(cdiv(%s,%d)*%s*%s+cdiv(%s,%d)*%s*%s+%s*%s)*2/%d", M, tm, N, K, N, tn, M, K, M, N,
+                 GEMM_H200_DRAM_B_PER_NS);
+  else gemm_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
   if (w < 0 || (size_t)w >= sizeof sm) return;
   w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/8", sm, dram, sm, dram);
   if (w < 0 || (size_t)w >= sizeof p->cost) p->cost[0] = 0;
