@@ -276,7 +276,7 @@ static void gemm_split_checks(const op_inst *k, op_plan *p) {
 #define GEMM_H200_FILL_NS 500
 #define GEMM_H200_SPLIT_B_PER_NS 30 /* partial tiles stored and read back */
 #define GEMM_H200_SPLIT_NS 2000     /* per round: the count, fences and the last split's sum */
-#define GEMM_H200_STREAM_NS 8000    /* stream-K: the shared tiles' sums at the ends of the runs (measured 1.0-1.2x the best at M <= 64) */
+#define GEMM_H200_STREAM_NS 8000    /* stream-K: the shared tiles' sums (1.0-1.2x the best at M <= 64) */
 static const struct {
   int tm, tn, one_row, full; /* ns per k-tile at M = 1 and at M >= tm */
 } gemm_h200_ktile[] = {
@@ -303,7 +303,8 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   int tm = (int)op_int(k, "tile_m"), tn = (int)op_int(k, "tile_n"), s = gemm_split(k);
   int ps = (int)op_int(k, "persistent"), bps = op_tune(p, "blocks_per_sm") ? (int)op_tune(p, "blocks_per_sm") : 1;
   const char *M = op_term(k, "M"), *N = op_term(k, "N"), *K = op_term(k, "K");
-  char step[OP_FORMULA], units[OP_FORMULA], rounds[OP_FORMULA], fill[OP_FORMULA], sm[OP_COST / 2 - 16], dram[OP_FORMULA];
+  char step[OP_FORMULA], units[OP_FORMULA], rounds[OP_FORMULA], fill[OP_FORMULA], dram[OP_FORMULA];
+  char sm[OP_COST / 2 - 16];
   gemm_ktile_ns(k, step);
   if (!step[0]) return;
   gemm_formula(units, "cdiv(%s,%d)*cdiv(%s,%d)*%d", M, tm, N, tn, s);
@@ -312,7 +313,8 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   else gemm_formula(fill, "cdiv(%s,device_units*%d)*%d", units, bps, GEMM_H200_FILL_NS);
   int w = snprintf(sm, sizeof sm, "%s*cdiv(cdiv(%s,64),%d)*%s+%s", rounds, K, s, step, fill);
   if (op_int(k, "stream_k")) /* an equal share of every tile's k-tiles, two partial tiles a block */
-    w = snprintf(sm, sizeof sm, "cdiv(cdiv(%s,%d)*cdiv(%s,%d)*cdiv(%s,64),device_units)*%s+%d+%s*%d+%d*min(%s,%d)/%d+%d",
+    w = snprintf(sm, sizeof sm,
+                 "cdiv(cdiv(%s,%d)*cdiv(%s,%d)*cdiv(%s,64),device_units)*%s+%d+%s*%d+%d*min(%s,%d)/%d+%d",
                  M, tm, N, tn, K, step, GEMM_H200_FILL_NS, rounds, tm * tn / 64, 2 * tn * 4, M, tm,
                  GEMM_H200_SPLIT_B_PER_NS, GEMM_H200_SPLIT_NS + GEMM_H200_STREAM_NS);
   if (s > 1 && w > 0 && (size_t)w < sizeof sm)

@@ -346,10 +346,11 @@ m4_define([hkm_gemm_sched_body], [[
 
         // rows of this thread: r0 and r0 + 8 (r0 inside M whenever r0 + 8 is)
         const int r0 = w.block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
-]m4_ifelse(hkm_tune([split_k]), 1, [], [[        if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w, w.tile * SPLIT_K + w.z, r0 < M, acc))
+]m4_ifelse(hkm_tune([split_k]), 1, [], [[        const long slot = w.tile * SPLIT_K + w.z;
+        if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w, slot, r0 < M, acc))
             gemm_split_store(hk_a.workspace, w, r0, lane, C, ldc, M, N, vec_c, acc);
         continue;
-]])m4_ifelse(hkm_tune([stream_k]), 0, [], [[        // a tile shared with other blocks (the same for every thread of the block)
+]])m4_ifelse(hkm_tune([stream_k]), 0, [], [[        // a tile shared with other blocks (alike for the block's threads)
         if (w.parts > 1) {
             if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w,
                                  gemm_stream_slot(walk, hk_block_id_x(), w.tile), r0 < M, acc))

@@ -870,7 +870,11 @@ HKRT_API hkrt_status hkrt_select(hkrt_catalog *cat, const hkrt_problem *pb, hkrt
       continue;
     }
     long long cost = hkrt_cost(k, pb);
-    if (!best || hkrt_better(k, named, cost, best, best_named, best_cost)) best = k, best_named = named, best_cost = cost;
+    if (!best || hkrt_better(k, named, cost, best, best_named, best_cost)) {
+      best = k;
+      best_named = named;
+      best_cost = cost;
+    }
   }
   if (!best) return hkrt_none_fits(cat, pb, target, near);
   if (!target && (st = hkrt_one_target(cat, pb, best))) return st;
