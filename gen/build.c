@@ -434,6 +434,7 @@ static void bd_json_launch(jw_t *w, const op_plan *p, const tgt_info *t) {
   for (int i = 0; i < p->ntun; i++) jw_kint(w, p->tun[i].name, p->tun[i].value);
   jw_end_obj(w);
   w->inline_depth = 1000;
+  if (p->cost[0]) jw_kstr(w, "cost", p->cost);
   jw_key(w, "checks");
   jw_begin_arr(w);
   w->inline_depth = w->depth + 1;

@@ -86,6 +86,7 @@ typedef struct op_choice {
 #define OP_MAX_TUNABLES 16
 #define OP_MAX_CHECKS 32
 #define OP_FORMULA 128
+#define OP_COST 1024
 
 /* A value the descriptor decided for its template (stages, block sizes,
    whether a kernel is persistent or has a tensor map): the skeleton reads it
@@ -116,6 +117,11 @@ typedef struct op_plan {
   int ntun;
   op_check checks[OP_MAX_CHECKS];
   int nchecks;
+  /* Optional ("" for none): the kernel's modelled time for a problem, a
+     formula over the op's parameters and device_units in arbitrary units
+     (manifest "cost"); among kernels that fit a problem equally well,
+     hkrt_select takes the lowest. */
+  char cost[OP_COST];
 } op_plan;
 
 /* The work of one problem, for `hkgen inspect --estimate` (estimate.h):

@@ -1,6 +1,10 @@
 /* op_gemm.c: bf16 GEMM, C = A x B^T (layout nt) or C = A x B (layout nn),
-   fp32 accumulation, bf16 output. Skeleton: templates/gemm.hip.m4. */
+   fp32 accumulation, bf16 output. Skeletons: templates/gemm.hip.m4 (AMD),
+   templates/gemm.sm90.hip.m4 (sm_90a). Small and short shapes: split_k
+   (both) and persistent blocks (sm_90a), and on sm_90a a cost model that
+   hkrt_select ranks kernels by (gemm_plan_cost). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +16,9 @@
 static const char *const gemm_dtypes[] = {"bf16", NULL};
 static const char *const gemm_layouts[] = {"nt", "nn", NULL};
 static const char *const gemm_tiles[] = {"64", "128", "256", NULL};
+
+#define GEMM_MAX_SPLIT 16
+#define GEMM_WGMMA_MAX_STAGES 8
 
 #define GEMM_DIM(n, d) \
   {n, OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, n, d}
@@ -27,16 +34,67 @@ static const op_param gemm_params[] = {
      "rows of C per workgroup (256: AMD only; the default on gfx942 and gfx950)"},
     {"tile_n", OP_ENUM, gemm_tiles, 0, 0, "128", 0, "tn",
      "columns of C per workgroup (256: the default on gfx942, gfx950 and sm_90a)"},
+    /* small and short shapes (gemm_sched_*): features, at their defaults the
+       kernels are as before they existed */
+    {"split_k", OP_INT, NULL, 1, GEMM_MAX_SPLIT, "1", 0, "sk",
+     "k ranges per C tile, summed in split order by the last to finish (> 1 takes a workspace "
+     "and counters)"},
+    {"persistent", OP_BOOL, NULL, 0, 0, "false", 0, "ps",
+     "min(work units, multiprocessors) blocks, each walking units (sm_90a)"},
+    {"stream_k", OP_BOOL, NULL, 0, 0, "false", 0, "skx",
+     "min(tiles x k-tiles, multiprocessors) blocks, each an equal share of the tiles' k-tiles; tiles "
+     "shared by blocks summed in k order by the last (sm_90a; takes a workspace and counters)"},
+    {"stages", OP_INT, NULL, 0, GEMM_WGMMA_MAX_STAGES, "0", 0, "st",
+     "shared-memory stages (sm_90a; 0: as many as fit); with 64-row tiles, few enough for two blocks per "
+     "SM compile for two"},
 };
 
-static const char *const gemm_tuning[] = {"tile_m", "tile_n", NULL};
+static const char *const gemm_tuning[] = {"tile_m", "tile_n", "split_k", "persistent", "stream_k", "stages", NULL};
+static const char *const gemm_features[] = {"split_k", "persistent", "stream_k", "stages", NULL};
 
 #define GEMM_WGMMA_TILE_K 64 /* k per shared-memory stage: 128-byte rows of bf16 */
 
 /* Hopper's path: wgmma fed by bulk tensor copies (TMA). */
 static int gemm_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
 
+/* Work units instead of one block per C tile: split-K or persistent blocks
+   (the skeleton's gemm_sched section). */
+static int gemm_split(const op_inst *k) { return (int)op_int(k, "split_k"); }
+static int gemm_is_sched(const op_inst *k) {
+  return gemm_split(k) > 1 || op_int(k, "persistent") || op_int(k, "stream_k");
+}
+/* A workspace and counters: split-K or stream-K. */
+static int gemm_has_ws(const op_inst *k) { return gemm_split(k) > 1 || op_int(k, "stream_k"); }
+
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
+  if (gemm_is_sched(k) && strcmp(op_val(k, "dtype"), "bf16")) {
+    snprintf(msg, n, "split_k and persistent are for dtype bf16 (here %s); allowed: split_k 1, persistent false",
+             op_val(k, "dtype"));
+    return -1;
+  }
+  if (op_int(k, "stages") && !gemm_is_wgmma(k)) {
+    snprintf(msg, n, "stages needs sm_90a (here %s; AMD kernels pick theirs); allowed here: 0", k->target);
+    return -1;
+  }
+  if (op_int(k, "stages") == 1) {
+    snprintf(msg, n, "stages 1 leaves nothing to overlap; allowed: 0 (as many as fit) or 2 to %d",
+             GEMM_WGMMA_MAX_STAGES);
+    return -1;
+  }
+  if (op_int(k, "stream_k") && (!gemm_is_wgmma(k) || gemm_split(k) > 1)) {
+    snprintf(msg, n, "stream_k needs sm_90a and split_k 1 (here %s, split_k %d); allowed: stream_k false",
+             k->target, gemm_split(k));
+    return -1;
+  }
+  if (op_int(k, "stream_k") && op_int(k, "tile_m") == 128 && op_int(k, "tile_n") == 256) {
+    snprintf(msg, n, "stream_k with 128 x 256 tiles needs more than the 168 registers a thread has; allowed: "
+             "tile_m 64, or tile_n 64 or 128");
+    return -1;
+  }
+  if (op_int(k, "persistent") && !gemm_is_wgmma(k)) {
+    snprintf(msg, n, "persistent needs sm_90a for now (here %s); allowed here: persistent false", k->target);
+    return -1;
+  }
   if (op_int(k, "tile_m") == 256 && gemm_is_wgmma(k)) {
     snprintf(msg, n, "tile_m 256 needs an AMD target (here %s); allowed: 64, 128", k->target);
     return -1;
@@ -61,6 +119,12 @@ static void gemm_args(const op_inst *k, op_plan *p) {
   static const char *const dims[] = {"M", "N", "K"};
   for (int i = 0; i < 3; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
+  if (gemm_has_ws(k)) {
+    op_arg_add(a, n, "float *", "workspace");
+    op_arg_add(a, n, "long", "workspace_bytes");
+    op_arg_add(a, n, "int *", "counters");
+    op_arg_add(a, n, "long", "counters_len");
+  }
   if (gemm_is_wgmma(k)) {
     /* A: boxes of k-tile x tile_m; B: nt k-tile x tile_n, nn 64 columns x k-tile */
     int tk = (int)op_tune(p, "tile_k");
@@ -79,16 +143,23 @@ static void gemm_args(const op_inst *k, op_plan *p) {
    the region to 1024 bytes (the 128-byte swizzle's period). A producer
    warpgroup and one consumer warpgroup per 64 rows of the tile. */
 #define GEMM_WGMMA_STAGE_BUDGET (192 * 1024)
-#define GEMM_WGMMA_MAX_STAGES 8
 static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
   long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_WGMMA_TILE_K * 2;
   long stages = GEMM_WGMMA_STAGE_BUDGET / stage;
   if (stages > GEMM_WGMMA_MAX_STAGES) stages = GEMM_WGMMA_MAX_STAGES;
+  /* stages asked for (at most what fits): 64-row tiles whose blocks then fit
+     twice in an SM's shared memory compile for two blocks per SM (at most
+     128 registers a thread for 256 threads) */
+  long want = op_int(k, "stages");
+  if (want && want < stages) stages = want;
   op_plan_tune(p, "tile_k", GEMM_WGMMA_TILE_K);
   op_plan_tune(p, "stages", stages);
   op_plan_tune(p, "bar_bytes", 256);
   p->block = 128 + 2 * (int)op_int(k, "tile_m");
   p->dynamic_lds = (int)(stages * stage + op_tune(p, "bar_bytes") + 1024);
+  const tgt_info *t = tgt_find(k->target);
+  if (want && op_int(k, "tile_m") == 64 && 2 * (p->dynamic_lds + 1024L) <= (long)t->lds_unit)
+    op_plan_tune(p, "blocks_per_sm", 2);
 }
 
 /* AMD: 8 waves in a 2 x 4 grid (wave tiles of 128 x 64 at 256 x 256, as the
@@ -132,12 +203,153 @@ static void gemm_plan_amd(const op_inst *k, op_plan *p) {
   p->block = 64 * 2 * 4;
 }
 
+/* Split-K and persistent blocks (gemm_is_sched): a work unit is one k range
+   of one C tile, units = tiles x split_k, numbered tile-major so that the
+   splits of a tile run together; a 1-D grid of one block per unit, or
+   (persistent) min(units, device_units) blocks, each walking units
+   gridDim apart, its producer running ahead into the next unit's stages
+   while the consumers store. split_k > 1: every split stores its fp32
+   partial tile (rows inside M) to the workspace, fences and counts; the
+   block that brings the tile's counter to split_k adds the partials in
+   split order (the same bits whichever finishes last), stores C and sets
+   the counter back to 0: the caller zeroes the counters once, and
+   launches that share them must not overlap. */
+static void gemm_formula(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gemm_formula(char *out, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(out, OP_FORMULA, fmt, ap);
+  va_end(ap);
+  if (w < 0 || w >= OP_FORMULA) snprintf(out, OP_FORMULA, "formula_too_long");
+}
+
+static void gemm_split_checks(const op_inst *k, op_plan *p);
+
+static void gemm_plan_sched(const op_inst *k, op_plan *p) {
+  char tiles[OP_FORMULA];
+  gemm_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
+           op_val(k, "tile_n"));
+  op_plan_tune(p, "split_k", gemm_split(k));
+  op_plan_tune(p, "persistent", op_int(k, "persistent"));
+  op_plan_tune(p, "stream_k", op_int(k, "stream_k"));
+  if (op_int(k, "stream_k"))
+    gemm_formula(p->grid[0], "min(%s*cdiv(%s,64),device_units)", tiles, op_term(k, "K"));
+  else if (op_int(k, "persistent"))
+    gemm_formula(p->grid[0], "min(%s*%d,device_units)", tiles, gemm_split(k));
+  else gemm_formula(p->grid[0], "%s*%d", tiles, gemm_split(k));
+  snprintf(p->grid[1], OP_FORMULA, "1");
+  gemm_split_checks(k, p);
+}
+
+/* split_k > 1: the workspace and counter sizes, checked at launch. */
+static void gemm_split_checks(const op_inst *k, op_plan *p) {
+  if (!gemm_has_ws(k)) return;
+  char tiles[OP_FORMULA], rule[OP_FORMULA];
+  gemm_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
+               op_val(k, "tile_n"));
+  long slot = op_int(k, "tile_m") * op_int(k, "tile_n") * 4;
+  if (op_int(k, "stream_k")) {
+    gemm_formula(rule, "workspace_bytes >= min(%s*cdiv(%s,64),device_units)*%ld", tiles, op_term(k, "K"), 2 * slot);
+    op_plan_check(p, rule, "two partial tiles per block: 2*tile_m*tile_n*4 bytes for each of the grid's blocks");
+  } else {
+    gemm_formula(rule, "workspace_bytes >= %s*%ld", tiles, gemm_split(k) * slot);
+    op_plan_check(p, rule, "the split partials: split_k*tile_m*tile_n*4 bytes per C tile");
+  }
+  gemm_formula(rule, "counters_len >= %s", tiles);
+  op_plan_check(p, rule, "one split counter per C tile, zeroed before the first launch");
+}
+
+/* Selection's cost model on sm_90a (op_plan.cost, nanoseconds on an H200),
+   its constants fitted to the H200 runs of 2026-12-02 (docs/PERF.md): a
+   block's time per k-tile depends on its tile and on the rows of A inside M
+   (GEMM_H200_KTILE: measured with one row, M = 1, and at M >= tile_m, linear
+   in between); rounds = units over the device's SMs; each round of blocks
+   pays a fill (persistent blocks: once, then a tile's epilogue per unit; two
+   blocks per SM: half the rounds); split-K pays its partials' traffic and a
+   fixed time per round for counting and summing; stream-K an equal share
+   of all k-tiles, one fill, and two partial tiles per block, but reads A
+   once per tile column and B once per tile row (measured 2026-12-02: at
+   M = 256 stream-K took 1.2-3x the best variant's time). The
+   launch takes the larger of that and the compulsory DRAM bytes at
+   GEMM_H200_DRAM_B_PER_NS, plus an eighth of the smaller. */
+#define GEMM_H200_DRAM_B_PER_NS 2500
+#define GEMM_H200_FILL_NS 500
+#define GEMM_H200_SPLIT_B_PER_NS 30 /* partial tiles stored and read back */
+#define GEMM_H200_SPLIT_NS 2000     /* per round: the count, fences and the last split's sum */
+#define GEMM_H200_STREAM_NS 8000    /* stream-K: the shared tiles' sums (1.0-1.2x the best at M <= 64) */
+static const struct {
+  int tm, tn, one_row, full; /* ns per k-tile at M = 1 and at M >= tm */
+} gemm_h200_ktile[] = {
+    /* full: 2 tm tn 64 flops / (TFLOP/s of main's kernel at 4096^3 nt, 2026-11-29 / 132 SMs);
+       one_row (64-row tiles): 8B o projection at M = 1, 2026-12-02 */
+    {128, 256, 882, 882}, {128, 128, 500, 500}, {128, 64, 328, 328},
+    {64, 256, 358, 515},  {64, 128, 195, 301},  {64, 64, 234, 228},
+};
+
+/* k-tile time as a formula of M ("" when the tile has no figures). */
+static void gemm_ktile_ns(const op_inst *k, char *out) {
+  int tm = (int)op_int(k, "tile_m"), tn = (int)op_int(k, "tile_n");
+  out[0] = 0;
+  for (size_t i = 0; i < sizeof gemm_h200_ktile / sizeof gemm_h200_ktile[0]; i++) {
+    if (gemm_h200_ktile[i].tm != tm || gemm_h200_ktile[i].tn != tn) continue;
+    int one = gemm_h200_ktile[i].one_row, full = gemm_h200_ktile[i].full;
+    /* linear in min(M, tm), written so that no division sees a negative value */
+    gemm_formula(out, "(%d%c%d*min(%s,%d)/%d)", one, full >= one ? '+' : '-', full >= one ? full - one : one - full,
+                 op_term(k, "M"), tm, tm);
+  }
+}
+
+static void gemm_plan_cost(const op_inst *k, op_plan *p) {
+  int tm = (int)op_int(k, "tile_m"), tn = (int)op_int(k, "tile_n"), s = gemm_split(k);
+  int ps = (int)op_int(k, "persistent"), bps = op_tune(p, "blocks_per_sm") ? (int)op_tune(p, "blocks_per_sm") : 1;
+  const char *M = op_term(k, "M"), *N = op_term(k, "N"), *K = op_term(k, "K");
+  char step[OP_FORMULA], units[OP_FORMULA], rounds[OP_FORMULA], fill[OP_FORMULA], dram[OP_FORMULA];
+  char sm[OP_COST / 2 - 16];
+  gemm_ktile_ns(k, step);
+  if (!step[0]) return;
+  gemm_formula(units, "cdiv(%s,%d)*cdiv(%s,%d)*%d", M, tm, N, tn, s);
+  gemm_formula(rounds, "cdiv(%s,device_units)", units);
+  if (ps) gemm_formula(fill, "%d+(%s-1)*%d", GEMM_H200_FILL_NS, rounds, tm * tn / 64);
+  else gemm_formula(fill, "cdiv(%s,device_units*%d)*%d", units, bps, GEMM_H200_FILL_NS);
+  int w = snprintf(sm, sizeof sm, "%s*cdiv(cdiv(%s,64),%d)*%s+%s", rounds, K, s, step, fill);
+  if (op_int(k, "stream_k")) /* an equal share of every tile's k-tiles, two partial tiles a block */
+    w = snprintf(sm, sizeof sm,
+                 "cdiv(cdiv(%s,%d)*cdiv(%s,%d)*cdiv(%s,64),device_units)*%s+%d+%s*%d+%d*min(%s,%d)/%d+%d",
+                 M, tm, N, tn, K, step, GEMM_H200_FILL_NS, rounds, tm * tn / 64, 2 * tn * 4, M, tm,
+                 GEMM_H200_SPLIT_B_PER_NS, GEMM_H200_SPLIT_NS + GEMM_H200_STREAM_NS);
+  if (s > 1 && w > 0 && (size_t)w < sizeof sm)
+    w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d+%s*%d", rounds, s, M, tm, tn * 4,
+                  GEMM_H200_SPLIT_B_PER_NS, rounds, GEMM_H200_SPLIT_NS);
+  if (op_int(k, "stream_k")) /* blocks sharing a panel of A or B reach it at different k: one read per tile */
+    gemm_formula(dram, "(cdiv(%s,%d)*%s*%s+cdiv(%s,%d)*%s*%s+%s*%s)*2/%d", M, tm, N, K, N, tn, M, K, M, N,
+                 GEMM_H200_DRAM_B_PER_NS);
+  else gemm_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
+  if (w < 0 || (size_t)w >= sizeof sm) return;
+  w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/8", sm, dram, sm, dram);
+  if (w < 0 || (size_t)w >= sizeof p->cost) p->cost[0] = 0;
+}
+
+/* AMD split-K: the one-workgroup-per-tile grid with z = split_k; workgroup
+   z multiplies its k range and the last split of a tile sums them, as on
+   sm_90a (the skeleton's split-K section). */
+static void gemm_plan_split_amd(const op_inst *k, op_plan *p) {
+  op_plan_tune(p, "split_k", gemm_split(k));
+  snprintf(p->grid[2], OP_FORMULA, "%d", gemm_split(k));
+  gemm_split_checks(k, p);
+}
+
 static void gemm_plan(const op_inst *k, op_plan *p) {
   if (gemm_is_wgmma(k)) gemm_plan_wgmma(k, p);
   else gemm_plan_amd(k, p);
   gemm_args(k, p);
-  snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
-  snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
+  if (gemm_is_sched(k) && gemm_is_wgmma(k)) {
+    gemm_plan_sched(k, p);
+  } else {
+    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
+    snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
+    if (gemm_split(k) > 1) gemm_plan_split_amd(k, p);
+  }
+  if (gemm_is_wgmma(k)) gemm_plan_cost(k, p);
   int nt = !strcmp(op_val(k, "layout"), "nt");
   op_plan_check(p, "lda >= K", "A is M x K, row-major");
   op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K, row-major" : "layout nn: B is K x N, row-major");
@@ -169,6 +381,85 @@ static unsigned short *gemm_random(et_ctx *c, long rows, long ld) {
   return h;
 }
 
+/* split_k > 1: the workspace and zeroed counters, as the launch rules size
+   them; a launch with either one short must be refused naming it (then the
+   note is cleared). Returns 0, or -1 with a note. */
+typedef struct {
+  void *ws, *cnt;
+  long ws_bytes, cnt_len;
+} gemm_split_bufs;
+
+static void gemm_split_alloc(const op_inst *k, et_ctx *c, long M, long N, gemm_split_bufs *b) {
+  long tm = op_int(k, "tile_m"), tn = op_int(k, "tile_n");
+  b->cnt_len = ((M + tm - 1) / tm) * ((N + tn - 1) / tn);
+  b->ws_bytes = b->cnt_len * gemm_split(k) * tm * tn * 4;
+  b->ws = et_alloc(c, (size_t)b->ws_bytes);
+  b->cnt = et_alloc(c, (size_t)b->cnt_len * 4);
+  int *zero = calloc((size_t)b->cnt_len, 4);
+  et_upload(c, b->cnt, zero, (size_t)b->cnt_len * 4);
+  free(zero);
+}
+
+/* One launch's arguments (the split-K ones when split_k > 1, with the sizes given). */
+typedef struct {
+  void *A, *B, *C;
+  long lda, ldb, ldc, M, N, K;
+} gemm_emu_dev;
+
+static void gemm_split_args(et_ctx *c, const gemm_split_bufs *b, long ws_bytes, long cnt_len);
+
+static void gemm_emu_args(et_ctx *c, const op_inst *k, const gemm_emu_dev *d, const gemm_split_bufs *b,
+                          long ws_bytes, long cnt_len) {
+  et_args_clear(c);
+  et_arg_ptr(c, "A", d->A);
+  et_arg_ptr(c, "B", d->B);
+  et_arg_ptr(c, "C", d->C);
+  et_arg_int(c, "lda", d->lda);
+  et_arg_int(c, "ldb", d->ldb);
+  et_arg_int(c, "ldc", d->ldc);
+  static const char *const dims[] = {"M", "N", "K"};
+  long vals[] = {d->M, d->N, d->K};
+  for (int i = 0; i < 3; i++)
+    if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
+  if (gemm_split(k) > 1) gemm_split_args(c, b, ws_bytes, cnt_len);
+}
+
+static void gemm_split_args(et_ctx *c, const gemm_split_bufs *b, long ws_bytes, long cnt_len) {
+  et_arg_ptr(c, "workspace", b->ws);
+  et_arg_int(c, "workspace_bytes", ws_bytes);
+  et_arg_ptr(c, "counters", b->cnt);
+  et_arg_int(c, "counters_len", cnt_len);
+}
+
+static int gemm_split_refused(et_ctx *c, const op_inst *k, const gemm_emu_dev *d, const gemm_split_bufs *b) {
+  static const char *const names[] = {"workspace_bytes", "counters_len"};
+  for (int i = 0; i < 2; i++) {
+    char note[1024];
+    gemm_emu_args(c, k, d, b, b->ws_bytes - (i == 0), b->cnt_len - (i == 1));
+    int rc = et_launch(c);
+    et_note_get(c, note, sizeof note);
+    if (rc == 0 || !strstr(note, names[i])) {
+      et_note(c, "%s one short was not refused by name: %s", names[i], rc == 0 ? "it launched" : note);
+      return -1;
+    }
+  }
+  et_note(c, "%s", "");
+  return 0;
+}
+
+/* After a split-K launch every counter is back to 0. */
+static int gemm_split_after(et_ctx *c, const gemm_split_bufs *b) {
+  int *cnt = malloc((size_t)b->cnt_len * 4), bad = 0;
+  et_download(c, cnt, b->cnt, (size_t)b->cnt_len * 4);
+  for (long i = 0; i < b->cnt_len && !bad; i++)
+    if (cnt[i]) {
+      et_note(c, "split counter %ld is %d after the launch, not 0", i, cnt[i]);
+      bad = 1;
+    }
+  free(cnt);
+  return bad ? -1 : 0;
+}
+
 static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
   long M = shape[op_param_index(k->op, "M")], N = shape[op_param_index(k->op, "N")],
        K = shape[op_param_index(k->op, "K")];
@@ -188,17 +479,16 @@ static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   void *C = et_alloc(c, (size_t)(M * ldc) * 2);
   et_upload(c, A, hA, (size_t)(M * lda) * 2);
   et_upload(c, B, hB, (size_t)(brows * ldb) * 2);
-  et_arg_ptr(c, "A", A);
-  et_arg_ptr(c, "B", B);
-  et_arg_ptr(c, "C", C);
-  et_arg_int(c, "lda", lda);
-  et_arg_int(c, "ldb", ldb);
-  et_arg_int(c, "ldc", ldc);
-  static const char *const dims[] = {"M", "N", "K"};
-  long vals[] = {M, N, K};
-  for (int i = 0; i < 3; i++)
-    if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
-  int rc = et_launch(c);
+  gemm_emu_dev d = {A, B, C, lda, ldb, ldc, M, N, K};
+  gemm_split_bufs sb = {0};
+  int rc = 0;
+  if (gemm_split(k) > 1) {
+    gemm_split_alloc(k, c, M, N, &sb);
+    rc = gemm_split_refused(c, k, &d, &sb);
+  }
+  gemm_emu_args(c, k, &d, &sb, sb.ws_bytes, sb.cnt_len);
+  if (rc == 0) rc = et_launch(c);
+  if (rc == 0 && gemm_split(k) > 1) rc = gemm_split_after(c, &sb);
   if (rc == 0) {
     et_download(c, hC, C, (size_t)(M * ldc) * 2);
     double *ref = malloc((size_t)(M * N) * sizeof *ref), *got = malloc((size_t)(M * N) * sizeof *got);
@@ -265,6 +555,7 @@ const op_desc op_gemm = {
     .nparams = (int)(sizeof gemm_params / sizeof gemm_params[0]),
     .check = gemm_check,
     .tuning = gemm_tuning,
+    .features = gemm_features,
     .plan = gemm_plan,
     .emu_shapes = gemm_emu_shapes,
     .emu_run = gemm_emu_run,

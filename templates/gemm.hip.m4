@@ -146,6 +146,98 @@ m4_define([hkm_gemm_b_store], [hkm_if_param([layout], [nt],
     }
 ]])])
 
+# ---- split-K (split_k > 1; the plan then holds the tunable split_k) ----
+# Grid z is the split: workgroup z multiplies k-tiles kb .. ke - 1 as a GEMM
+# of its own (A and B moved to its first k, K its range), stores its fp32
+# partial tile to the workspace (register order: 16 bytes per 16x16
+# fragment and lane, (f * GEMM_THREADS + thread) * 4 floats into its tile's
+# slot, f = i * FRAG_N + j), fences and counts; the workgroup that completes
+# the tile's count adds the partials in split order and stores C, then sets
+# the counter back to 0 (gen/op_gemm.c gemm_plan_split_amd).
+#
+# hkm_gemm_if_split(IF-SPLIT, ELSE)
+m4_define([hkm_gemm_if_split], [m4_ifdef([hkm_t_split_k], [$1], [$2])])
+
+m4_define([hkm_gemm_split_config], [[
+// ---- split-K -------------------------------------------------------------------
+static constexpr int SPLIT_K = ]hkm_tune([split_k])[;
+static constexpr int SLOT_FLOATS = TILE_M * TILE_N; // one split's partial tile
+
+// Stores this split's partial, counts it; in the workgroup that completed
+// the tile's count, adds every split's partial in split order (its own from
+// registers, the value it stored) and stores C. acc is only read.
+HK_DEVICE void gemm_split_epilogue(hk_lds_t lds, float *ws, int *counters, long tile, hk_bf16 *C, int ldc, int M,
+                                   int N, int block_m, int block_n, int wave_m, int wave_n,
+                                   const hk_mfma16_acc_t (&acc)[FRAG_M][FRAG_N])
+{
+    const int tid = hk_thread_id(), lane = hk_lane_id(), z = hk_block_id_z();
+    float *slots = ws + tile * SPLIT_K * SLOT_FLOATS + (long)tid * 4;
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i)
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j) {
+            hk_u32x4 v;
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+                v[r] = hk_f32_as_u32(acc[i][j][r]);
+            hk_global_store_b128(slots + (long)z * SLOT_FLOATS + (i * FRAG_N + j) * GEMM_THREADS * 4, v);
+        }
+    hk_fence_device(); // the partial, before the count
+    hk_barrier();      // also: every wave is done with the LDS stages
+    if (tid == 0) {
+        int *cnt = counters + tile;
+        const bool last = hk_atomic_add_i32(cnt, 1) == SPLIT_K - 1;
+        if (last)
+            hk_global_store_b32(cnt, 0u); // for the next launch
+        hk_lds_store_b32(lds, 0, last ? 1u : 0u);
+    }
+    hk_barrier();
+    if (!hk_uniform_i32((int)hk_lds_load_b32(lds, 0)))
+        return;
+    hk_fence_device(); // the other splits' partials, after the count
+#pragma unroll
+    for (int i = 0; i < FRAG_M; ++i)
+#pragma unroll
+        for (int j = 0; j < FRAG_N; ++j) {
+            float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int q = 0; q < SPLIT_K; ++q) {
+                if (q == z) {
+#pragma unroll
+                    for (int r = 0; r < 4; ++r)
+                        s[r] += acc[i][j][r];
+                } else {
+                    const hk_u32x4 v = hk_global_load_b128(slots + (long)q * SLOT_FLOATS + (i * FRAG_N + j) * GEMM_THREADS * 4);
+#pragma unroll
+                    for (int r = 0; r < 4; ++r)
+                        s[r] += hk_u32_as_f32(v[r]);
+                }
+            }
+            // element r of lane l: C[(l / 16) * 4 + r][l % 16] of the 16x16 fragment
+            const int n = block_n + wave_n * WAVE_N + j * 16 + lane % 16;
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int m = block_m + wave_m * WAVE_M + i * 16 + (lane / 16) * 4 + r;
+                if (m < M && n < N)
+                    hk_global_store_bf16(C + (long)m * ldc + n, hk_f32_to_bf16(s[r]));
+            }
+        }
+}
+]])
+
+# The split's k range: A and B moved to its first k, then (in a scope
+# opened here and closed after the split epilogue) K is the range's length.
+m4_define([hkm_gemm_split_range], [[
+    // split-K: k-tiles kb .. ke - 1 of this workgroup's split (grid z)
+    const int k_all = (K + TILE_K - 1) / TILE_K;
+    const int kb = (int)((long)hk_block_id_z() * k_all / SPLIT_K);
+    const int ke = (int)((long)(hk_block_id_z() + 1) * k_all / SPLIT_K);
+    const int k_split = (ke * TILE_K < K ? ke * TILE_K : K) - kb * TILE_K;
+    g.A += (long)kb * TILE_K;
+    g.B += ]hkm_if_param([layout], [nt], [[(long)kb * TILE_K]], [[(long)kb * TILE_K * g.ldb]])[;
+    {
+    const int K = k_split; // the rest of the kernel multiplies this range
+]])
+
 hkm_output_begin()m4_dnl
 hkm_file_head()[
 // ---- configuration -----------------------------------------------------
@@ -391,6 +483,7 @@ HK_DEVICE void gemm_step_pp(hk_lds_t lds, const gemm_src &g, int M, int N, int K
     hk_barrier();
 }
 
+]hkm_gemm_if_split([hkm_gemm_split_config])[
 // ---- kernel ------------------------------------------------------------------
 ]hkm_kernel_begin()[
     hk_bf16 *C = hk_a.C;
@@ -420,7 +513,7 @@ HK_DEVICE void gemm_step_pp(hk_lds_t lds, const gemm_src &g, int M, int N, int K
     // 16-byte vectors need 8-element rows and 16-byte aligned bases
     g.vec_a = (g.lda % 8 == 0) && ((unsigned long)g.A % 16 == 0);
     g.vec_b = (g.ldb % 8 == 0) && ((unsigned long)g.B % 16 == 0);
-    const int rows_a = M - g.block_m < TILE_M ? M - g.block_m : TILE_M;
+]hkm_gemm_if_split([hkm_gemm_split_range])[    const int rows_a = M - g.block_m < TILE_M ? M - g.block_m : TILE_M;
     g.a_bytes = (unsigned)rows_a * (unsigned)g.lda * 2u;
 ]hkm_if_param([layout], [nt],
 [[    const int rows_b = N - g.block_n < TILE_N ? N - g.block_n : TILE_N;
@@ -484,7 +577,12 @@ HK_DEVICE void gemm_step_pp(hk_lds_t lds, const gemm_src &g, int M, int N, int K
         for (; t < k_tiles; ++t)
             gemm_step<false, -1>(hk_lds, g, M, N, K, t, t + 1 < k_tiles, wave_m, wave_n, acc);
 
-    // epilogue: accumulator element r of lane l is
+]hkm_gemm_if_split([[    // the tile's slots and counter by its launch index (grid x, y)
+    gemm_split_epilogue(hk_lds, hk_a.workspace, hk_a.counters, (long)hk_block_id_y() * tiles_n + hk_block_id_x(), C,
+                        ldc, M, N, g.block_m, g.block_n, wave_m, wave_n, acc);
+    }
+}
+]hkm_output_end()]], [[    // epilogue: accumulator element r of lane l is
     // C[(l / 16) * 4 + r][l % 16] of its 16x16 tile
     const int lane = hk_lane_id();
 #pragma unroll
@@ -500,4 +598,4 @@ HK_DEVICE void gemm_step_pp(hk_lds_t lds, const gemm_src &g, int M, int N, int K
             }
         }
 }
-]hkm_output_end()
+]hkm_output_end()])

@@ -47,10 +47,336 @@ m4_ifelse(hkm_block_size, m4_eval(128 + 2 * hkm_param([tile_m])), [],
 # ----------------------------
 m4_define([hkm_gemm_if_nt], [hkm_if_param([layout], [nt], [$1], [$2])])
 
+# hkm_gemm_if_sched(IF-SCHED, ELSE)
+# ---------------------------------
+# IF-SCHED for the work-unit kernels (split_k > 1, persistent or stream_k:
+# the plan then holds the tunables split_k, persistent and stream_k,
+# gen/op_gemm.c gemm_plan_sched), ELSE for one block per C tile.
+m4_define([hkm_gemm_if_sched], [m4_ifdef([hkm_t_split_k], [$1], [$2])])
+
+# ---- work units: split-K and persistent blocks (the gemm_sched section) ----
+# A unit is k-tiles [kb, ke) of one C tile, units = tiles x SPLIT_K, unit u
+# = tile * SPLIT_K + z (the splits of a tile side by side); block b takes
+# units b, b + gridDim, ... (one each unless persistent). The producer's and
+# consumers' stage counter runs on across units, so the producer fills the
+# next unit's stages while the consumers store. SPLIT_K > 1: the consumers
+# store their fp32 partial (register order: float4 i of consumer thread t at
+# (i * CONSUMER_THREADS + t) * 4 of the unit's TILE_M x TILE_N slot; rows past
+# M not stored), fence, and one thread counts the tile; the block that
+# completes the count adds the partials in split order 0..SPLIT_K-1 (its own
+# from registers: the same value it stored) and stores C. Stream-K: block b
+# takes iterations b L .. (b + 1) L - 1 of the flattened tiles x k-tiles (L =
+# cdiv(tiles x k-tiles, gridDim)); a tile several blocks share is summed the
+# same way in k order, from two partial slots per block (gemm_stream_slot).
+m4_define([hkm_gemm_sched_config], [[
+// ---- work units (split-K, persistent) ----------------------------------------
+static constexpr int SPLIT_K = ]hkm_tune([split_k])[;
+static constexpr bool PERSISTENT = ]hkm_tune([persistent])[;
+static constexpr bool STREAM_K = ]hkm_tune([stream_k])[; // block b: iterations b L .. (b + 1) L - 1 of tiles x k-tiles
+static constexpr int CONSUMER_THREADS = 128 * CONSUMERS;
+static constexpr int SLOT_FLOATS = TILE_M * TILE_N;  // one split's partial tile
+static constexpr int FLAG_OFF = BAR_OFF + BAR_BYTES - 16; // "this block sums the tile", after the mbarriers
+static_assert(2 * STAGES * 8 <= BAR_BYTES - 16, "the flag word after the mbarriers");
+
+struct gemm_unit {
+    int block_m, block_n; // the C tile's first row and column
+    long tile;            // its index (workspace slots, counters)
+    int z, kb, ke;        // split z: k-tiles kb .. ke - 1
+    int parts;            // stream-K: blocks adding to the tile (this one is part z), the first being c_first
+    long c_first;
+};
+
+// The work of this block: split-K and persistent blocks walk units b,
+// b + gridDim, ... (unit = tile * SPLIT_K + split); stream-K blocks walk the
+// tiles their iterations it0 .. it1 - 1 of the flattened tiles x k-tiles
+// touches (unit = tile).
+struct gemm_walk {
+    long units, it0, it1, span; // span: stream-K iterations per block
+    int k_tiles;
+};
+HK_DEVICE long gemm_walk_first(const gemm_walk &g)
+{
+    return STREAM_K ? g.it0 / g.k_tiles : (long)hk_block_id_x();
+}
+HK_DEVICE bool gemm_walk_more(const gemm_walk &g, long u)
+{
+    return STREAM_K ? g.it0 < g.it1 && u * g.k_tiles < g.it1 : u < g.units;
+}
+HK_DEVICE long gemm_walk_next(long u)
+{
+    return STREAM_K ? u + 1 : u + hk_grid_dim_x();
+}
+
+// unit u: its tile renumbered as the one-block-per-tile kernel does (runs of
+// GROUP_M m-tiles sweep the n-tiles), and split z's share of the k-tiles
+HK_DEVICE gemm_unit gemm_unit_of(long u, int tiles_m, int tiles_n, int k_tiles)
+{
+    gemm_unit w;
+    w.tile = u / SPLIT_K;
+    w.z = (int)(u % SPLIT_K);
+    const long span = (long)GROUP_M * tiles_n;
+    const int first_m = (int)(w.tile / span) * GROUP_M;
+    const int group_m = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
+    const int tile_mi = first_m + (int)(w.tile % span) % group_m;
+    const int tile_ni = (int)(w.tile % span) / group_m;
+    w.block_m = tile_mi * TILE_M;
+    w.block_n = tile_ni * TILE_N;
+    w.kb = (int)((long)w.z * k_tiles / SPLIT_K);
+    w.ke = (int)((long)(w.z + 1) * k_tiles / SPLIT_K);
+    w.parts = SPLIT_K;
+    w.c_first = 0;
+    return w;
+}
+
+// Stream-K: tile u's share of this block's range, and which blocks add to
+// the tile (c_first .. c_first + parts - 1, in k order; this one is part z).
+HK_DEVICE gemm_unit gemm_unit_stream(long u, const gemm_walk &g, int tiles_m, int tiles_n)
+{
+    gemm_unit w = gemm_unit_of(u, tiles_m, tiles_n, g.k_tiles); // SPLIT_K is 1: the tile's place
+    const long t0 = u * g.k_tiles, t1 = t0 + g.k_tiles;
+    w.kb = (int)((g.it0 > t0 ? g.it0 : t0) - t0);
+    w.ke = (int)((g.it1 < t1 ? g.it1 : t1) - t0);
+    w.c_first = t0 / g.span;
+    w.parts = (int)((t1 - 1) / g.span - w.c_first + 1);
+    w.z = (int)((long)hk_block_id_x() - w.c_first);
+    return w;
+}
+
+// Stream-K workspace: two slots per block, 0 for the tile its range starts
+// in, 1 for the one it ends in (one tile: slot 0).
+HK_DEVICE long gemm_stream_slot(const gemm_walk &g, long c, long u)
+{
+    return 2 * c + (c * g.span / g.k_tiles == u ? 0 : 1);
+}
+
+// Split-K (consumer threads, all of them): stores this split's partial and
+// counts it. Returns whether this block completed the tile's count (then it
+// sums and stores the tile: gemm_split_store).
+HK_DEVICE bool gemm_split_count(hk_lds_t lds, float *ws, int *counters, const gemm_unit &w, long own_slot,
+                                bool row_ok, const gemm_acc_t &acc)
+{
+    const int t = hk_thread_id() - COPY_THREADS;
+    float *slot = ws + own_slot * SLOT_FLOATS + (long)t * 4;
+    if (row_ok) {
+#pragma unroll
+        for (int i = 0; i < TILE_N / 8; ++i) {
+            hk_u32x4 v;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                v[j] = hk_f32_as_u32(acc[4 * i + j]);
+            hk_global_store_b128(slot + i * CONSUMER_THREADS * 4, v);
+        }
+    }
+    hk_fence_device(); // the partial, before the count
+    hk_barrier_part(1, CONSUMER_THREADS);
+    if (t == 0) {
+        int *cnt = counters + w.tile;
+        const bool last = hk_atomic_add_i32(cnt, 1) == w.parts - 1;
+        if (last)
+            hk_global_store_b32(cnt, 0u); // for the next launch
+        hk_lds_store_b32(lds, FLAG_OFF, last ? 1u : 0u);
+    }
+    hk_barrier_part(1, CONSUMER_THREADS);
+    const bool last = hk_lds_load_b32(lds, FLAG_OFF) != 0;
+    if (last)
+        hk_fence_device(); // the other splits' partials, after the count
+    return last;
+}
+
+// The tile's sum, split 0 first (this block's own split from registers: the
+// value it stored), stored as bf16 pairs n8 tile by n8 tile. The others'
+// partials are loaded SUM_BATCH n8 tiles at a time, every split's before
+// any is added, so that a batch costs one round trip to L2. acc is only
+// read (ptxas serialises wgmma whose accumulators are written outside it).
+// registers for a batch: 64 floats, 16 where 384 threads hold 128 x 256 (168 registers
+// each) or two blocks share an SM (128)
+static constexpr int BATCH_F4 = (GEMM_THREADS > 256 && TILE_N == 256) || BLOCKS_PER_SM > 1 ? 4 : 16;
+// n8 tiles per batch: the largest power of two within BATCH_F4 / SPLIT_K and TILE_N / 8
+HK_DEVICE constexpr int gemm_pow2_floor(int x) { return x >= 2 ? 2 * gemm_pow2_floor(x / 2) : 1; }
+static constexpr int SUM_BATCH = gemm_pow2_floor(BATCH_F4 / SPLIT_K < TILE_N / 8 ? BATCH_F4 / SPLIT_K : TILE_N / 8);
+static_assert((TILE_N / 8) % SUM_BATCH == 0, "whole batches of n8 tiles");
+// stream-K holds a batch's sums and one part's loads: 8 floats per n8 tile
+static constexpr int STREAM_F4 = GEMM_THREADS > 256 ? (TILE_N == 256 ? 1 : 4) : BLOCKS_PER_SM > 1 ? 2 : 8;
+static constexpr int STREAM_BATCH = gemm_pow2_floor(STREAM_F4 < TILE_N / 8 ? STREAM_F4 : TILE_N / 8);
+HK_DEVICE void gemm_split_store(const float *ws, const gemm_unit &w, int r0, int lane, hk_bf16 *C, int ldc, int M,
+                                int N, bool vec_c, const gemm_acc_t &acc)
+{
+    if (r0 >= M)
+        return;
+    const float *slots = ws + w.tile * SPLIT_K * SLOT_FLOATS + (long)(hk_thread_id() - COPY_THREADS) * 4;
+#pragma unroll
+    for (int i0 = 0; i0 < TILE_N / 8; i0 += SUM_BATCH) {
+        hk_u32x4 v[SPLIT_K][SUM_BATCH];
+#pragma unroll
+        for (int z = 0; z < SPLIT_K; ++z)
+#pragma unroll
+            for (int b = 0; b < SUM_BATCH; ++b)
+                if (z != w.z)
+                    v[z][b] = hk_global_load_b128_l2(slots + (long)z * SLOT_FLOATS + (i0 + b) * CONSUMER_THREADS * 4);
+#pragma unroll
+        for (int b = 0; b < SUM_BATCH; ++b) {
+            const int i = i0 + b;
+            float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int z = 0; z < SPLIT_K; ++z)
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    s[j] += z == w.z ? acc[4 * i + j] : hk_u32_as_f32(v[z][b][j]);
+            const int n = w.block_n + i * 8 + (lane & 3) * 2;
+            gemm_store_pair(C, ldc, r0, n, M, N, vec_c, s[0], s[1]);
+            gemm_store_pair(C, ldc, r0 + 8, n, M, N, vec_c, s[2], s[3]);
+        }
+    }
+}
+
+// Stream-K: the same with a run-time number of parts, in k order (block
+// c_first first); a part's SUM_BATCH loads go out together.
+HK_DEVICE void gemm_stream_store(const float *ws, const gemm_walk &g, const gemm_unit &w, int r0, int lane,
+                                 hk_bf16 *C, int ldc, int M, int N, bool vec_c, const gemm_acc_t &acc)
+{
+    if (r0 >= M)
+        return;
+    const long t = hk_thread_id() - COPY_THREADS;
+#pragma unroll
+    for (int i0 = 0; i0 < TILE_N / 8; i0 += STREAM_BATCH) {
+        float s[STREAM_BATCH][4] = {};
+        for (int q = 0; q < w.parts; ++q) {
+            hk_u32x4 v[STREAM_BATCH];
+            if (q != w.z) {
+                const float *slot = ws + gemm_stream_slot(g, w.c_first + q, w.tile) * SLOT_FLOATS + t * 4;
+#pragma unroll
+                for (int b = 0; b < STREAM_BATCH; ++b)
+                    v[b] = hk_global_load_b128_l2(slot + (i0 + b) * CONSUMER_THREADS * 4);
+            }
+#pragma unroll
+            for (int b = 0; b < STREAM_BATCH; ++b)
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    s[b][j] += q == w.z ? acc[4 * (i0 + b) + j] : hk_u32_as_f32(v[b][j]);
+        }
+#pragma unroll
+        for (int b = 0; b < STREAM_BATCH; ++b) {
+            const int n = w.block_n + (i0 + b) * 8 + (lane & 3) * 2;
+            gemm_store_pair(C, ldc, r0, n, M, N, vec_c, s[b][0], s[b][1]);
+            gemm_store_pair(C, ldc, r0 + 8, n, M, N, vec_c, s[b][2], s[b][3]);
+        }
+    }
+}
+]])
+
+# The kernel body of the work-unit kernels, after the arguments and the
+# alignment tests (the one-block-per-tile body's names: vec_a ... use_tma).
+m4_define([hkm_gemm_sched_body], [[
+    const int tiles_n = (N + TILE_N - 1) / TILE_N, tiles_m = (M + TILE_M - 1) / TILE_M;
+    const int wave = hk_wave_id();
+    const int lane = hk_lane_id();
+    const int k_tiles = (K + TILE_K - 1) / TILE_K;
+    gemm_walk walk;
+    walk.units = (long)tiles_m * tiles_n * SPLIT_K;
+    walk.k_tiles = k_tiles;
+    walk.span = ((long)tiles_m * tiles_n * k_tiles + hk_grid_dim_x() - 1) / hk_grid_dim_x();
+    walk.it0 = hk_block_id_x() * walk.span;
+    walk.it1 = walk.it0 + walk.span < (long)tiles_m * tiles_n * k_tiles ? walk.it0 + walk.span
+                                                                       : (long)tiles_m * tiles_n * k_tiles;
+
+    if (hk_thread_id() == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(hk_lds, full_bar(s), use_tma ? 1 : COPY_THREADS);
+            hk_mbar_init(hk_lds, empty_bar(s), CONSUMER_WARPS);
+        }
+        hk_mbar_init_fence();
+    }
+    hk_barrier();
+
+    if (wave < 4) {
+        // producer: the i-th k-tile it loads goes to stage i % STAGES once the
+        // consumers have released that stage's previous k-tile (i - STAGES)
+        if (use_tma) {
+            if (hk_thread_id() != 0)
+                return;
+            hk_tmap_prefetch(&hk_a.tmap_a);
+            hk_tmap_prefetch(&hk_a.tmap_b);
+        }
+        int it = 0;
+        for (long u = gemm_walk_first(walk); gemm_walk_more(walk, u); u = gemm_walk_next(u)) {
+            const gemm_unit w = STREAM_K ? gemm_unit_stream(u, walk, tiles_m, tiles_n)
+                                         : gemm_unit_of(u, tiles_m, tiles_n, k_tiles);
+            for (int t = w.kb; t < w.ke; ++t, ++it) {
+                const int s = it % STAGES;
+                if (it >= STAGES)
+                    hk_mbar_wait(hk_lds, empty_bar(s), (it / STAGES + 1) & 1);
+                if (use_tma) {
+                    gemm_tma_stage(hk_lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, &hk_a.tmap_b, w.block_m, w.block_n,
+                                   t * TILE_K, full_bar(s));
+                } else {
+                    gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, w.block_m, w.block_n,
+                                    t * TILE_K, vec_a, vec_b);
+                    hk_async_commit();
+                    hk_async_wait<0>();
+                    hk_fence_proxy_async(); // written by this thread (generic proxy), read by wgmma (async proxy)
+                    hk_mbar_arrive(hk_lds, full_bar(s));
+                }
+            }
+        }
+        return;
+    }
+
+    // consumer c: rows 64 c .. 64 c + 63 of each unit's tile
+    const int c = wave / 4 - 1;
+    int it = 0;
+    for (long u = gemm_walk_first(walk); gemm_walk_more(walk, u); u = gemm_walk_next(u)) {
+        const gemm_unit w = STREAM_K ? gemm_unit_stream(u, walk, tiles_m, tiles_n)
+                                     : gemm_unit_of(u, tiles_m, tiles_n, k_tiles);
+        gemm_acc_t acc;
+#pragma unroll
+        for (int i = 0; i < TILE_N / 2; ++i)
+            acc[i] = 0.0f;
+        for (int t = w.kb; t < w.ke; ++t, ++it) {
+            const int s = it % STAGES;
+            hk_mbar_wait(hk_lds, full_bar(s), (it / STAGES) & 1);
+            gemm_wgmma_stage(hk_lds, s * LDS_STAGE_BYTES, c, acc);
+            // the k-tile before's wgmma group is complete: its stage goes back to the producer
+            if (t > w.kb && lane == 0)
+                hk_mbar_arrive(hk_lds, empty_bar((it - 1) % STAGES));
+        }
+        hk_wgmma_wait<0>();
+        hk_wgmma_rs_fence_acc]hkm_param([tile_n])[(acc); // no read of acc above the wait
+        if (w.ke > w.kb && lane == 0)
+            hk_mbar_arrive(hk_lds, empty_bar((it - 1) % STAGES));
+
+        // rows of this thread: r0 and r0 + 8 (r0 inside M whenever r0 + 8 is)
+        const int r0 = w.block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
+]m4_ifelse(hkm_tune([split_k]), 1, [], [[        const long slot = w.tile * SPLIT_K + w.z;
+        if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w, slot, r0 < M, acc))
+            gemm_split_store(hk_a.workspace, w, r0, lane, C, ldc, M, N, vec_c, acc);
+        continue;
+]])m4_ifelse(hkm_tune([stream_k]), 0, [], [[        // a tile shared with other blocks (alike for the block's threads)
+        if (w.parts > 1) {
+            if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w,
+                                 gemm_stream_slot(walk, hk_block_id_x(), w.tile), r0 < M, acc))
+                gemm_stream_store(hk_a.workspace, walk, w, r0, lane, C, ldc, M, N, vec_c, acc);
+            continue;
+        }
+]])[
+        // epilogue as in the one-block-per-tile kernel
+#pragma unroll
+        for (int i = 0; i < TILE_N / 8; ++i) {
+            const int n = w.block_n + i * 8 + (lane & 3) * 2;
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                gemm_store_pair(C, ldc, r0 + h * 8, n, M, N, vec_c, acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+        }
+    }
+]])
+
 hkm_output_begin()m4_dnl
 hkm_file_head()[
 // ---- configuration -----------------------------------------------------
-static constexpr int GEMM_THREADS = ]hkm_block_size[;
+]m4_ifdef([hkm_t_blocks_per_sm], [[#undef HK_KERNEL
+#define HK_KERNEL(threads) HK_KERNEL_BLOCKS(threads, ]hkm_tune([blocks_per_sm])[) // registers for that many per SM
+static constexpr int BLOCKS_PER_SM = ]hkm_tune([blocks_per_sm])[;
+]], [[static constexpr int BLOCKS_PER_SM = 1;
+]])[static constexpr int GEMM_THREADS = ]hkm_block_size[;
 static constexpr int TILE_M = ]hkm_param([tile_m])[;     // rows of C per block
 static constexpr int TILE_N = ]hkm_param([tile_n])[;     // columns of C per block
 static constexpr bool NT = ]hkm_gemm_if_nt([true], [false])[;
@@ -188,6 +514,7 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     hk_wgmma_wait<1>();
 }
 
+]hkm_gemm_if_sched([hkm_gemm_sched_config])[
 // ---- kernel ------------------------------------------------------------------
 ]hkm_kernel_begin()[
     const hk_bf16 *A = hk_a.A;
@@ -196,6 +523,13 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     const int lda = hk_a.lda, ldb = hk_a.ldb, ldc = hk_a.ldc;
 
     HK_LDS_DECLARE_DYNAMIC();
+]hkm_gemm_if_sched([[
+    const bool vec_a = (lda % 8 == 0) && ((unsigned long)A % 16 == 0);
+    const bool vec_b = (ldb % 8 == 0) && ((unsigned long)B % 16 == 0);
+    const bool use_tma = vec_a && vec_b;
+    const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
+]hkm_gemm_sched_body[}
+]hkm_output_end()]], [[
 
     // block renumbering: runs of GROUP_M m-tiles sweep the n-tiles together
     const int tiles_n = hk_grid_dim_x(), tiles_m = hk_grid_dim_y();
@@ -286,4 +620,4 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
         }
     }
 }
-]hkm_output_end()
+]hkm_output_end()])

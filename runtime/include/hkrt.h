@@ -183,7 +183,8 @@ typedef struct {
      numbers, other values as text), where a baked parameter the problem
      leaves out fits only if it is
        . a tuning parameter of the op, which does not change the result
-         (gemm: tile_m, tile_n): the selection picks it, or
+         beyond rounding (gemm: tile_m, tile_n, split_k, persistent): the
+         selection picks it, or
        . the op's default, written below (dtype=bf16 for gemm, rope, attn_fwd);
      any other baked parameter the problem leaves out (layout, style, causal,
      head_dim, a baked N...) makes the kernel not fit: hkrt never guesses what
@@ -195,8 +196,13 @@ typedef struct {
    and target whose every recorded parameter the problem gives with that
    value, or leaves out where the entry's kernel bakes that value, and whose
    kernel fits); else the one baking the most of the problem's own
-   parameters, then the one baking the most parameters in all, then the
-   first in the manifest. When none fits: HKRT_ERR_NOT_FOUND, and
+   parameters, then the one baking the most parameters in all, then, where
+   both have a cost model (the manifest's "cost", a formula of the
+   problem's values and the device's multiprocessor count: sm_90a gemm,
+   gen/op_gemm.c), one whose cost the problem's values give before one
+   without, then the lower modelled time (so the split-K and 64-row variants
+   win the decode and short-K problems they are for), then the first in the
+   manifest. When none fits: HKRT_ERR_NOT_FOUND, and
    hkrt_error() names up to 3 nearest kernels (fewest mismatches) and why each
    does not fit. */
 hkrt_status hkrt_select(hkrt_catalog *cat, const hkrt_problem *problem, hkrt_kernel **out);

@@ -206,6 +206,16 @@ static hkrt_status hkrt_read_checks(const hkrt_mctx *m, hkrt_kernel *k) {
   return HKRT_OK;
 }
 
+/* "cost": optional, a formula of the problem's parameters and
+   device_units (selection's tie-break: hkrt_select). */
+static hkrt_status hkrt_read_cost(const hkrt_mctx *m, hkrt_kernel *k) {
+  const hkrt_json *c = hkrt_json_get(m->obj, "cost");
+  if (!c) return HKRT_OK;
+  if (c->type != HKRT_JSON_STRING) return hkrt_mfail(m, c, "\"cost\" must be a formula (a string)");
+  k->cost = c->str;
+  return hkrt_formula_ok(m, c, k, "cost", c->str);
+}
+
 /* A relative path inside the catalogue: no leading '/', no ".." part. */
 static int hkrt_path_inside(const char *f) {
   if (f[0] == '/') return 0;
@@ -475,7 +485,7 @@ static hkrt_status hkrt_read_kernel(hkrt_catalog *cat, const hkrt_json *o, size_
   if ((st = hkrt_read_sha(&m, k)) || (st = hkrt_read_params(&m, k)) || (st = hkrt_read_runtime(&m, k)) ||
       (st = hkrt_read_kernarg(&m, k)) || (st = hkrt_read_block(&m, k)) || (st = hkrt_read_grid(&m, k)) ||
       (st = hkrt_read_names(&m, "tuning", &k->tuning, &k->ntuning)) || (st = hkrt_read_defaults(&m, k)) ||
-      (st = hkrt_read_checks(&m, k)))
+      (st = hkrt_read_checks(&m, k)) || (st = hkrt_read_cost(&m, k)))
     return st;
   return HKRT_OK;
 }
@@ -794,10 +804,50 @@ int hkrt_fit(const hkrt_kernel *k, const hkrt_problem *pb, const char *target, i
   return bad;
 }
 
-/* Of two fitting kernels, is a better than b? */
-static int hkrt_better(const hkrt_kernel *a, int named_a, const hkrt_kernel *b, int named_b) {
+/* The problem's value of a formula name, else the kernel's baked one, else
+   (device_units) the device's. */
+typedef struct {
+  const hkrt_kernel *k;
+  const hkrt_problem *pb;
+} hkrt_cost_ctx;
+
+static int hkrt_cost_lookup(const void *ctx, const char *name, size_t len, long long *v, char *note,
+                            size_t notelen) {
+  const hkrt_cost_ctx *c = ctx;
+  char n[64];
+  (void)note;
+  (void)notelen;
+  if (len >= sizeof n) return -1;
+  memcpy(n, name, len);
+  n[len] = 0;
+  const char *pv = hkrt_problem_value(c->pb, n);
+  const hkrt_kv *b = hkrt_kernel_baked(c->k, n);
+  if (pv) return hkrt_parse_ll(pv, v) ? -2 : 0;
+  if (b) return hkrt_parse_ll(b->value, v) ? -2 : 0;
+  if (!strcmp(n, HKRT_DEVICE_UNITS)) return c->k->cat->dev && hkrt_device_units(c->k->cat->dev, v) == HKRT_OK ? 0 : -2;
+  return -1;
+}
+
+/* The kernel's modelled cost of the problem; -1 when it has none or the
+   problem lacks a value it needs. */
+static long long hkrt_cost(const hkrt_kernel *k, const hkrt_problem *pb) {
+  hkrt_cost_ctx c = {k, pb};
+  long long v;
+  char err[160];
+  if (!k->cost || ex_eval(k->cost, hkrt_cost_lookup, &c, &v, err, sizeof err) < 0) return -1;
+  return v;
+}
+
+/* Of two fitting kernels, is a better than b? The more specialised (more
+   of the problem's values baked, then more baked parameters), then one
+   whose cost model gives a value before one without, the lower cost, then
+   the first in the manifest. */
+static int hkrt_better(const hkrt_kernel *a, int named_a, long long cost_a, const hkrt_kernel *b, int named_b,
+                       long long cost_b) {
   if (named_a != named_b) return named_a > named_b;
   if (a->nparams != b->nparams) return a->nparams > b->nparams;
+  if ((cost_a >= 0) != (cost_b >= 0)) return cost_a >= 0;
+  if (cost_a != cost_b) return cost_a < cost_b;
   return a->index < b->index;
 }
 
@@ -879,6 +929,7 @@ HKRT_API hkrt_status hkrt_select(hkrt_catalog *cat, const hkrt_problem *pb, hkrt
   const char *target = pb->target ? pb->target : hkrt_device_target(cat->dev);
   hkrt_kernel *best = NULL;
   int best_named = 0;
+  long long best_cost = -1;
   hkrt_near near[3] = {{0}};
   for (size_t i = 0; i < cat->n; i++) {
     hkrt_kernel *k = &cat->kernels[i];
@@ -886,8 +937,16 @@ HKRT_API hkrt_status hkrt_select(hkrt_catalog *cat, const hkrt_problem *pb, hkrt
     int named;
     if (strcmp(k->op, pb->op)) continue;
     int bad = hkrt_fit(k, pb, target, &named, why, sizeof why);
-    if (bad) hkrt_near_add(near, k, bad, why);
-    else if (!best || hkrt_better(k, named, best, best_named)) best = k, best_named = named;
+    if (bad) {
+      hkrt_near_add(near, k, bad, why);
+      continue;
+    }
+    long long cost = hkrt_cost(k, pb);
+    if (!best || hkrt_better(k, named, cost, best, best_named, best_cost)) {
+      best = k;
+      best_named = named;
+      best_cost = cost;
+    }
   }
   if (!best) return hkrt_none_fits(cat, pb, target, near);
   for (size_t i = 0; i < cat->ntuned; i++) /* hkgen tune's winner for this problem, where there is one */

@@ -66,6 +66,7 @@ struct hkrt_kernel {
   size_t ndefaults;
   hkrt_rule *checks;
   size_t nchecks;
+  const char *cost; /* modelled time of a problem, a formula ("cost"); NULL if absent */
   hkrt_karg *args;
   size_t nargs;
   unsigned args_size;

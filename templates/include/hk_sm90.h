@@ -13,6 +13,8 @@
  *
  * Primitives (one line each):
  *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads) (the skeleton writes `void name(...)`)
+ *   HK_KERNEL_BLOCKS(t, b)    the same compiled for b blocks of t threads per SM (registers); a skeleton may
+ *                             redefine HK_KERNEL(t) as HK_KERNEL_BLOCKS(t, b)
  *   HK_DEVICE                 qualifiers of a device helper (static, forced inline)
  *   HK_WAVE_SIZE              lanes per wave (warp): 32
  *   hk_thread_id()            thread id in the (1-D) block
@@ -40,6 +42,10 @@
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_global_load_b128_l2(p) 16 bytes from global through L2 only (ld.global.cg; 16-byte aligned): data that
+ *                             other blocks wrote during this launch (after hk_fence_device and a count)
+ *   hk_fence_device()         device-scope fence (fence.acq_rel.gpu): this thread's global writes before, reads after
+ *   hk_atomic_add_i32(p, v)   *p += v on global memory, device scope, acquire-release; returns the old value
  *   hk_u32_as_f32(u)          the float whose bit pattern is u
  *   hk_f32_as_u32(f)          the bit pattern of float f
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
@@ -67,7 +73,7 @@
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
  *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tmap_prefetch
  *                                    mbarriers and bulk tensor copies (TMA; see below)
- *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128
+ *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128/256
  *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
  *
  * mma.sync m16n8k16 lane layouts (lane l, g = l / 4, t = l % 4), 32-bit words of bf16 pairs (low half first):
@@ -90,6 +96,7 @@
 /* ---- qualifiers ----------------------------------------------------------- */
 #define HK_DEVICE static __device__ __forceinline__
 #define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads)
+#define HK_KERNEL_BLOCKS(threads, blocks) extern "C" __global__ __launch_bounds__(threads, blocks)
 #define HK_WAVE_SIZE 32
 
 /* ---- types --------------------------------------------------------------- */
@@ -201,6 +208,22 @@ HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
 HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
+HK_DEVICE hk_u32x4 hk_global_load_b128_l2(const void *p)
+{
+    hk_u32x4 r;
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r.v[0]), "=r"(r.v[1]), "=r"(r.v[2]), "=r"(r.v[3])
+                 : "l"(p)
+                 : "memory");
+    return r;
+}
+HK_DEVICE void hk_fence_device(void) { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
+HK_DEVICE int hk_atomic_add_i32(int *p, int v)
+{
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __uint_as_float((unsigned)x << 16); }
@@ -506,7 +529,7 @@ HK_DEVICE bool hk_warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
  *        c ^ r % 8; desc_b = hk_wgmma_desc(l, off, lbo, sbo, 1) with lbo = bytes between
  *        64-column (n) atoms and sbo = bytes between 8-row (k) groups.  The A registers must
  *        not be rewritten before a hk_wgmma_wait that covers the instruction (ptxas keeps them).
- *   hk_wgmma_rs_fence_acc64/128(d)  compiler-only fence on an accumulator (no instruction):
+ *   hk_wgmma_rs_fence_acc64/128/256(d)  compiler-only fence on an accumulator (no instruction):
  *        after hk_wgmma_wait, so that reads of d are not moved above the wait.
  */
 /* One line per shape: N, R = N / 2 as tens and ones, then the operand numbers of the four
@@ -532,5 +555,6 @@ HK_WGMMA_RS(128, 6, 4, 64, 65, 66, 67, 68, 69)
     }
 HK_WGMMA_FENCE_ACC(64)
 HK_WGMMA_FENCE_ACC(128)
+HK_WGMMA_FENCE_ACC(256)
 
 #endif /* HK_SM90_H */

@@ -10,9 +10,9 @@ HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
 . "$EMU_DIR/../lib/lib.sh"
 
 target=${1:?usage: kernels.sh gfx90a|gfx942|gfx950}
-# tests/emu/ops.yaml: GEMM 8 x 7 + 4 x 7 + 1 x 1 + 2 x 7 + 1 x 1 = 100,
+# tests/emu/ops.yaml: GEMM 8 x 7 + 4 x 7 + 1 x 1 + 2 x 7 + 1 x 1 + 3 x 7 = 121,
 # RoPE 8 x 5 + 4 x 5 = 60.
-EXPECTED_RUNS=160
+EXPECTED_RUNS=181
 
 run_hk "$T/out.txt" test --target "$target" "$EMU_DIR/ops.yaml"
 cat "$T/out.txt"

@@ -118,6 +118,25 @@ static const char near_manifest[] =
     GEMM_BAKED("llama3_8b_o", "4096", "4096") ",\n" GEMM_BAKED("llama3_8b_down", "4096", "14336") ",\n"
     MIXED "\n]}\n";
 
+/* Three run-time gemm kernels with a cost model each (lowest wins among the
+   equally specialised), one without, and a baked one (most specialised
+   wins whatever the cost). */
+#define GEMM_COST(name, tm, cost)                                                                   \
+  "{\"name\": \"" name "\", \"op\": \"gemm\", \"target\": \"gfx942\",\n"                     \
+  " \"params\": {\"dtype\": \"bf16\", \"layout\": \"nt\", \"tile_m\": \"" tm "\", \"tile_n\": \"64\"},\n" \
+  " \"runtime_params\": [\"M\", \"N\", \"K\"],\n" GEMM_SELECT("K")                                \
+  " \"file\": \"gfx942/" name ".emu.so\",\n"                                                       \
+  " \"kernarg\": " GEMM_ARGS_RT ",\n"                                                                \
+  " \"block\": [256, 1, 1],\n"                                                                       \
+  " \"grid\": [\"cdiv(N,64)\", \"cdiv(M," tm ")\", \"1\"]" cost "}"
+
+static const char cost_manifest[] =
+    HEAD GEMM_COST("plain", "128", "") ",\n"
+    GEMM_COST("big", "128", ", \"cost\": \"max(M,128)*N*K/512 + 2*N*K + 0*device_units\"") ",\n"
+    GEMM_COST("small", "64", ", \"cost\": \"max(M,64)*N*K/256\"") ",\n"
+    GEMM_COST("tiny", "64", ", \"cost\": \"max(M,tile_m/16)*N*K/64 + 1\"") ",\n"
+    GEMM_BAKED("llama3_8b_qkv", "6144", "4096") "\n]}\n";
+
 static char *manifest_dir(const char *text, size_t len) {
   static int n;
   char *dir = malloc(512), path[600];
@@ -292,6 +311,27 @@ static const char *select_name(hkrt_catalog *c, const char *target, const hkrt_p
   return hkrt_kernel_name(k);
 }
 
+static void test_select_cost(hkrt_device *d) {
+  hkrt_catalog *c = open_text(d, cost_manifest);
+  const char *got;
+  hkrt_param big[] = {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}, {"layout", "nt"}};
+  CHECK(!strcmp(got = select_name(c, NULL, big, 4), "big"), "lowest cost at M 4096: %s", got);
+  hkrt_param small[] = {{"M", "16"}, {"N", "4096"}, {"K", "4096"}, {"layout", "nt"}};
+  CHECK(!strcmp(got = select_name(c, NULL, small, 4), "small"), "lowest cost at M 16: %s", got);
+  hkrt_param one[] = {{"M", "1"}, {"N", "64"}, {"K", "64"}, {"layout", "nt"}};
+  CHECK(!strcmp(got = select_name(c, NULL, one, 4), "tiny"), "lowest cost at M 1 (a baked value in the cost): %s", got);
+  /* without M no cost can be evaluated: the first in the manifest, as before costs */
+  hkrt_param nom[] = {{"N", "4096"}, {"K", "4096"}, {"layout", "nt"}};
+  CHECK(!strcmp(got = select_name(c, NULL, nom, 3), "plain"), "no cost without M: %s", got);
+  /* a cost never beats specialisation */
+  hkrt_param qkv[] = {{"M", "16"}, {"N", "6144"}, {"K", "4096"}, {"layout", "nt"}};
+  CHECK(!strcmp(got = select_name(c, NULL, qkv, 4), "llama3_8b_qkv"), "baked N and K first: %s", got);
+  /* a cost that overflows 64 bits is no cost: all three here, so the first */
+  hkrt_param huge[] = {{"M", "2147483391"}, {"N", "3"}, {"K", "2147483391"}, {"layout", "nt"}};
+  CHECK(!strcmp(got = select_name(c, NULL, huge, 4), "plain"), "overflowing costs: %s", got);
+  hkrt_catalog_close(c);
+}
+
 static void test_select(void) {
   hkrt_device *d = emu_device();
   hkrt_catalog *c = open_text(d, good_manifest);
@@ -336,6 +376,7 @@ static void test_select(void) {
             "problem has K=93)");
   CHECK(strstr(hkrt_error(), "llama3_8b_down") == NULL, "only 3 nearest: %s", hkrt_error());
   hkrt_catalog_close(c);
+  test_select_cost(d);
   hkrt_device_close(d);
 }
 
