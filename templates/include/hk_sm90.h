@@ -36,6 +36,7 @@
  *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of shared memory at a byte offset (naturally aligned)
  *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
  *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
+ *   hk_global_load_u8x16(p, n_valid, vec_ok)  16 bytes (fp8 codes, hk_fp8) from global, bytes >= n_valid read as 0
  *   hk_global_load_f32        1 float from global
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
@@ -94,6 +95,7 @@
 
 /* ---- types --------------------------------------------------------------- */
 typedef unsigned short hk_bf16; /* bf16 bit pattern */
+typedef unsigned char hk_fp8;   /* an fp8 code (e4m3 / e5m2, OCP) */
 
 struct __align__(8) hk_u32x2 {
     unsigned v[2];
@@ -197,6 +199,17 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
 }
 
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
+HK_DEVICE hk_u32x4 hk_global_load_u8x16(const hk_fp8 *p, int n_valid, bool vec_ok)
+{
+    if (vec_ok && n_valid >= 16)
+        return *(const hk_u32x4 *)p;
+    hk_u32x4 v = {{0, 0, 0, 0}};
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+        if (j < n_valid)
+            v[j / 4] |= (unsigned)p[j] << (8 * (j % 4));
+    return v;
+}
 HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
