@@ -428,13 +428,16 @@ static int gemm_emu_run_fp8(const op_inst *k, const long *shape, et_ctx *c, doub
   if (rc == 0) {
     et_download(c, hC, C, (size_t)(M * ldc * esz));
     double *ref = malloc((size_t)(M * N) * sizeof *ref), *got = malloc((size_t)(M * N) * sizeof *got);
-    double *va = malloc((size_t)K * sizeof *va);
+    /* the dequantised inputs, once: the reference is then a plain fp64 product */
+    double *va = malloc((size_t)K * sizeof *va), *vb = malloc((size_t)(N * K) * sizeof *vb);
+    for (long j = 0; j < N; j++)
+      for (long q = 0; q < K; q++) vb[j * K + q] = gemm_fp8_value(f, hB[j * ldb + q]) * gemm_fp8_sb(k, &sc, K, j, q);
     int outside = 0;
     for (long i = 0; i < M; i++) {
       for (long q = 0; q < K; q++) va[q] = gemm_fp8_value(f, hA[i * lda + q]) * gemm_fp8_sa(k, &sc, M, i, q);
       for (long j = 0; j < N; j++) {
         double s = 0;
-        for (long q = 0; q < K; q++) s += va[q] * gemm_fp8_value(f, hB[j * ldb + q]) * gemm_fp8_sb(k, &sc, K, j, q);
+        for (long q = 0; q < K; q++) s += va[q] * vb[j * K + q];
         ref[i * N + j] = s;
         if (f32) {
           float v;
@@ -453,6 +456,7 @@ static int gemm_emu_run_fp8(const op_inst *k, const long *shape, et_ctx *c, doub
     free(ref);
     free(got);
     free(va);
+    free(vb);
   }
   free(hA);
   free(hB);
