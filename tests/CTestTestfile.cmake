@@ -203,6 +203,8 @@ set_tests_properties(build_attn_bwd PROPERTIES TIMEOUT 600 LABELS "build" ENVIRO
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
 add_test(build_attn sh pipeline/build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
+add_test(build_gemm_fp8 sh pipeline/build_gemm_fp8.sh)
+set_tests_properties(build_gemm_fp8 PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_sm90 sh pipeline/build_sm90.sh)
 set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 # fp8 tile primitives: the gfx942/gfx950 objects hold the fp8 MFMAs and conversions; a format the
