@@ -285,6 +285,12 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
   gemm_args(k, p);
   snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
   snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
+  if (gemm_fp8(k) && gemm_is_wgmma(k)) { /* persistent: a block per multiprocessor at most */
+    snprintf(p->grid[0], OP_FORMULA, "min(cdiv(%s,%s)*cdiv(%s,%s),device_units)", op_term(k, "N"),
+             op_val(k, "tile_n"), op_term(k, "M"), op_val(k, "tile_m"));
+    snprintf(p->grid[1], OP_FORMULA, "1");
+    op_plan_check(p, "cdiv(M,64) * cdiv(N,64) <= 2147483647", "persistent fp8: M x N tiles must fit an int");
+  }
   int nt = !strcmp(op_val(k, "layout"), "nt");
   op_plan_check(p, "lda >= K", "A is M x K, row-major");
   op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K, row-major" : "layout nn: B is K x N, row-major");

@@ -167,7 +167,21 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     hk_wgmma_commit();
 }
 
+// tile `id' of tiles_m x tiles_n -> its first row and column: runs of GROUP_M
+// m-tiles sweep the n-tiles together (A and B tiles reused from L2)
+HK_DEVICE void gemm_tile_of(int id, int tiles_m, int tiles_n, int &block_m, int &block_n)
+{
+    const int group = id / (GROUP_M * tiles_n), first_m = group * GROUP_M;
+    const int group_m = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
+    block_m = (first_m + (id % (GROUP_M * tiles_n)) % group_m) * TILE_M;
+    block_n = ((id % (GROUP_M * tiles_n)) / group_m) * TILE_N;
+}
+
 // ---- kernel ------------------------------------------------------------------
+// Persistent: min(tiles, multiprocessors) blocks; block b takes tiles b,
+// b + gridDim, ...  The stage ring runs on across tiles (k-tile number g of
+// the block, stage g % STAGES, phase g / STAGES), so the producer fills the
+// next tile's stages while the consumers store this one's C.
 ]hkm_kernel_begin()[
     const hk_fp8 *A = hk_a.A;
     const hk_fp8 *B = hk_a.B;
@@ -177,17 +191,8 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
 
     HK_LDS_DECLARE_DYNAMIC();
 
-    // block renumbering: runs of GROUP_M m-tiles sweep the n-tiles together
-    const int tiles_n = hk_grid_dim_x(), tiles_m = hk_grid_dim_y();
-    const int id = hk_block_id_y() * tiles_n + hk_block_id_x();
-    const int group = id / (GROUP_M * tiles_n);
-    const int first_m = group * GROUP_M;
-    const int group_m = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
-    const int tile_mi = first_m + (id % (GROUP_M * tiles_n)) % group_m;
-    const int tile_ni = (id % (GROUP_M * tiles_n)) / group_m;
-    const int block_m = tile_mi * TILE_M;
-    const int block_n = tile_ni * TILE_N;
-
+    const int tiles_n = (N + TILE_N - 1) / TILE_N, tiles_m = (M + TILE_M - 1) / TILE_M;
+    const int tiles = tiles_m * tiles_n; // < 2^31: M, N < 2^31 and tiles of 64 or more
     const int wave = hk_wave_id();
     const int lane = hk_lane_id();
     const int k_tiles = (K + TILE_K - 1) / TILE_K;
@@ -210,102 +215,114 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     hk_barrier();
 
     if (wave < 4) {
-        // producer: k-tile t into stage t % STAGES, once the consumers have
-        // released that stage's previous k-tile (t - STAGES)
+        // producer: k-tile g into stage g % STAGES, once the consumers have
+        // released that stage's previous k-tile (g - STAGES)
         if (use_tma) {
             if (hk_thread_id() != 0)
                 return;
             hk_tmap_prefetch(&hk_a.tmap_a);
             hk_tmap_prefetch(&hk_a.tmap_b);
         }
-        for (int t = 0; t < k_tiles; ++t) {
-            const int s = t % STAGES;
-            if (t >= STAGES)
-                hk_mbar_wait(hk_lds, empty_bar(s), (t / STAGES + 1) & 1);
-            if (use_tma) {
-                gemm_tma_stage(hk_lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, &hk_a.tmap_b, block_m, block_n,
-                               t * TILE_K, full_bar(s));
-            } else {
-                gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n, t * TILE_K,
-                                vec_a, vec_b);
-                hk_async_commit();
-                hk_async_wait<0>();
-                hk_fence_proxy_async(); // written by this thread (generic proxy), read by wgmma (async proxy)
-                hk_mbar_arrive(hk_lds, full_bar(s));
+        int g = 0;
+        for (int tile = hk_block_id_x(); tile < tiles; tile += hk_grid_dim_x()) {
+            int block_m, block_n;
+            gemm_tile_of(tile, tiles_m, tiles_n, block_m, block_n);
+            for (int t = 0; t < k_tiles; ++t, ++g) {
+                const int s = g % STAGES;
+                if (g >= STAGES)
+                    hk_mbar_wait(hk_lds, empty_bar(s), (g / STAGES + 1) & 1);
+                if (use_tma) {
+                    gemm_tma_stage(hk_lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, &hk_a.tmap_b, block_m, block_n,
+                                   t * TILE_K, full_bar(s));
+                } else {
+                    gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n,
+                                    t * TILE_K, vec_a, vec_b);
+                    hk_async_commit();
+                    hk_async_wait<0>();
+                    hk_fence_proxy_async(); // written by this thread (generic proxy), read by wgmma (async proxy)
+                    hk_mbar_arrive(hk_lds, full_bar(s));
+                }
             }
         }
         return;
     }
 
-    // consumer c: rows 64 c .. 64 c + 63 of the block's tile; this lane's
-    // rows m_lo and m_lo + 8 (the accumulator layout, hk_sm90.h)
+    // consumer c: rows 64 c .. 64 c + 63 of each tile; this lane's rows
+    // m_lo and m_lo + 8 (the accumulator layout, hk_sm90.h)
     const int c = wave / 4 - 1;
-    const int m_lo = block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
-    gemm_acc_t acc;
-#pragma unroll
-    for (int i = 0; i < TILE_N / 2; ++i)
-        acc[i] = 0.0f;
-    if (SCALE_MODE == 2) {
-        // block scales: k-tile t into part (wgmma), then acc += part * sa * sb;
-        // rows past M read row M - 1's scales (their stores are masked)
-        const long kb_n = K / SCALE_BLOCK;
-        const float *sb_t = scale_b + (long)(block_n / SCALE_BLOCK) * kb_n;
-        const int r0 = m_lo < M ? m_lo : M - 1, r1 = m_lo + 8 < M ? m_lo + 8 : M - 1;
-        gemm_acc_t part;
-        for (int t = 0; t < k_tiles; ++t) {
-            const int s = t % STAGES;
-            // the scales first: their loads overlap the wait and the multiply
-            const float s_b = hk_global_load_f32(sb_t + t);
-            const float s0 = hk_global_load_f32(scale_a + (long)t * M + r0) * s_b;
-            const float s1 = hk_global_load_f32(scale_a + (long)t * M + r1) * s_b;
-            hk_mbar_wait(hk_lds, full_bar(s), (t / STAGES) & 1);
-            gemm_wgmma_stage<false>(hk_lds, s * LDS_STAGE_BYTES, c, part);
-            hk_wgmma_wait<0>();
-            // k-tile t's wgmma group is complete: its stage goes back to the producer
-            if (lane == 0)
-                hk_mbar_arrive(hk_lds, empty_bar(s));
-#pragma unroll
-            for (int i = 0; i < TILE_N / 8; ++i) {
-                acc[4 * i] += part[4 * i] * s0;
-                acc[4 * i + 1] += part[4 * i + 1] * s0;
-                acc[4 * i + 2] += part[4 * i + 2] * s1;
-                acc[4 * i + 3] += part[4 * i + 3] * s1;
-            }
-        }
-    } else {
-        for (int t = 0; t < k_tiles; ++t) {
-            const int s = t % STAGES;
-            hk_mbar_wait(hk_lds, full_bar(s), (t / STAGES) & 1);
-            gemm_wgmma_stage<true>(hk_lds, s * LDS_STAGE_BYTES, c, acc);
-            hk_wgmma_wait<1>();
-            // k-tile t-1's wgmma group is complete: its stage goes back to the producer
-            if (t > 0 && lane == 0)
-                hk_mbar_arrive(hk_lds, empty_bar((t - 1) % STAGES));
-        }
-        hk_wgmma_wait<0>();
-    }
-
-    // epilogue: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8
-    // tile i in acc[4i..4i+3] (g = lane / 4, t = lane % 4: columns 2t, 2t+1);
-    // tensor and row scales applied here
     const float s_t = SCALE_MODE == 0 ? hk_global_load_f32(scale_a) * hk_global_load_f32(scale_b) : 1.0f;
-    float s_m[2] = {s_t, s_t};
-    if (SCALE_MODE == 1) {
-        s_m[0] = m_lo < M ? hk_global_load_f32(scale_a + m_lo) : 0.0f;
-        s_m[1] = m_lo + 8 < M ? hk_global_load_f32(scale_a + m_lo + 8) : 0.0f;
-    }
+    int g = 0;
+    for (int tile = hk_block_id_x(); tile < tiles; tile += hk_grid_dim_x()) {
+        int block_m, block_n;
+        gemm_tile_of(tile, tiles_m, tiles_n, block_m, block_n);
+        const int m_lo = block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
+        gemm_acc_t acc;
 #pragma unroll
-    for (int i = 0; i < TILE_N / 8; ++i) {
-        const int n = block_n + i * 8 + (lane & 3) * 2;
-        float s_lo = 1.0f, s_hi = 1.0f;
+        for (int i = 0; i < TILE_N / 2; ++i)
+            acc[i] = 0.0f;
+        if (SCALE_MODE == 2) {
+            // block scales: k-tile t into part (wgmma), then acc += part * sa * sb;
+            // rows past M read row M - 1's scales (their stores are masked)
+            const long kb_n = K / SCALE_BLOCK;
+            const float *sb_t = scale_b + (long)(block_n / SCALE_BLOCK) * kb_n;
+            const int r0 = m_lo < M ? m_lo : M - 1, r1 = m_lo + 8 < M ? m_lo + 8 : M - 1;
+            gemm_acc_t part;
+            for (int t = 0; t < k_tiles; ++t, ++g) {
+                const int s = g % STAGES;
+                // the scales first: their loads overlap the wait and the multiply
+                const float s_b = hk_global_load_f32(sb_t + t);
+                const float s0 = hk_global_load_f32(scale_a + (long)t * M + r0) * s_b;
+                const float s1 = hk_global_load_f32(scale_a + (long)t * M + r1) * s_b;
+                hk_mbar_wait(hk_lds, full_bar(s), (g / STAGES) & 1);
+                gemm_wgmma_stage<false>(hk_lds, s * LDS_STAGE_BYTES, c, part);
+                hk_wgmma_wait<0>();
+                // k-tile g's wgmma group is complete: its stage goes back to the producer
+                if (lane == 0)
+                    hk_mbar_arrive(hk_lds, empty_bar(s));
+#pragma unroll
+                for (int i = 0; i < TILE_N / 8; ++i) {
+                    acc[4 * i] += part[4 * i] * s0;
+                    acc[4 * i + 1] += part[4 * i + 1] * s0;
+                    acc[4 * i + 2] += part[4 * i + 2] * s1;
+                    acc[4 * i + 3] += part[4 * i + 3] * s1;
+                }
+            }
+        } else {
+            for (int t = 0; t < k_tiles; ++t, ++g) {
+                const int s = g % STAGES;
+                hk_mbar_wait(hk_lds, full_bar(s), (g / STAGES) & 1);
+                gemm_wgmma_stage<true>(hk_lds, s * LDS_STAGE_BYTES, c, acc);
+                hk_wgmma_wait<1>();
+                // k-tile g - 1's wgmma group is complete: its stage goes back to the producer
+                if (t > 0 && lane == 0)
+                    hk_mbar_arrive(hk_lds, empty_bar((g - 1) % STAGES));
+            }
+            hk_wgmma_wait<0>();
+            if (lane == 0)
+                hk_mbar_arrive(hk_lds, empty_bar((g - 1) % STAGES));
+        }
+
+        // epilogue: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8
+        // tile i in acc[4i..4i+3] (g = lane / 4, t = lane % 4: columns 2t, 2t+1);
+        // tensor and row scales applied here
+        float s_m[2] = {s_t, s_t};
         if (SCALE_MODE == 1) {
-            s_lo = n < N ? hk_global_load_f32(scale_b + n) : 0.0f;
-            s_hi = n + 1 < N ? hk_global_load_f32(scale_b + n + 1) : 0.0f;
+            s_m[0] = m_lo < M ? hk_global_load_f32(scale_a + m_lo) : 0.0f;
+            s_m[1] = m_lo + 8 < M ? hk_global_load_f32(scale_a + m_lo + 8) : 0.0f;
         }
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-            gemm_store_pair(C, ldc, m_lo + h * 8, n, M, N, vec_c, acc[4 * i + 2 * h] * s_m[h] * s_lo,
-                            acc[4 * i + 2 * h + 1] * s_m[h] * s_hi);
+        for (int i = 0; i < TILE_N / 8; ++i) {
+            const int n = block_n + i * 8 + (lane & 3) * 2;
+            float s_lo = 1.0f, s_hi = 1.0f;
+            if (SCALE_MODE == 1) {
+                s_lo = n < N ? hk_global_load_f32(scale_b + n) : 0.0f;
+                s_hi = n + 1 < N ? hk_global_load_f32(scale_b + n + 1) : 0.0f;
+            }
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                gemm_store_pair(C, ldc, m_lo + h * 8, n, M, N, vec_c, acc[4 * i + 2 * h] * s_m[h] * s_lo,
+                                acc[4 * i + 2 * h + 1] * s_m[h] * s_hi);
+        }
     }
 }
 ]hkm_output_end()
