@@ -3,7 +3,7 @@
 built from tests/device/h200_fp8.yaml (tests/device/fp8_bundle.sh makes the
 bundle; nothing is built on the GPU machine).
 
-    PYTHONPATH=. HKRT_LIB=./libhkrt.so python3 fp8_bench.py CATALOG [--no-bench]
+    PYTHONPATH=. HKRT_LIB=./libhkrt.so python3 fp8_bench.py CATALOG... [--no-bench | --no-numerics]
 
 (a) numerics: every kernel at small and odd shapes (tails in M, N and K,
     padded and unaligned leading dimensions, a misaligned base: the copy
@@ -12,11 +12,17 @@ bundle; nothing is built on the GPU machine).
     dequantised inputs; relative L2 < 1e-2, NaN never passes, C outside its
     M x N stays poisoned. Launch errors: a scale tensor of the wrong shape,
     block scales on a K that is not a multiple of 128, must be refused.
-(b) benchmarks at 4096^3 and 8192^3 (triton.testing.do_bench medians), in
-    the same run: torch._scaled_mm (cuBLASLt; per tensor with and without
-    fast accumulation, per row, and block-wise where this torch has it), and
-    the block-scaled baselines we could find.
-Log: $OUT/fp8.log; the summary is printed last. Exit status 1 on any failure.
+    Persistent kernels also run with $HKRT_UNITS 3 and 7 (a few blocks that
+    walk many tiles).
+(b) benchmarks at 4096^3 and 8192^3 (triton.testing.do_bench medians) of the
+    kernels of every CATALOG (labelled by its folder's name), in the same run:
+    torch._scaled_mm (cuBLASLt; per tensor with and without fast accumulation,
+    per row, and block-wise where this torch has it), and the block-scaled
+    baselines we could find; the first CATALOG's persistent kernels at the
+    default tiles also at other grid sizes ($HKRT_UNITS 128, and 10^6: one
+    unit per block).
+Numerics use the first CATALOG. Log: $OUT/fp8_<mode>.log; the summary is
+printed last. Exit status 1 on any failure.
 """
 import datetime
 import math
@@ -34,10 +40,11 @@ TARGET = "sm_90a"
 TOL = 1e-2
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 flags = {a for a in sys.argv[1:] if a.startswith("--")}
-CAT = args[0] if args else "cat"
+CATS = args or ["cat"]
 OUT = os.environ.get("OUT") or "."
 os.makedirs(OUT, exist_ok=True)
-LOG = open(os.path.join(OUT, "fp8.log"), "w")
+MODE = "bench" if "--no-numerics" in flags else "numerics" if "--no-bench" in flags else "all"
+LOG = open(os.path.join(OUT, "fp8_%s.log" % MODE), "w")
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMMIT = os.environ.get("HK_COMMIT") or (open(os.path.join(HERE, "COMMIT")).read().strip()
                                          if os.path.exists(os.path.join(HERE, "COMMIT")) else "?")
@@ -63,7 +70,8 @@ random.seed(int(os.environ.get("HK_SEED", "0")) or None)
 log("device %s, %s UTC, hkgen commit %s, torch %s" % (torch.cuda.get_device_name(0),
                                                      datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
                                                      COMMIT, torch.__version__))
-cat = hkrt.Catalog(CAT, backend="cuda")
+cats = {os.path.basename(os.path.normpath(c)): hkrt.Catalog(c, backend="cuda") for c in CATS}
+cat = cats[os.path.basename(os.path.normpath(CATS[0]))]
 entries = [e for e in cat.manifest["kernels"] if e["target"] == TARGET]
 FP8 = {"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}
 LEAD, TAIL = 16, 64
@@ -178,26 +186,37 @@ def check_errors(e):
     return n
 
 
-log("\n== (a) numerics: fp64 of the dequantised inputs, rel L2 < %g" % TOL)
-t0 = time.time()
-for e in entries:
-    worst, runs = 0.0, 0
-    try:
-        for (M, N, K, lda, ldb, ldc, off) in shapes(e["params"]["scale"]):
-            err, nan, outside = run_case(e, M, N, K, lda, ldb, ldc, off)
-            runs += 1
-            worst = max(worst, err)
-            if nan or not err < TOL or outside:
-                fail(e["name"], "M=%d N=%d K=%d lda=%d ldb=%d ldc=%d off=%d: rel %.3e nan %s outside %d"
-                     % (M, N, K, lda, ldb, ldc, off, err, nan, outside))
-        nerr = check_errors(e)
-    except Exception as ex:
-        fail(e["name"], "exception: %s" % traceback.format_exc(limit=3))
-        if "illegal" in str(ex) or "CUDA error" in str(ex):
-            break
-        nerr = 0
-    log("%-40s %2d runs  worst rel L2 %.3e  launch errors refused %d" % (e["name"], runs, worst, nerr))
-log("numerics: %d kernels, %d failures, %.1f s" % (len(entries), len(failures), time.time() - t0))
+def numerics():
+    log("\n== (a) numerics of %s: fp64 of the dequantised inputs, rel L2 < %g" % (CATS[0], TOL))
+    t0 = time.time()
+    for e in entries:
+        worst, runs = 0.0, 0
+        persistent = "device_units" in e["grid"][0]
+        try:
+            for units in ((None, "3", "7") if persistent else (None,)):
+                if units:
+                    os.environ["HKRT_UNITS"] = units
+                for (M, N, K, lda, ldb, ldc, off) in shapes(e["params"]["scale"]):
+                    err, nan, outside = run_case(e, M, N, K, lda, ldb, ldc, off)
+                    runs += 1
+                    worst = max(worst, err)
+                    if nan or not err < TOL or outside:
+                        fail(e["name"], "M=%d N=%d K=%d lda=%d ldb=%d ldc=%d off=%d units %s: rel %.3e nan %s "
+                             "outside %d" % (M, N, K, lda, ldb, ldc, off, units, err, nan, outside))
+                os.environ.pop("HKRT_UNITS", None)
+            nerr = check_errors(e)
+        except Exception as ex:
+            os.environ.pop("HKRT_UNITS", None)
+            fail(e["name"], "exception: %s" % traceback.format_exc(limit=3))
+            if "illegal" in str(ex) or "CUDA error" in str(ex):
+                break
+            nerr = 0
+        log("%-40s %2d runs  worst rel L2 %.3e  launch errors refused %d" % (e["name"], runs, worst, nerr))
+    log("numerics: %d kernels, %d failures, %.1f s" % (len(entries), len(failures), time.time() - t0))
+
+
+if MODE != "bench":
+    numerics()
 
 
 # ---------------------------------------------------------------- (b) benchmarks
@@ -210,7 +229,6 @@ def bench():
     def tf(S, ms):
         return 2.0 * S ** 3 / ms / 1e9
 
-    byname = {e["name"]: e for e in entries}
     for S in (4096, 8192):
         log("\n-- %d^3, e4m3, bf16 out" % S)
         dt = torch.float8_e4m3fn
@@ -265,11 +283,18 @@ def bench():
                                 (b.to(torch.bfloat16) * sb_x).to(torch.bfloat16).t())
         base_time("dequantise to bf16 + torch.matmul", deq)
         del abf, bbf, sa_x, sb_x
-        for name in sorted(byname):
-            e = byname[name]
+        runs = []
+        for label, ct in cats.items():
+            for e in sorted(ct.manifest["kernels"], key=lambda e: e["name"]):
+                if e["params"]["dtype"] != "fp8_e4m3" or e["params"]["out"] != "bf16":
+                    continue
+                persistent = "device_units" in e["grid"][0]
+                sweep = persistent and label == list(cats)[0] and e["name"].startswith("f8_")
+                for units in ((None, "128", "1000000") if sweep else (None,)):
+                    runs.append((label, ct, e, units))
+        for label, ct, e, units in runs:
+            name = "%s:%s%s" % (label, e["name"], "" if units is None else " u=" + units)
             p = e["params"]
-            if p["dtype"] != "fp8_e4m3" or p["out"] != "bf16":
-                continue
             mode = p["scale"]
             if mode == "tensor":
                 sa, sb, shp = one, one, {}
@@ -281,8 +306,13 @@ def bench():
                                                    scale_b_cols=kb)
             try:
                 c.fill_(float("nan"))
-                k = cat.kernel(name, TARGET).bind(A=a, B=b, C=c, lda=S, ldb=S, ldc=S, M=S, N=S, K=S, scale_a=sa,
-                                                 scale_b=sb, **shp)
+                if units:
+                    os.environ["HKRT_UNITS"] = units
+                try:
+                    k = ct.kernel(e["name"], TARGET).bind(A=a, B=b, C=c, lda=S, ldb=S, ldc=S, M=S, N=S, K=S,
+                                                         scale_a=sa, scale_b=sb, **shp)
+                finally:
+                    os.environ.pop("HKRT_UNITS", None)
                 k()
                 torch.cuda.synchronize()
                 t = med(k)
@@ -306,7 +336,7 @@ def bench():
         torch.cuda.empty_cache()
 
 
-if "--no-bench" not in flags and not any("illegal" in d for _, d in failures):
+if MODE != "numerics" and not any("illegal" in d for _, d in failures):
     try:
         bench()
     except Exception:
