@@ -52,8 +52,9 @@ static const char *const gemm_omissible[] = {"dtype", NULL};
 static int gemm_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
 
 /* ---- fp8 ------------------------------------------------------------------
-   A dtype's format: the tile headers' token and its encoding. OCP's formats
-   are gfx950's (TGT_FP8_OCP) and Hopper's wgmma's; FNUZ's are gfx942's. */
+   A dtype's format: the tile headers' token and its encoding, which the
+   target table says a target has (TGT_FP8_OCP: gfx950, sm_90a;
+   TGT_FP8_FNUZ: gfx942). */
 typedef struct {
   const char *dtype, *token;
   int fnuz;
@@ -72,9 +73,7 @@ static const gemm_fp8_fmt *gemm_fp8(const op_inst *k) {
 }
 
 static int gemm_fp8_on(const char *target, int fnuz) {
-  const tgt_info *t = tgt_find(target);
-  if (fnuz) return tgt_has(t, TGT_FP8_FNUZ);
-  return tgt_has(t, TGT_FP8_OCP) || tgt_has(t, TGT_WGMMA | TGT_TMA);
+  return tgt_name_has(target, fnuz ? TGT_FP8_FNUZ : TGT_FP8_OCP);
 }
 
 static int gemm_scale_is(const op_inst *k, const char *mode) { return !strcmp(op_val(k, "scale"), mode); }
