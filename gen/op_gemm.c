@@ -158,13 +158,15 @@ static void gemm_fp8_args(const op_inst *k, op_plan *p) {
 }
 
 static void gemm_fp8_rules(const op_inst *k, op_plan *p) {
+  /* AMD reads scale_a's rows through a buffer: 32-bit byte offsets */
+  if (!gemm_is_wgmma(k) && !gemm_scale_is(k, "tensor"))
+    op_plan_check(p, "M <= 536870911", "scale row and block: M at most 2^29 - 1 (32-bit offsets into scale_a)");
   if (gemm_scale_is(k, "row")) {
     op_plan_check(p, "scale_a_rows == M && scale_a_cols == 1", "scale row: scale_a is M x 1 (one per row of A)");
     op_plan_check(p, "scale_b_rows == N && scale_b_cols == 1", "scale row: scale_b is N x 1 (one per row of B)");
   } else if (gemm_scale_is(k, "block")) {
     op_plan_check(p, "K % 128 == 0", "scale block: K must be a multiple of 128");
-    if (!gemm_is_wgmma(k))
-      op_plan_check(p, "M <= 536870911", "scale block: M at most 2^29 - 1 (32-bit buffer offsets into scale_a)");
+
     op_plan_check(p, "scale_a_rows == K / 128 && scale_a_cols == M",
                   "scale block: scale_a is K/128 x M (block kb of row m at kb * M + m)");
     op_plan_check(p, "scale_b_rows == cdiv(N,128) && scale_b_cols == K / 128",

@@ -378,19 +378,28 @@ HK_DEVICE void gemm_store(gemm_out_t *p, float v)
         const int n = sc.n0 + j * 32 + lane % 32;
         s_n[j] = SCALE_MODE == 1 && n < N ? hk_global_load_f32(sc.sb + n) : s_t;
     }
+    // row scales of A: a lane's 16 rows of a fragment are 4 runs of 4 (gemm_acc_row), one
+    // 16-byte buffer load each (rows past M read 0)
+    const hk_buffer_t sa_rows = hk_buffer_make(sc.sa, SCALE_MODE == 1 ? (unsigned)M * 4u : 4u);
 #pragma unroll
     for (int i = 0; i < FRAG_M; ++i)
 #pragma unroll
-        for (int r = 0; r < 16; ++r) {
-            const int m = sc.m0 + i * 32 + gemm_acc_row(lane, r);
-            if (m >= M)
-                continue;
-            const float s_m = SCALE_MODE == 1 ? hk_global_load_f32(sc.sa + m) : 1.0f;
+        for (int q = 0; q < 4; ++q) {
+            hk_u32x4 w = {0u, 0u, 0u, 0u};
+            if (SCALE_MODE == 1)
+                w = hk_buffer_load_b128(sa_rows, (sc.m0 + i * 32 + gemm_acc_row(lane, 4 * q)) * 4);
 #pragma unroll
-            for (int j = 0; j < FRAG_N; ++j) {
-                const int n = sc.n0 + j * 32 + lane % 32;
-                if (n < N)
-                    gemm_store(C + (long)m * ldc + n, acc[i][j][r] * (s_m * s_n[j]));
+            for (int e = 0; e < 4; ++e) {
+                const int r = 4 * q + e, m = sc.m0 + i * 32 + gemm_acc_row(lane, r);
+                if (m >= M)
+                    continue;
+                const float s_m = SCALE_MODE == 1 ? hk_u32_as_f32(w[e]) : 1.0f;
+#pragma unroll
+                for (int j = 0; j < FRAG_N; ++j) {
+                    const int n = sc.n0 + j * 32 + lane % 32;
+                    if (n < N)
+                        gemm_store(C + (long)m * ldc + n, acc[i][j][r] * (s_m * s_n[j]));
+                }
             }
         }
 }
