@@ -271,8 +271,12 @@ static void gemm_plan_amd(const op_inst *k, op_plan *p) {
 static void gemm_plan_amd_fp8(const op_inst *k, op_plan *p) {
   const tgt_info *t = tgt_find(k->target);
   long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_FP8_BLOCK;
+  int stages = 2 * stage <= (long)t->lds_bytes ? 2 : 1;
   op_plan_tune(p, "tile_k", GEMM_FP8_BLOCK);
-  op_plan_tune(p, "stages", 2 * stage <= (long)t->lds_bytes ? 2 : 1);
+  op_plan_tune(p, "stages", stages);
+  /* direct global -> LDS loads (gfx950) where two stages fit: no staging
+     registers, which block scales' two accumulators need */
+  op_plan_tune(p, "lds_dma", tgt_has(t, TGT_LDS_DMA) && stages == 2);
   op_plan_tune(p, "lds_bytes", t->lds_bytes);
   op_plan_tune(p, "waves_m", 2);
   op_plan_tune(p, "waves_n", 4);
@@ -315,9 +319,10 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
    dimensions keep their value. */
 static int gemm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const char *const dims[] = {"M", "N", "K"};
-  /* fp8: tails in M and N (and in K where the mode allows), several k-tiles
-     of 128, several whole 256-wide tiles before the tails */
-  static const long fp8[][3] = {{100, 77, 93}, {1, 1, 1}, {130, 257, 200}, {300, 520, 264}};
+  /* fp8: tails in M and N (and in K where the mode allows), K below a
+     k-tile of 128, and several k-tiles (the main loop's fast steps) and
+     256-wide tiles before the tails */
+  static const long fp8[][3] = {{100, 77, 93}, {1, 1, 1}, {130, 257, 200}, {300, 520, 520}};
   static const long fp8_block[][3] = {{100, 77, 128}, {1, 1, 128}, {130, 257, 384}, {300, 520, 256}};
   if (gemm_fp8(k))
     return et_shapes_from_cases(k, dims, 3, gemm_scale_is(k, "block") ? &fp8_block[0][0] : &fp8[0][0], 4,
@@ -405,15 +410,18 @@ static void gemm_fp8_set_scales(const op_inst *k, et_ctx *c, const gemm_scales_t
 }
 
 /* fp8: C = dequantised A x dequantised B^T against fp64. Leading dimensions
-   padded or not, A's and B's by 16 (16-byte rows: the fast loads) or by 3
-   (the element-wise path); C by 5 and poisoned (NaN) to catch stray writes. */
+   of A and B: K rounded up to 16 (16-byte rows: the fast loads), by chance 16
+   more, or one in three K + 3 (the element-wise path); C's N + 5, poisoned
+   (NaN) to catch stray writes. */
 static int gemm_emu_run_fp8(const op_inst *k, const long *shape, et_ctx *c, double *err) {
   const gemm_fp8_fmt *f = gemm_fp8(k);
   long M = shape[op_param_index(k->op, "M")], N = shape[op_param_index(k->op, "N")],
        K = shape[op_param_index(k->op, "K")];
   const int f32 = !strcmp(op_val(k, "out"), "f32"), esz = f32 ? 4 : 2;
-  long pad = et_rand(c) % 3 == 0 ? 3 : et_rand(c) % 2 ? 16 : 0;
-  long lda = K + pad, ldb = K + (et_rand(c) % 2 ? pad : 0), ldc = N + 5;
+  const long k16 = (K + 15) / 16 * 16;
+  const int odd = et_rand(c) % 3 == 0;
+  long lda = odd ? K + 3 : k16 + (et_rand(c) % 2 ? 16 : 0), ldb = odd ? K + 3 : k16 + (et_rand(c) % 2 ? 16 : 0);
+  long ldc = N + 5;
   unsigned char *hA = malloc((size_t)(M * lda)), *hB = malloc((size_t)(N * ldb));
   for (long i = 0; i < M * lda; i++) hA[i] = gemm_fp8_random(f, c);
   for (long i = 0; i < N * ldb; i++) hB[i] = gemm_fp8_random(f, c);

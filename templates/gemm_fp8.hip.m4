@@ -80,6 +80,8 @@ static constexpr int SWIZZLE_SHIFT = ]hkm_tune([lds_swizzle_shift])[;
 static constexpr int GROUP_M = ]hkm_tune([group_m])[;    // tile rows per L2 group
 static constexpr int SCALE_BLOCK = ]hkm_tune([scale_block])[; // k (and B's n) per block scale
 static constexpr int SCALE_MODE = ]hkm_gemm_scale_mode()[;    // 0 tensor, 1 row, 2 block
+static constexpr bool LDS_DMA = ]hkm_tune([lds_dma])[;    // fast tiles global -> LDS directly (no staging registers)
+static constexpr int NWAVES = WAVES_M * WAVES_N;
 static constexpr int WAVE_M = TILE_M / WAVES_M;
 static constexpr int WAVE_N = TILE_N / WAVES_N;
 static constexpr int FRAG_M = WAVE_M / 32; // 32x32 MFMA tiles per wave
@@ -102,6 +104,9 @@ static_assert(2 * HK_MFMA_F8_K == KSTEP && 2 * HK_MFMA_F8_KPL == 16, "a 16-byte 
 static_assert(SCALE_MODE != 2 || (WAVE_N <= SCALE_BLOCK && SCALE_BLOCK % WAVE_N == 0),
               "block scales: a wave's columns inside one 128-column block of B");
 static_assert(STAGES * LDS_STAGE_BYTES <= ]hkm_tune([lds_bytes])[, "LDS budget of the plan");
+static_assert(!LDS_DMA || (STAGES == 2 && TILE_M * ROW_BYTES % (1024 * NWAVES) == 0 &&
+                           TILE_N * ROW_BYTES % (1024 * NWAVES) == 0),
+              "direct LDS loads: two stages, 1024 bytes per wave instruction");
 
 struct gemm_stage {
     hk_u32x4 a[A_VECS];
@@ -172,6 +177,27 @@ HK_DEVICE void gemm_store_lds(hk_lds_t lds, int a_off, const gemm_stage *s)
         const int v = hk_thread_id() + GEMM_THREADS * j;
         hk_lds_store_b128(lds, a_off + LDS_A_BYTES + gemm_lds_off(v / CHUNKS, v % CHUNKS), s->b[j]);
     }
+}
+
+// ---- global -> LDS directly (fast tiles, LDS_DMA): k-tile at k0 into the stage at a_off
+// A wave instruction fills 1024 contiguous bytes, 8 whole lines; lane l the
+// slot l % 8 of line l / 8, so it loads the chunk the swizzle puts there.
+HK_DEVICE void gemm_dma_rows(hk_lds_t lds, int off, hk_buffer_t buf, int ld, int rows)
+{
+    const int lane = hk_lane_id(), wave = hk_wave_id();
+#pragma unroll
+    for (int j = 0; j < rows * ROW_BYTES / (1024 * NWAVES); ++j) {
+        const int line0 = (wave + NWAVES * j) * 8, r = line0 + lane / 8;
+        const int c = (lane % 8) ^ ((r >> SWIZZLE_SHIFT) % 8);
+        hk_buffer_load_lds_b128(buf, r * ld + c * 16, lds, off + line0 * 128);
+    }
+}
+
+HK_DEVICE void gemm_dma_tile(hk_lds_t lds, int a_off, const gemm_src &g, int k0)
+{
+    gemm_dma_rows(lds, a_off, hk_buffer_make(g.A + (long)g.block_m * g.lda + k0, g.a_bytes), g.lda, TILE_M);
+    gemm_dma_rows(lds, a_off + LDS_A_BYTES, hk_buffer_make(g.B + (long)g.block_n * g.ldb + k0, g.b_bytes), g.ldb,
+                  TILE_N);
 }
 
 // ---- one LDS stage x MFMA: acc += A_tile * B_tile over TILE_K -------------------
@@ -273,6 +299,15 @@ HK_DEVICE void gemm_step(hk_lds_t lds, const gemm_src &g, const gemm_scaling &sc
 {
     gemm_stage s;
     const int st = STAGES == 1 ? 0 : STAGE >= 0 ? STAGE : t & 1;
+    if (FAST && LDS_DMA) {
+        // tile t + 1 straight into the other stage (read last in step t - 1,
+        // which every wave ended with a barrier); landed at this step's end
+        gemm_dma_tile(lds, (1 - st) * LDS_STAGE_BYTES, g, (t + 1) * TILE_K);
+        gemm_mma_tile(lds, st * LDS_STAGE_BYTES, wave_m, wave_n, sc, M, K, t, acc);
+        hk_waitcnt_all();
+        hk_barrier();
+        return;
+    }
     if (load) {
         if (FAST)
             gemm_load_fast(&s, g, (t + 1) * TILE_K);
