@@ -230,6 +230,13 @@ HK_DEVICE void gemm_produce(hk_lds_t lds, const struct hk_args &hk_a, const gemm
 }
 
 // ---- consumer c: rows 64 c .. 64 c + 63 of each tile -------------------------------
+// a compiler fence on a block-scale partial accumulator (no instruction)
+HK_DEVICE void gemm_fence_acc(gemm_acc_t &part)
+{
+]hkm_if_param([scale], [block], [[    hk_wgmma_rs_fence_acc]]hkm_param([tile_n])[[(part);
+]], [[    (void)part;
+]])[}
+
 // k-tile g's stage goes back to the producer(s) once its wgmma group is complete
 HK_DEVICE void gemm_release(hk_lds_t lds, int s, int rank)
 {
@@ -276,6 +283,7 @@ HK_DEVICE void gemm_consume(hk_lds_t lds, const struct hk_args &hk_a, const gemm
                 gemm_wgmma_stage<false>(lds, s * LDS_STAGE_BYTES, c, part);
                 hk_wgmma_wait<0>();
                 gemm_release(lds, s, w.rank);
+                gemm_fence_acc(part); // part's reads stay below the wait
 #pragma unroll
                 for (int i = 0; i < TILE_N / 8; ++i) {
                     acc[4 * i] += part[4 * i] * s0;
