@@ -192,9 +192,8 @@ static void gemm_args(const op_inst *k, op_plan *p) {
     /* A: boxes of k-tile x tile_m; B: nt k-tile x tile_n, nn 64 columns x k-tile */
     int tk = (int)op_tune(p, "tile_k");
     gemm_tmap(a, n, "tmap_a", "A", "K", "M", "lda", tk, (int)op_int(k, "tile_m"));
-    const int cl = fp8 ? (int)op_tune(p, "cluster") : 1; /* fp8: each block of a cluster copies 1/cl of B */
     if (!strcmp(op_val(k, "layout"), "nt"))
-      gemm_tmap(a, n, "tmap_b", "B", "K", "N", "ldb", tk, (int)op_int(k, "tile_n") / cl);
+      gemm_tmap(a, n, "tmap_b", "B", "K", "N", "ldb", tk, (int)op_int(k, "tile_n"));
     else
       gemm_tmap(a, n, "tmap_b", "B", "N", "K", "ldb", 64, tk);
   }
@@ -217,9 +216,6 @@ static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "tile_k", tk);
   op_plan_tune(p, "stages", stages);
   op_plan_tune(p, "bar_bytes", 256);
-  /* fp8: clusters of two m-tiles sharing B, each block copying half of it
-     to both (TMA multicast): a third less L2 traffic per tile */
-  if (gemm_fp8(k)) op_plan_tune(p, "cluster", 2);
   p->block = 128 + 2 * (int)op_int(k, "tile_m");
   p->dynamic_lds = (int)(stages * stage + op_tune(p, "bar_bytes") + 1024);
 }
@@ -294,13 +290,6 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
   gemm_args(k, p);
   snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
   snprintf(p->grid[1], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"));
-  if (gemm_fp8(k) && gemm_is_wgmma(k)) { /* persistent: a block per multiprocessor at most, in clusters */
-    const long cl = op_tune(p, "cluster");
-    snprintf(p->grid[0], OP_FORMULA, "%ld*min(cdiv(cdiv(%s,%s),%ld)*cdiv(%s,%s),max(device_units/%ld,1))", cl,
-             op_term(k, "M"), op_val(k, "tile_m"), cl, op_term(k, "N"), op_val(k, "tile_n"), cl);
-    snprintf(p->grid[1], OP_FORMULA, "1");
-    op_plan_check(p, "cdiv(M,64) * cdiv(N,64) <= 2147483647", "persistent fp8: M x N tiles must fit an int");
-  }
   int nt = !strcmp(op_val(k, "layout"), "nt");
   op_plan_check(p, "lda >= K", "A is M x K, row-major");
   op_plan_check(p, nt ? "ldb >= K" : "ldb >= N", nt ? "layout nt: B is N x K, row-major" : "layout nn: B is K x N, row-major");

@@ -51,10 +51,6 @@ static constexpr int TILE_K = ]hkm_tune([tile_k])[;       // k (codes, bytes) pe
 static constexpr int SCALE_BLOCK = ]hkm_tune([scale_block])[; // k (and B's n) per block scale
 static constexpr int SCALE_MODE = ]hkm_gemm_scale_mode()[;    // 0 tensor, 1 row, 2 block
 static constexpr int GROUP_M = 8;        // m-tiles per block-renumbering group
-static constexpr int CLUSTER = ]hkm_tune([cluster])[;      // blocks per cluster: m-tiles sharing B (multicast)
-]m4_ifelse(hkm_tune([cluster]), [1], [], [[#undef HK_KERNEL_CLUSTER
-#define HK_KERNEL_CLUSTER HK_CLUSTER_DIMS(]]hkm_tune([cluster])[[)
-]])[static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks");
 static constexpr int COPY_THREADS = 128; // the producer warpgroup
 static constexpr int CONSUMERS = TILE_M / 64;
 static constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
@@ -65,8 +61,6 @@ static_assert(SCALE_MODE != 2 || (TILE_N <= SCALE_BLOCK && SCALE_BLOCK % TILE_N 
 static constexpr int LDS_A_BYTES = TILE_M * TILE_K;
 static constexpr int LDS_B_BYTES = TILE_N * TILE_K;
 static constexpr int LDS_STAGE_BYTES = LDS_A_BYTES + LDS_B_BYTES;
-static constexpr int LDS_B_PART = LDS_B_BYTES / CLUSTER; // B rows each block of a cluster copies for all
-static_assert(LDS_B_PART % 1024 == 0, "B parts on 1024-byte boundaries (the 128-byte swizzle's period)");
 // dynamic shared memory, the plan's dynamic_lds bytes (gen/op_gemm.c:
 // stages x stage bytes + BAR_BYTES of mbarriers + the alignment slack)
 static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
@@ -123,19 +117,12 @@ HK_DEVICE void gemm_copy_stage(hk_lds_t lds, int a_off, const hk_fp8 *A, const h
 }
 
 // ---- global -> shared by the copy engine: one thread, the stage's bytes on `full' ----
-// Clusters of two: the blocks hold m-tiles of the same n-tile; block r copies
-// B rows r * TILE_N / 2 .. into both blocks' stages (multicast), so each
-// block's `full' counts its A, its part of B and the other block's part.
 HK_DEVICE void gemm_tma_stage(hk_lds_t lds, int a_off, const hk_tmap *ta, const hk_tmap *tb, int block_m,
-                              int block_n, int k0, int bar, int rank)
+                              int block_n, int k0, int bar)
 {
     hk_mbar_arrive_expect_tx(lds, bar, LDS_STAGE_BYTES);
     hk_tma_load_2d(lds, a_off, ta, k0, block_m, bar);
-    if (CLUSTER == 1)
-        hk_tma_load_2d(lds, a_off + LDS_A_BYTES, tb, k0, block_n, bar);
-    else
-        hk_tma_load_2d_multicast(lds, a_off + LDS_A_BYTES + rank * LDS_B_PART, tb, k0,
-                                 block_n + rank * (TILE_N / CLUSTER), bar, (unsigned short)((1u << CLUSTER) - 1));
+    hk_tma_load_2d(lds, a_off + LDS_A_BYTES, tb, k0, block_n, bar);
 }
 
 // C[m][n], C[m][n+1] = lo, hi (masked to M x N), one 4-byte (bf16) or
@@ -180,56 +167,6 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     hk_wgmma_commit();
 }
 
-// unit `id' of units_m x tiles_n (a unit: CLUSTER m-tiles of one n-tile)
-// -> this block's first row and column: runs of GROUP_M units sweep the
-// n-tiles together (A and B tiles reused from L2). A block's m-tile may lie
-// past M (an odd count of m-tiles): it loads zeros and stores nothing.
-HK_DEVICE void gemm_tile_of(int id, int units_m, int tiles_n, int rank, int &block_m, int &block_n)
-{
-    const int group = id / (GROUP_M * tiles_n), first_m = group * GROUP_M;
-    const int group_m = units_m - first_m < GROUP_M ? units_m - first_m : GROUP_M;
-    block_m = ((first_m + (id % (GROUP_M * tiles_n)) % group_m) * CLUSTER + rank) * TILE_M;
-    block_n = ((id % (GROUP_M * tiles_n)) / group_m) * TILE_N;
-}
-
-// the units this block's cluster walks: q, q + clusters, ...
-struct gemm_walk {
-    int units, units_m, tiles_n, rank, first, step, k_tiles;
-};
-
-// ---- producer: k-tile g into stage g % STAGES once the consumers (of both
-// blocks, with clusters) have released that stage's previous k-tile g - STAGES
-HK_DEVICE void gemm_produce(hk_lds_t lds, const struct hk_args &hk_a, const gemm_walk &w, int M, int N, int K,
-                            bool use_tma, bool vec_a, bool vec_b)
-{
-    if (use_tma) {
-        hk_tmap_prefetch(&hk_a.tmap_a);
-        hk_tmap_prefetch(&hk_a.tmap_b);
-    }
-    int g = 0;
-    for (int u = w.first; u < w.units; u += w.step) {
-        int block_m, block_n;
-        gemm_tile_of(u, w.units_m, w.tiles_n, w.rank, block_m, block_n);
-        for (int t = 0; t < w.k_tiles; ++t, ++g) {
-            const int s = g % STAGES;
-            if (g >= STAGES)
-                hk_mbar_wait(lds, empty_bar(s), (g / STAGES + 1) & 1);
-            if (use_tma) {
-                gemm_tma_stage(lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, &hk_a.tmap_b, block_m, block_n,
-                               t * TILE_K, full_bar(s), w.rank);
-            } else {
-                gemm_copy_stage(lds, s * LDS_STAGE_BYTES, hk_a.A, hk_a.B, hk_a.lda, hk_a.ldb, M, N, K,
-                                block_m, block_n, t * TILE_K, vec_a, vec_b);
-                hk_async_commit();
-                hk_async_wait<0>();
-                hk_fence_proxy_async(); // written by this thread (generic proxy), read by wgmma (async proxy)
-                hk_mbar_arrive(lds, full_bar(s));
-            }
-        }
-    }
-}
-
-// ---- consumer c: rows 64 c .. 64 c + 63 of each tile -------------------------------
 // a compiler fence on a block-scale partial accumulator (no instruction)
 HK_DEVICE void gemm_fence_acc(gemm_acc_t &part)
 {
@@ -237,146 +174,146 @@ HK_DEVICE void gemm_fence_acc(gemm_acc_t &part)
 ]], [[    (void)part;
 ]])[}
 
-// k-tile g's stage goes back to the producer(s) once its wgmma group is complete
-HK_DEVICE void gemm_release(hk_lds_t lds, int s, int rank)
-{
-    if (hk_lane_id() == 0) {
-        hk_mbar_arrive(lds, empty_bar(s));
-        if (CLUSTER > 1)
-            hk_mbar_arrive_remote(lds, empty_bar(s), rank ^ 1);
-    }
-}
-
-HK_DEVICE void gemm_consume(hk_lds_t lds, const struct hk_args &hk_a, const gemm_walk &w, int M, int N, int K,
-                            bool vec_c)
-{
-    const int wave = hk_wave_id(), lane = hk_lane_id();
-    const int c = wave / 4 - 1;
-    const float *scale_a = hk_a.scale_a, *scale_b = hk_a.scale_b;
-    gemm_out_t *C = hk_a.C;
-    const int ldc = hk_a.ldc;
-    const float s_t = SCALE_MODE == 0 ? hk_global_load_f32(scale_a) * hk_global_load_f32(scale_b) : 1.0f;
-    int g = 0;
-    for (int u = w.first; u < w.units; u += w.step) {
-        int block_m, block_n;
-        gemm_tile_of(u, w.units_m, w.tiles_n, w.rank, block_m, block_n);
-        // this lane's rows m_lo and m_lo + 8 (the accumulator layout, hk_sm90.h)
-        const int m_lo = block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
-        gemm_acc_t acc;
-#pragma unroll
-        for (int i = 0; i < TILE_N / 2; ++i)
-            acc[i] = 0.0f;
-        if (SCALE_MODE == 2) {
-            // block scales: k-tile t into part (wgmma), then acc += part * sa * sb;
-            // rows past M read row M - 1's scales (their stores are masked)
-            const long kb_n = K / SCALE_BLOCK;
-            const float *sb_t = scale_b + (long)(block_n / SCALE_BLOCK) * kb_n;
-            const int r0 = m_lo < M ? m_lo : M - 1, r1 = m_lo + 8 < M ? m_lo + 8 : M - 1;
-            gemm_acc_t part;
-            for (int t = 0; t < w.k_tiles; ++t, ++g) {
-                const int s = g % STAGES;
-                // the scales first: their loads overlap the wait and the multiply
-                const float s_b = hk_global_load_f32(sb_t + t);
-                const float s0 = hk_global_load_f32(scale_a + (long)t * M + r0) * s_b;
-                const float s1 = hk_global_load_f32(scale_a + (long)t * M + r1) * s_b;
-                hk_mbar_wait(lds, full_bar(s), (g / STAGES) & 1);
-                gemm_wgmma_stage<false>(lds, s * LDS_STAGE_BYTES, c, part);
-                hk_wgmma_wait<0>();
-                gemm_release(lds, s, w.rank);
-                gemm_fence_acc(part); // part's reads stay below the wait
-#pragma unroll
-                for (int i = 0; i < TILE_N / 8; ++i) {
-                    acc[4 * i] += part[4 * i] * s0;
-                    acc[4 * i + 1] += part[4 * i + 1] * s0;
-                    acc[4 * i + 2] += part[4 * i + 2] * s1;
-                    acc[4 * i + 3] += part[4 * i + 3] * s1;
-                }
-            }
-        } else {
-            for (int t = 0; t < w.k_tiles; ++t, ++g) {
-                const int s = g % STAGES;
-                hk_mbar_wait(lds, full_bar(s), (g / STAGES) & 1);
-                gemm_wgmma_stage<true>(lds, s * LDS_STAGE_BYTES, c, acc);
-                hk_wgmma_wait<1>();
-                if (t > 0) // k-tile g - 1's group is complete
-                    gemm_release(lds, (g - 1) % STAGES, w.rank);
-            }
-            hk_wgmma_wait<0>();
-            gemm_release(lds, (g - 1) % STAGES, w.rank);
-        }
-
-        // epilogue: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8
-        // tile i in acc[4i..4i+3] (g = lane / 4, t = lane % 4: columns 2t, 2t+1);
-        // tensor and row scales applied here
-        float s_m[2] = {s_t, s_t};
-        if (SCALE_MODE == 1) {
-            s_m[0] = m_lo < M ? hk_global_load_f32(scale_a + m_lo) : 0.0f;
-            s_m[1] = m_lo + 8 < M ? hk_global_load_f32(scale_a + m_lo + 8) : 0.0f;
-        }
-#pragma unroll
-        for (int i = 0; i < TILE_N / 8; ++i) {
-            const int n = block_n + i * 8 + (lane & 3) * 2;
-            float s_lo = 1.0f, s_hi = 1.0f;
-            if (SCALE_MODE == 1) {
-                s_lo = n < N ? hk_global_load_f32(scale_b + n) : 0.0f;
-                s_hi = n + 1 < N ? hk_global_load_f32(scale_b + n + 1) : 0.0f;
-            }
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-                gemm_store_pair(C, ldc, m_lo + h * 8, n, M, N, vec_c, acc[4 * i + 2 * h] * s_m[h] * s_lo,
-                                acc[4 * i + 2 * h + 1] * s_m[h] * s_hi);
-        }
-    }
-}
-
 // ---- kernel ------------------------------------------------------------------
-// Persistent: CLUSTER x min(units, multiprocessors / CLUSTER) blocks; cluster
-// q takes units q, q + clusters, ...  The stage ring runs on across tiles
-// (k-tile number g of the block, stage g % STAGES, phase g / STAGES), so the
-// producer fills the next tile's stages while the consumers store this one's
-// C. With clusters of two a stage is refilled once the consumers of both
-// blocks have released it (`empty' counts both), as either block's copy
-// writes into both.
 ]hkm_kernel_begin()[
+    const hk_fp8 *A = hk_a.A;
+    const hk_fp8 *B = hk_a.B;
+    gemm_out_t *C = hk_a.C;
+    const int lda = hk_a.lda, ldb = hk_a.ldb, ldc = hk_a.ldc;
+    const float *scale_a = hk_a.scale_a, *scale_b = hk_a.scale_b;
+
     HK_LDS_DECLARE_DYNAMIC();
 
-    const int lda = hk_a.lda, ldb = hk_a.ldb, ldc = hk_a.ldc;
-    gemm_walk w;
-    w.tiles_n = (N + TILE_N - 1) / TILE_N;
-    w.units_m = ((M + TILE_M - 1) / TILE_M + CLUSTER - 1) / CLUSTER;
-    w.units = w.units_m * w.tiles_n; // < 2^31 (a launch rule)
-    w.rank = CLUSTER == 1 ? 0 : hk_cluster_rank();
-    w.first = hk_block_id_x() / CLUSTER;
-    w.step = hk_grid_dim_x() / CLUSTER;
-    w.k_tiles = (K + TILE_K - 1) / TILE_K;
+    // block renumbering: runs of GROUP_M m-tiles sweep the n-tiles together
+    const int tiles_n = hk_grid_dim_x(), tiles_m = hk_grid_dim_y();
+    const int id = hk_block_id_y() * tiles_n + hk_block_id_x();
+    const int group = id / (GROUP_M * tiles_n);
+    const int first_m = group * GROUP_M;
+    const int group_m = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
+    const int tile_mi = first_m + (id % (GROUP_M * tiles_n)) % group_m;
+    const int tile_ni = (id % (GROUP_M * tiles_n)) / group_m;
+    const int block_m = tile_mi * TILE_M;
+    const int block_n = tile_ni * TILE_N;
+
+    const int wave = hk_wave_id();
+    const int lane = hk_lane_id();
+    const int k_tiles = (K + TILE_K - 1) / TILE_K;
 
     // 16-byte copies need 16-code rows and 16-byte aligned bases; the copy
     // engine takes both matrices when both qualify (the runtime built their
     // tensor maps under the same conditions), else the producer copies
-    const bool vec_a = (lda % 16 == 0) && ((unsigned long)hk_a.A % 16 == 0);
-    const bool vec_b = (ldb % 16 == 0) && ((unsigned long)hk_a.B % 16 == 0);
+    const bool vec_a = (lda % 16 == 0) && ((unsigned long)A % 16 == 0);
+    const bool vec_b = (ldb % 16 == 0) && ((unsigned long)B % 16 == 0);
     const bool use_tma = vec_a && vec_b;
-    const bool vec_c = (ldc % 2 == 0) && ((unsigned long)hk_a.C % 4 == 0);
+    const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
 
     if (hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hk_mbar_init(hk_lds, full_bar(s), use_tma ? 1 : COPY_THREADS);
-            hk_mbar_init(hk_lds, empty_bar(s), CONSUMER_WARPS * CLUSTER);
+            hk_mbar_init(hk_lds, empty_bar(s), CONSUMER_WARPS);
         }
         hk_mbar_init_fence();
     }
-    if (CLUSTER == 1)
-        hk_barrier();
-    else
-        hk_cluster_sync(); // every block's mbarriers are ready before any block reaches them
+    hk_barrier();
 
-    if (hk_wave_id() < 4) {
-        if (!use_tma || hk_thread_id() == 0)
-            gemm_produce(hk_lds, hk_a, w, M, N, K, use_tma, vec_a, vec_b);
-    } else {
-        gemm_consume(hk_lds, hk_a, w, M, N, K, vec_c);
+    if (wave < 4) {
+        // producer: k-tile t into stage t % STAGES, once the consumers have
+        // released that stage's previous k-tile (t - STAGES)
+        if (use_tma) {
+            if (hk_thread_id() != 0)
+                return;
+            hk_tmap_prefetch(&hk_a.tmap_a);
+            hk_tmap_prefetch(&hk_a.tmap_b);
+        }
+        for (int t = 0; t < k_tiles; ++t) {
+            const int s = t % STAGES;
+            if (t >= STAGES)
+                hk_mbar_wait(hk_lds, empty_bar(s), (t / STAGES + 1) & 1);
+            if (use_tma) {
+                gemm_tma_stage(hk_lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, &hk_a.tmap_b, block_m, block_n,
+                               t * TILE_K, full_bar(s));
+            } else {
+                gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n, t * TILE_K,
+                                vec_a, vec_b);
+                hk_async_commit();
+                hk_async_wait<0>();
+                hk_fence_proxy_async(); // written by this thread (generic proxy), read by wgmma (async proxy)
+                hk_mbar_arrive(hk_lds, full_bar(s));
+            }
+        }
+        return;
     }
-    if (CLUSTER > 1)
-        hk_cluster_sync(); // no block leaves while another may still reach its shared memory
+
+    // consumer c: rows 64 c .. 64 c + 63 of the block's tile; this lane's
+    // rows m_lo and m_lo + 8 (the accumulator layout, hk_sm90.h)
+    const int c = wave / 4 - 1;
+    const int m_lo = block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
+    gemm_acc_t acc;
+#pragma unroll
+    for (int i = 0; i < TILE_N / 2; ++i)
+        acc[i] = 0.0f;
+    if (SCALE_MODE == 2) {
+        // block scales: k-tile t into part (wgmma), then acc += part * sa * sb;
+        // rows past M read row M - 1's scales (their stores are masked)
+        const long kb_n = K / SCALE_BLOCK;
+        const float *sb_t = scale_b + (long)(block_n / SCALE_BLOCK) * kb_n;
+        const int r0 = m_lo < M ? m_lo : M - 1, r1 = m_lo + 8 < M ? m_lo + 8 : M - 1;
+        gemm_acc_t part;
+        for (int t = 0; t < k_tiles; ++t) {
+            const int s = t % STAGES;
+            // the scales first: their loads overlap the wait and the multiply
+            const float s_b = hk_global_load_f32(sb_t + t);
+            const float s0 = hk_global_load_f32(scale_a + (long)t * M + r0) * s_b;
+            const float s1 = hk_global_load_f32(scale_a + (long)t * M + r1) * s_b;
+            hk_mbar_wait(hk_lds, full_bar(s), (t / STAGES) & 1);
+            gemm_wgmma_stage<false>(hk_lds, s * LDS_STAGE_BYTES, c, part);
+            hk_wgmma_wait<0>();
+            // k-tile t's wgmma group is complete: its stage goes back to the producer
+            if (lane == 0)
+                hk_mbar_arrive(hk_lds, empty_bar(s));
+            gemm_fence_acc(part); // part's reads stay below the wait
+#pragma unroll
+            for (int i = 0; i < TILE_N / 8; ++i) {
+                acc[4 * i] += part[4 * i] * s0;
+                acc[4 * i + 1] += part[4 * i + 1] * s0;
+                acc[4 * i + 2] += part[4 * i + 2] * s1;
+                acc[4 * i + 3] += part[4 * i + 3] * s1;
+            }
+        }
+    } else {
+        for (int t = 0; t < k_tiles; ++t) {
+            const int s = t % STAGES;
+            hk_mbar_wait(hk_lds, full_bar(s), (t / STAGES) & 1);
+            gemm_wgmma_stage<true>(hk_lds, s * LDS_STAGE_BYTES, c, acc);
+            hk_wgmma_wait<1>();
+            // k-tile t-1's wgmma group is complete: its stage goes back to the producer
+            if (t > 0 && lane == 0)
+                hk_mbar_arrive(hk_lds, empty_bar((t - 1) % STAGES));
+        }
+        hk_wgmma_wait<0>();
+    }
+
+    // epilogue: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8
+    // tile i in acc[4i..4i+3] (g = lane / 4, t = lane % 4: columns 2t, 2t+1);
+    // tensor and row scales applied here
+    const float s_t = SCALE_MODE == 0 ? hk_global_load_f32(scale_a) * hk_global_load_f32(scale_b) : 1.0f;
+    float s_m[2] = {s_t, s_t};
+    if (SCALE_MODE == 1) {
+        s_m[0] = m_lo < M ? hk_global_load_f32(scale_a + m_lo) : 0.0f;
+        s_m[1] = m_lo + 8 < M ? hk_global_load_f32(scale_a + m_lo + 8) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < TILE_N / 8; ++i) {
+        const int n = block_n + i * 8 + (lane & 3) * 2;
+        float s_lo = 1.0f, s_hi = 1.0f;
+        if (SCALE_MODE == 1) {
+            s_lo = n < N ? hk_global_load_f32(scale_b + n) : 0.0f;
+            s_hi = n + 1 < N ? hk_global_load_f32(scale_b + n + 1) : 0.0f;
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            gemm_store_pair(C, ldc, m_lo + h * 8, n, M, N, vec_c, acc[4 * i + 2 * h] * s_m[h] * s_lo,
+                            acc[4 * i + 2 * h + 1] * s_m[h] * s_hi);
+    }
 }
 ]hkm_output_end()
