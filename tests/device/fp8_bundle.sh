@@ -31,9 +31,14 @@ OUT=${OUT:-.}
 mkdir -p "$OUT"
 nvidia-smi -L
 cat=$(ls -d cat_* | head -1)
-# numerics first, on their own (a hung kernel costs only this part), then the benchmarks
-timeout 22 python3 fp8_bench.py "$cat" --no-bench 2>&1 | tail -25
-timeout 32 python3 fp8_bench.py "$cat"EXTRA --no-numerics 2>&1 | tail -45
+if [ -z "EXTRA" ]; then
+  # numerics, then the benchmarks, in one process
+  timeout ${FP8_TIMEOUT:-42} python3 fp8_bench.py "$cat" 2>&1 | tail -60
+else
+  # numerics first, on their own (a hung kernel costs only this part), then the benchmarks
+  timeout 22 python3 fp8_bench.py "$cat" --no-bench 2>&1 | tail -25
+  timeout 32 python3 fp8_bench.py "$cat"EXTRA --no-numerics 2>&1 | tail -45
+fi
 EOR
-sed -i "s|EXTRA|$extra|" "$b/run.sh"
+sed -i "s|EXTRA|${extra# }|" "$b/run.sh"
 du -sh "$b"
