@@ -77,7 +77,7 @@ static const tgt_info tgt_table[] = {
      &tgt_mem_cdna4, &tgt_rates_cdna4},
     /* shared memory per block with the opt-in limit; 228 KiB per SM, of
        which each resident block reserves 1 KiB; 64K registers per SM */
-    {"sm_90a", "sm90", "hk_sm90.h", "H100/H200", TGT_WGMMA | TGT_TMA, 32, 232448, 233472, 65536, 256, 64, 32,
+    {"sm_90a", "sm90", "hk_sm90.h", "H100/H200", TGT_WGMMA | TGT_TMA | TGT_FP8_OCP, 32, 232448, 233472, 65536, 256, 64, 32,
      4, 1024, TGT_CUDA_GRID, 0, 90, 0, 0, "nvcc", {"HGMMA", "HMMA", NULL}, TGT_PARTS(tgt_parts_sm90),
      NULL, NULL},
 };

@@ -16,7 +16,7 @@
 #define TGT_LDS_DMA (1u << 4)   /* direct global-to-LDS loads of 16 bytes */
 #define TGT_CVT_PK_BF16 (1u << 5) /* a packed fp32 -> bf16 conversion instruction */
 #define TGT_FP8_FNUZ (1u << 6)  /* fp8 conversions and MFMA on E4M3FNUZ/E5M2FNUZ (docs/FP8.md) */
-#define TGT_FP8_OCP (1u << 7)   /* the same on the OCP formats E4M3FN/E5M2 */
+#define TGT_FP8_OCP (1u << 7)   /* the same on the OCP formats E4M3FN/E5M2 (sm_90a: wgmma e4m3/e5m2) */
 
 /* How the LDS serves one wave's access and how global memory is cached, as
    the emulator's statistics (hkgen test --stats) count them. A ds_read or

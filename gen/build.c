@@ -360,7 +360,8 @@ static void bd_json_selection(jw_t *w, const op_inst *k) {
   for (int i = 0; i < k->op->nparams; i++) {
     const op_param *p = &k->op->params[i];
     int one_choice = p->type == OP_ENUM && p->choices[0] && !p->choices[1];
-    if ((one_choice || op_is_feature(k->op, p->name)) && !op_is_tuning(k->op, p->name))
+    if ((one_choice || op_is_feature(k->op, p->name) || op_is_omissible(k->op, p->name)) &&
+        !op_is_tuning(k->op, p->name))
       jw_kstr(w, p->name, p->def);
   }
   jw_end_obj(w);

@@ -112,8 +112,11 @@ static void ex_params(const op_inst *k, int runtime, char *out, size_t n) {
   out[0] = 0;
   for (int i = 0; i < k->op->nparams; i++) {
     int any = !strcmp(k->vals[i], OP_ANY);
-    /* dtype, and features at their default (as in the kernel name) */
-    if (any != runtime || !strcmp(k->op->params[i].name, "dtype") || op_feature_off(k, i)) continue;
+    /* dtype only where it is not the usual bf16 (gemm's fp8); features at
+       their default (as in the kernel name) */
+    if (any != runtime || (!strcmp(k->op->params[i].name, "dtype") && !strcmp(k->vals[i], "bf16")) ||
+        op_feature_off(k, i))
+      continue;
     int w = runtime ? snprintf(out + used, n - used, "%s%s", used ? "," : "", k->op->params[i].name)
                     : snprintf(out + used, n - used, "%s%s=%s", used ? " " : "", k->op->params[i].name, k->vals[i]);
     if (w < 0 || (size_t)w >= n - used) break;

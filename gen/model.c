@@ -11,7 +11,7 @@
 
 static const char *const model_keys[] = {"name", "hidden", "heads_q", "heads_k", "head_dim",
                                          "ffn", "tp", "rope_theta", "causal", "target",
-                                         "norm", "eps", "training", "serving"};
+                                         "norm", "eps", "training", "serving", "dtype", "scale"};
 #define MODEL_NKEYS (sizeof model_keys / sizeof model_keys[0])
 
 typedef struct {
@@ -241,12 +241,66 @@ static void model_attn(const yt_node *m, const char *base, const yt_node *target
   }
 }
 
+/* The projections' `dtype' (bf16, or fp8_e4m3 / fp8_e5m2: that format in
+   each target's own encoding, as attn_decode's kv_dtype) and `scale' (the
+   fp8 scale mode, checked by gemm's schema). 0, or -1 after an error. */
+static int model_dtype(model_ctx *c, const yt_node *m, int *fp8) {
+  const yt_node *dt = yt_map_get(m, "dtype"), *sc = yt_map_get(m, "scale");
+  *fp8 = 0;
+  if (dt && (dt->kind != YT_SCALAR || (strcmp(dt->value, "bf16") && strcmp(dt->value, "fp8_e4m3") &&
+                                       strcmp(dt->value, "fp8_e5m2")))) {
+    diag_error(c->file, dt->line, dt->col,
+               "model 'dtype' (of the projections) must be bf16, fp8_e4m3 or fp8_e5m2 (each target's own "
+               "fp8 encoding; got '%s')", dt->kind == YT_SCALAR ? dt->value : "?");
+    c->errors++;
+    return -1;
+  }
+  *fp8 = dt && strcmp(dt->value, "bf16");
+  if (*fp8 && !sc) {
+    diag_error(c->file, dt->line, dt->col, "model dtype %s needs 'scale': tensor, row or block", dt->value);
+    c->errors++;
+    return -1;
+  }
+  if (sc && !*fp8) {
+    diag_error(c->file, sc->line, sc->col, "model 'scale' is for fp8 projections (dtype fp8_e4m3 or fp8_e5m2)");
+    c->errors++;
+    return -1;
+  }
+  return 0;
+}
+
+/* One projection GEMM, N x K, M (tokens) at run time. fp8: an entry per
+   encoding, OCP (gfx950, sm_90a) and FNUZ (gfx942), each left out on the
+   targets without it (model_entry_needs). */
+static void model_gemm(const yt_node *m, const char *nm, const yt_node *target, long N, long K, int fp8,
+                       yt_node ***out, size_t *n) {
+  const yt_node *dt = yt_map_get(m, "dtype"), *sc = yt_map_get(m, "scale");
+  for (int fnuz = 0; fnuz <= fp8; fnuz++) {
+    yt_node *e = model_entry(m, "gemm", nm, target);
+    model_set_int(e, "N", N);
+    model_set_int(e, "K", K);
+    if (fp8) {
+      char v[32];
+      snprintf(v, sizeof v, "%s%s", dt->value, fnuz ? "_fnuz" : "");
+      model_set(e, "dtype", v);
+      model_set_at(e, "scale", sc);
+    }
+    model_add(out, n, e);
+  }
+}
+
 /* attn_bwd, attn_decode and the serving prefill (varlen) have no sm_90a kernel yet: a
    model's such kernels go to its AMD targets only (the spec reader drops the
-   others, and the entry when none is left). */
+   others, and the entry when none is left); fp8 projections go to the
+   targets with their encoding. */
 unsigned model_entry_needs(const yt_node *entry) {
   const yt_node *op = yt_map_get(entry, "op");
   if (!op || op->kind != YT_SCALAR) return 0;
+  const yt_node *dt = yt_map_get(entry, "dtype");
+  if (!strcmp(op->value, "gemm") && dt && dt->kind == YT_SCALAR && !strncmp(dt->value, "fp8_", 4)) {
+    size_t l = strlen(dt->value);
+    return l > 5 && !strcmp(dt->value + l - 5, "_fnuz") ? TGT_FP8_FNUZ : TGT_FP8_OCP;
+  }
   if (!strcmp(op->value, "attn_bwd") || !strcmp(op->value, "attn_decode")) return TGT_AMD;
   return !strcmp(op->value, "attn_fwd") && yt_map_get(entry, "varlen") ? TGT_AMD : 0;
 }
@@ -284,6 +338,8 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
     c->errors++;
   }
   int serving_ok = serving && model_serving_ok(c, serving); /* once, not per degree */
+  int fp8;
+  if (model_dtype(c, m, &fp8) < 0) return;
   size_t ntp = tpn ? (tpn->kind == YT_SEQ ? tpn->n : 1) : 1;
   for (size_t t = 0; t < ntp; t++) {
     const yt_node *tv = !tpn ? NULL : tpn->kind == YT_SEQ ? tpn->items[t] : tpn;
@@ -303,10 +359,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
         {"gate_up", 2 * ffn / tp, hidden},      {"down", hidden, ffn / tp}};
     for (size_t g = 0; g < 4; g++) {
       snprintf(nm, sizeof nm, "%s_%s", base, gemms[g].suffix);
-      yt_node *e = model_entry(m, "gemm", nm, target);
-      model_set_int(e, "N", gemms[g].N);
-      model_set_int(e, "K", gemms[g].K);
-      model_add(out, n, e);
+      model_gemm(m, nm, target, gemms[g].N, gemms[g].K, fp8, out, n);
     }
     model_attn(m, base, target, training, d, hq_r, hk_r, out, n);
     snprintf(nm, sizeof nm, "%s_rope", base);

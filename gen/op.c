@@ -246,6 +246,12 @@ int op_is_tuning(const op_desc *op, const char *name) {
   return 0;
 }
 
+int op_is_omissible(const op_desc *op, const char *name) {
+  for (int i = 0; op->omissible && op->omissible[i]; i++)
+    if (!strcmp(op->omissible[i], name)) return 1;
+  return 0;
+}
+
 int op_is_feature(const op_desc *op, const char *name) {
   for (int i = 0; op->features && op->features[i]; i++)
     if (!strcmp(op->features[i], name)) return 1;

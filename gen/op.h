@@ -137,6 +137,10 @@ typedef struct op_desc {
   const char *name;
   const char *doc;
   const char *skeleton; /* templates/<skeleton> */
+  /* Optional: the skeleton of kernel k when a variant has its own file
+     (gemm's fp8 kernels: gemm_fp8.hip.m4); NULL: .skeleton. The family's
+     <name>.<family>.hip.m4 is looked for the same way. */
+  const char *(*skeleton_of)(const struct op_inst *k);
   const op_param *params;
   int nparams;
   /* Parameters that tune a kernel without changing its result: a problem
@@ -147,6 +151,10 @@ typedef struct op_desc {
      bindings, so that a feature added later leaves the kernels that do not
      use it as they were; a problem may leave them out (meaning the default). */
   const char *const *features;
+  /* Other parameters a problem may leave out, meaning the schema's default
+     (NULL-terminated, or NULL): gemm's dtype, bf16, from when it had no
+     other value, so that problems written then still select. */
+  const char *const *omissible;
   /* Constraints across parameters: write a message and return -1 when the
      values cannot form a kernel. */
   int (*check)(const op_inst *k, char *msg, size_t n);
@@ -186,6 +194,7 @@ long op_tune(const op_plan *p, const char *name);
 void op_plan_check(op_plan *p, const char *rule, const char *why);
 int op_is_tuning(const struct op_desc *op, const char *name);
 int op_is_feature(const struct op_desc *op, const char *name);
+int op_is_omissible(const struct op_desc *op, const char *name);
 /* Parameter i of k is a feature at its default (op_desc.features). */
 int op_feature_off(const op_inst *k, int i);
 

@@ -2,7 +2,11 @@
    fp32 accumulation, bf16 output. Skeletons: templates/gemm.hip.m4 (AMD),
    templates/gemm.sm90.hip.m4 (sm_90a). Small and short shapes: split_k
    (both) and persistent blocks (sm_90a), and on sm_90a a cost model that
-   hkrt_select ranks kernels by (gemm_plan_cost). */
+   hkrt_select ranks kernels by (gemm_plan_cost).
+   fp8 GEMM (dtype fp8_*, layout nt): A and B fp8 codes dequantised by scale
+   tensors (per tensor, per row of A and column of B, or DeepSeek-V3's 1x128
+   and 128x128 blocks), fp32 accumulation, bf16 or fp32 output. Skeletons:
+   templates/gemm_fp8.hip.m4 and gemm_fp8.sm90.hip.m4 (docs/FP8.md). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +17,9 @@
 #include "op.h"
 #include "target.h"
 
-static const char *const gemm_dtypes[] = {"bf16", NULL};
+static const char *const gemm_dtypes[] = {"bf16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3_fnuz", "fp8_e5m2_fnuz", NULL};
+static const char *const gemm_scales[] = {"none", "tensor", "row", "block", NULL};
+static const char *const gemm_outs[] = {"bf16", "f32", NULL};
 static const char *const gemm_layouts[] = {"nt", "nn", NULL};
 static const char *const gemm_tiles[] = {"64", "128", "256", NULL};
 
@@ -24,7 +30,9 @@ static const char *const gemm_tiles[] = {"64", "128", "256", NULL};
   {n, OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, n, d}
 
 static const op_param gemm_params[] = {
-    {"dtype", OP_ENUM, gemm_dtypes, 0, 0, "bf16", 0, "", "element type of A, B and C"},
+    {"dtype", OP_ENUM, gemm_dtypes, 0, 0, "bf16", 0, "",
+     "element type of A and B (and of C for bf16): bf16; fp8_e4m3, fp8_e5m2 (OCP: gfx950, sm_90a); "
+     "fp8_e4m3_fnuz, fp8_e5m2_fnuz (gfx942)"},
     {"layout", OP_ENUM, gemm_layouts, 0, 0, "nt", 0, "",
      "nt: C = A x B^T with B stored N x K; nn: C = A x B with B stored K x N (row-major)"},
     GEMM_DIM("M", "rows of A and C"),
@@ -47,10 +55,16 @@ static const op_param gemm_params[] = {
     {"stages", OP_INT, NULL, 0, GEMM_WGMMA_MAX_STAGES, "0", 0, "st",
      "shared-memory stages (sm_90a; 0: as many as fit); with 64-row tiles, few enough for two blocks per "
      "SM compile for two"},
+    {"scale", OP_ENUM, gemm_scales, 0, 0, "none", 0, "",
+     "fp8 dequantisation: tensor (scale_a, scale_b one float each), row (scale_a per row of A, scale_b per "
+     "row of B), block (scale_a per 1 x 128 block of A, scale_b per 128 x 128 block of B; K a multiple of "
+     "128); none for bf16"},
+    {"out", OP_ENUM, gemm_outs, 0, 0, "bf16", 0, "", "element type of C (f32: fp8 dtypes only)"},
 };
 
 static const char *const gemm_tuning[] = {"tile_m", "tile_n", "split_k", "persistent", "stream_k", "stages", NULL};
-static const char *const gemm_features[] = {"split_k", "persistent", "stream_k", "stages", NULL};
+static const char *const gemm_features[] = {"split_k", "persistent", "stream_k", "stages", "scale", "out", NULL};
+static const char *const gemm_omissible[] = {"dtype", NULL};
 
 #define GEMM_WGMMA_TILE_K 64 /* k per shared-memory stage: 128-byte rows of bf16 */
 
@@ -65,6 +79,76 @@ static int gemm_is_sched(const op_inst *k) {
 }
 /* A workspace and counters: split-K or stream-K. */
 static int gemm_has_ws(const op_inst *k) { return gemm_split(k) > 1 || op_int(k, "stream_k"); }
+
+/* ---- fp8 ------------------------------------------------------------------
+   A dtype's format: the tile headers' token and its encoding, which the
+   target table says a target has (TGT_FP8_OCP: gfx950, sm_90a;
+   TGT_FP8_FNUZ: gfx942). */
+typedef struct {
+  const char *dtype, *token;
+  int fnuz;
+} gemm_fp8_fmt;
+static const gemm_fp8_fmt gemm_fp8_fmts[] = {{"fp8_e4m3", "E4M3_OCP", 0},
+                                             {"fp8_e5m2", "E5M2_OCP", 0},
+                                             {"fp8_e4m3_fnuz", "E4M3_FNUZ", 1},
+                                             {"fp8_e5m2_fnuz", "E5M2_FNUZ", 1}};
+#define GEMM_FP8_BLOCK 128 /* the block scales' k (and B's n) extent */
+
+/* k's fp8 format, NULL for bf16. */
+static const gemm_fp8_fmt *gemm_fp8(const op_inst *k) {
+  for (size_t i = 0; i < sizeof gemm_fp8_fmts / sizeof gemm_fp8_fmts[0]; i++)
+    if (!strcmp(op_val(k, "dtype"), gemm_fp8_fmts[i].dtype)) return &gemm_fp8_fmts[i];
+  return NULL;
+}
+
+static int gemm_fp8_on(const char *target, int fnuz) {
+  return tgt_name_has(target, fnuz ? TGT_FP8_FNUZ : TGT_FP8_OCP);
+}
+
+static int gemm_scale_is(const op_inst *k, const char *mode) { return !strcmp(op_val(k, "scale"), mode); }
+
+/* The dtypes target has, as one line. */
+static void gemm_dtypes_on(const char *target, char *out, size_t n) {
+  int w = snprintf(out, n, "bf16");
+  for (size_t i = 0; i < sizeof gemm_fp8_fmts / sizeof gemm_fp8_fmts[0]; i++)
+    if (gemm_fp8_on(target, gemm_fp8_fmts[i].fnuz) && w > 0 && (size_t)w < n)
+      w += snprintf(out + w, n - (size_t)w, ", %s", gemm_fp8_fmts[i].dtype);
+}
+
+static int gemm_check_fp8(const op_inst *k, const gemm_fp8_fmt *f, char *msg, size_t n) {
+  char allowed[128];
+  gemm_dtypes_on(k->target, allowed, sizeof allowed);
+  if (!gemm_fp8_on(k->target, f->fnuz)) {
+    snprintf(msg, n, "dtype %s (%s) is not an fp8 format %s has; allowed there: %s", f->dtype, f->token,
+             k->target, allowed);
+    return -1;
+  }
+  if (gemm_scale_is(k, "none")) {
+    snprintf(msg, n, "dtype %s needs a scale mode; allowed: tensor, row, block", f->dtype);
+    return -1;
+  }
+  if (strcmp(op_val(k, "layout"), "nt")) {
+    snprintf(msg, n, "dtype %s needs layout nt (B stored N x K, k contiguous, as weights are); allowed: nt",
+             f->dtype);
+    return -1;
+  }
+  if (gemm_scale_is(k, "block") && !op_is_any(k, "K") && op_int(k, "K") % GEMM_FP8_BLOCK) {
+    snprintf(msg, n, "scale block needs K a multiple of %d (here %ld)", GEMM_FP8_BLOCK, op_int(k, "K"));
+    return -1;
+  }
+  /* AMD: 32 x 32 fp8 MFMA tiles, 4 wave columns */
+  if (!gemm_is_wgmma(k) && op_int(k, "tile_n") < 128) {
+    snprintf(msg, n, "dtype %s on %s needs tile_n 128 or 256 (wave tiles of whole 32 x 32 fp8 MFMAs)",
+             f->dtype, k->target);
+    return -1;
+  }
+  /* sm_90a block scales: two accumulators of tile_n / 2 floats a thread */
+  if (gemm_is_wgmma(k) && gemm_scale_is(k, "block") && op_int(k, "tile_n") > 128) {
+    snprintf(msg, n, "scale block on %s needs tile_n 64 or 128 (two accumulators per thread)", k->target);
+    return -1;
+  }
+  return 0;
+}
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
   if (gemm_is_sched(k) && strcmp(op_val(k, "dtype"), "bf16")) {
@@ -99,20 +183,61 @@ static int gemm_check(const op_inst *k, char *msg, size_t n) {
     snprintf(msg, n, "tile_m 256 needs an AMD target (here %s); allowed: 64, 128", k->target);
     return -1;
   }
+  const gemm_fp8_fmt *f = gemm_fp8(k);
+  if (f) return gemm_check_fp8(k, f, msg, n);
+  if (!gemm_scale_is(k, "none")) {
+    snprintf(msg, n, "scale %s is for fp8 dtypes; allowed for bf16: none", op_val(k, "scale"));
+    return -1;
+  }
+  if (strcmp(op_val(k, "out"), "bf16")) {
+    snprintf(msg, n, "out %s is for fp8 dtypes; allowed for bf16: bf16", op_val(k, "out"));
+    return -1;
+  }
   return 0;
 }
+
+static const char *gemm_skeleton_of(const op_inst *k) { return gemm_fp8(k) ? "gemm_fp8.hip.m4" : NULL; }
 
 /* The tensor map of matrix `tensor' (outer x inner bf16, leading dimension
    ld): boxes of box_inner x box_outer elements, 128-byte swizzle. */
 static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, const char *inner,
                       const char *outer, const char *ld, int box_inner, int box_outer);
 
+/* fp8: the scale tensors (float), and for row and block scales the shapes
+   the caller says they have (rows x columns, row-major), checked at launch
+   against the mode's (gemm_fp8_rules). */
+static void gemm_fp8_args(const op_inst *k, op_plan *p) {
+  op_arg_add(p->args, &p->nargs, "const float *", "scale_a");
+  op_arg_add(p->args, &p->nargs, "const float *", "scale_b");
+  if (gemm_scale_is(k, "tensor")) return;
+  static const char *const dims[] = {"scale_a_rows", "scale_a_cols", "scale_b_rows", "scale_b_cols"};
+  for (int i = 0; i < 4; i++) op_arg_add(p->args, &p->nargs, "int", dims[i]);
+}
+
+static void gemm_fp8_rules(const op_inst *k, op_plan *p) {
+  /* AMD reads scale_a's rows through a buffer: 32-bit byte offsets */
+  if (!gemm_is_wgmma(k) && !gemm_scale_is(k, "tensor"))
+    op_plan_check(p, "M <= 536870911", "scale row and block: M at most 2^29 - 1 (32-bit offsets into scale_a)");
+  if (gemm_scale_is(k, "row")) {
+    op_plan_check(p, "scale_a_rows == M && scale_a_cols == 1", "scale row: scale_a is M x 1 (one per row of A)");
+    op_plan_check(p, "scale_b_rows == N && scale_b_cols == 1", "scale row: scale_b is N x 1 (one per row of B)");
+  } else if (gemm_scale_is(k, "block")) {
+    op_plan_check(p, "K % 128 == 0", "scale block: K must be a multiple of 128");
+
+    op_plan_check(p, "scale_a_rows == K / 128 && scale_a_cols == M",
+                  "scale block: scale_a is K/128 x M (block kb of row m at kb * M + m)");
+    op_plan_check(p, "scale_b_rows == cdiv(N,128) && scale_b_cols == K / 128",
+                  "scale block: scale_b is cdiv(N,128) x K/128 (block nb, kb at nb * K/128 + kb)");
+  }
+}
+
 static void gemm_args(const op_inst *k, op_plan *p) {
   op_arg *a = p->args;
   int *n = &p->nargs;
-  op_arg_add(a, n, "const hk_bf16 *", "A");
-  op_arg_add(a, n, "const hk_bf16 *", "B");
-  op_arg_add(a, n, "hk_bf16 *", "C");
+  const int fp8 = gemm_fp8(k) != NULL;
+  op_arg_add(a, n, fp8 ? "const hk_fp8 *" : "const hk_bf16 *", "A");
+  op_arg_add(a, n, fp8 ? "const hk_fp8 *" : "const hk_bf16 *", "B");
+  op_arg_add(a, n, !strcmp(op_val(k, "out"), "f32") ? "float *" : "hk_bf16 *", "C");
   op_arg_add(a, n, "int", "lda");
   op_arg_add(a, n, "int", "ldb");
   op_arg_add(a, n, "int", "ldc");
@@ -125,6 +250,7 @@ static void gemm_args(const op_inst *k, op_plan *p) {
     op_arg_add(a, n, "int *", "counters");
     op_arg_add(a, n, "long", "counters_len");
   }
+  if (fp8) gemm_fp8_args(k, p);
   if (gemm_is_wgmma(k)) {
     /* A: boxes of k-tile x tile_m; B: nt k-tile x tile_n, nn 64 columns x k-tile */
     int tk = (int)op_tune(p, "tile_k");
@@ -144,7 +270,9 @@ static void gemm_args(const op_inst *k, op_plan *p) {
    warpgroup and one consumer warpgroup per 64 rows of the tile. */
 #define GEMM_WGMMA_STAGE_BUDGET (192 * 1024)
 static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
-  long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_WGMMA_TILE_K * 2;
+  /* 128-byte rows either way: 64 bf16 or 128 fp8 (one block scale's k) */
+  const long esize = gemm_fp8(k) ? 1 : 2, tk = GEMM_WGMMA_TILE_K * 2 / esize;
+  long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * tk * esize;
   long stages = GEMM_WGMMA_STAGE_BUDGET / stage;
   if (stages > GEMM_WGMMA_MAX_STAGES) stages = GEMM_WGMMA_MAX_STAGES;
   /* stages asked for (at most what fits): 64-row tiles whose blocks then fit
@@ -152,7 +280,7 @@ static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
      128 registers a thread for 256 threads) */
   long want = op_int(k, "stages");
   if (want && want < stages) stages = want;
-  op_plan_tune(p, "tile_k", GEMM_WGMMA_TILE_K);
+  op_plan_tune(p, "tile_k", tk);
   op_plan_tune(p, "stages", stages);
   op_plan_tune(p, "bar_bytes", 256);
   p->block = 128 + 2 * (int)op_int(k, "tile_m");
@@ -338,9 +466,32 @@ static void gemm_plan_split_amd(const op_inst *k, op_plan *p) {
   gemm_split_checks(k, p);
 }
 
+/* AMD fp8: the bf16 kernel's 2 x 4 waves and 128-byte LDS rows, here of
+   128 codes (one block scale's k), 32 x 32 x 16 fp8 MFMAs; two stages where
+   they fit (gfx950), else one (gfx942: 64 KiB is one 256 x 256 stage). */
+static void gemm_plan_amd_fp8(const op_inst *k, op_plan *p) {
+  const tgt_info *t = tgt_find(k->target);
+  long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * GEMM_FP8_BLOCK;
+  int stages = 2 * stage <= (long)t->lds_bytes ? 2 : 1;
+  op_plan_tune(p, "tile_k", GEMM_FP8_BLOCK);
+  op_plan_tune(p, "stages", stages);
+  /* direct global -> LDS loads (gfx950) where two stages fit: no staging
+     registers, which block scales' two accumulators need */
+  op_plan_tune(p, "lds_dma", tgt_has(t, TGT_LDS_DMA) && stages == 2);
+  op_plan_tune(p, "lds_bytes", t->lds_bytes);
+  op_plan_tune(p, "waves_m", 2);
+  op_plan_tune(p, "waves_n", 4);
+  op_plan_tune(p, "lds_swizzle_shift", t->mem && t->mem->banks > 32 ? 1 : 0);
+  op_plan_tune(p, "group_m", GEMM_AMD_GROUP_M);
+  op_plan_tune(p, "waves_per_simd", 2);
+  p->block = 64 * 2 * 4;
+}
+
 static void gemm_plan(const op_inst *k, op_plan *p) {
   if (gemm_is_wgmma(k)) gemm_plan_wgmma(k, p);
+  else if (gemm_fp8(k)) gemm_plan_amd_fp8(k, p);
   else gemm_plan_amd(k, p);
+  if (gemm_fp8(k)) op_plan_tune(p, "scale_block", GEMM_FP8_BLOCK);
   gemm_args(k, p);
   if (gemm_is_sched(k) && gemm_is_wgmma(k)) {
     gemm_plan_sched(k, p);
@@ -358,6 +509,7 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
      more must fit one */
   op_plan_check(p, "M <= 2147483391 && N <= 2147483391 && K <= 2147483391",
                 "M, N and K at most 2^31 - 257 (32-bit tile counts)");
+  if (gemm_fp8(k)) gemm_fp8_rules(k, p);
 }
 
 /* Problem sizes for `hkgen test`: tails in every dimension, K below one
@@ -367,6 +519,14 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
    dimensions keep their value. */
 static int gemm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const char *const dims[] = {"M", "N", "K"};
+  /* fp8: tails in M and N (and in K where the mode allows), K below a
+     k-tile of 128, and several k-tiles (the main loop's fast steps) and
+     256-wide tiles before the tails */
+  static const long fp8[][3] = {{100, 77, 93}, {1, 1, 1}, {130, 257, 200}, {300, 520, 520}};
+  static const long fp8_block[][3] = {{100, 77, 128}, {1, 1, 128}, {130, 257, 384}, {300, 520, 256}};
+  if (gemm_fp8(k))
+    return et_shapes_from_cases(k, dims, 3, gemm_scale_is(k, "block") ? &fp8_block[0][0] : &fp8[0][0], 4,
+                                NULL, out, max);
   static const long cases[][3] = {{100, 77, 93}, {1, 1, 1},    {17, 33, 45},
                                   {64, 64, 32},  {130, 257, 70}, {129, 64, 200},
                                   {300, 520, 264}};
@@ -460,7 +620,153 @@ static int gemm_split_after(et_ctx *c, const gemm_split_bufs *b) {
   return bad ? -1 : 0;
 }
 
+/* The value of fp8 code c of format f (docs/FP8.md's table): E4M3 bias 7
+   (OCP) or 8 (FNUZ), E5M2 bias 15 or 16; exponent field 0 is subnormal. */
+static double gemm_fp8_value(const gemm_fp8_fmt *f, unsigned c) {
+  const int e5 = f->token[1] == '5', mbits = e5 ? 2 : 3, bias = (e5 ? 15 : 7) + f->fnuz;
+  const int e = (int)(c >> mbits) & (e5 ? 31 : 15), m = (int)c & ((1 << mbits) - 1);
+  const double mag = e ? ldexp(1.0 + m / (double)(1 << mbits), e - bias) : ldexp(m / (double)(1 << mbits), 1 - bias);
+  return c & 0x80 ? -mag : mag;
+}
+
+/* A random finite code of magnitude about 2^-4 .. 2^2 (values of fp8 GEMM
+   inputs after quantisation), one in 16 subnormal or zero. */
+static unsigned char gemm_fp8_random(const gemm_fp8_fmt *f, et_ctx *c) {
+  const int e5 = f->token[1] == '5', mbits = e5 ? 2 : 3, bias = (e5 ? 15 : 7) + f->fnuz;
+  const unsigned r = (unsigned)et_rand(c);
+  const int e = r % 16 == 0 ? 0 : bias - 4 + (int)((r >> 4) % 7);
+  unsigned code = ((r >> 8) & 0x80u) | ((unsigned)e << mbits) | ((r >> 12) & ((1u << mbits) - 1));
+  return (unsigned char)(f->fnuz && code == 0x80 ? 0 : code); /* FNUZ: 0x80 is NaN */
+}
+
+/* A positive scale 2^-3 .. 2^3 with random mantissa bits (an fp32 value). */
+static float gemm_fp8_scale(et_ctx *c) { return (float)ldexp(1.0 + et_uniform(c), (int)(et_rand(c) % 7) - 4); }
+
+typedef struct {
+  float *sa, *sb;
+  long sa_n, sb_n;
+  int rows[4]; /* scale_a_rows, scale_a_cols, scale_b_rows, scale_b_cols */
+} gemm_scales_t;
+
+/* Scale tensors of k's mode for an M x N x K problem. */
+static void gemm_fp8_make_scales(const op_inst *k, et_ctx *c, long M, long N, long K, gemm_scales_t *s) {
+  const long kb = K / GEMM_FP8_BLOCK, nb = (N + GEMM_FP8_BLOCK - 1) / GEMM_FP8_BLOCK;
+  if (gemm_scale_is(k, "tensor")) s->sa_n = s->sb_n = 1;
+  int rows = gemm_scale_is(k, "row");
+  if (!gemm_scale_is(k, "tensor")) {
+    s->sa_n = rows ? M : kb * M;
+    s->sb_n = rows ? N : nb * kb;
+    const int d[4] = {rows ? (int)M : (int)kb, rows ? 1 : (int)M, rows ? (int)N : (int)nb, rows ? 1 : (int)kb};
+    memcpy(s->rows, d, sizeof d);
+  }
+  s->sa = malloc((size_t)s->sa_n * sizeof *s->sa);
+  s->sb = malloc((size_t)s->sb_n * sizeof *s->sb);
+  for (long i = 0; i < s->sa_n; i++) s->sa[i] = gemm_fp8_scale(c);
+  for (long i = 0; i < s->sb_n; i++) s->sb[i] = gemm_fp8_scale(c);
+}
+
+/* The scales of A[m][q] and B[n][q]. */
+static double gemm_fp8_sa(const op_inst *k, const gemm_scales_t *s, long M, long m, long q) {
+  if (gemm_scale_is(k, "tensor")) return s->sa[0];
+  if (gemm_scale_is(k, "row")) return s->sa[m];
+  return s->sa[(q / GEMM_FP8_BLOCK) * M + m];
+}
+static double gemm_fp8_sb(const op_inst *k, const gemm_scales_t *s, long K, long n, long q) {
+  if (gemm_scale_is(k, "tensor")) return s->sb[0];
+  if (gemm_scale_is(k, "row")) return s->sb[n];
+  return s->sb[(n / GEMM_FP8_BLOCK) * (K / GEMM_FP8_BLOCK) + q / GEMM_FP8_BLOCK];
+}
+
+static void gemm_fp8_set_scales(const op_inst *k, et_ctx *c, const gemm_scales_t *s) {
+  void *sa = et_alloc(c, (size_t)s->sa_n * 4), *sb = et_alloc(c, (size_t)s->sb_n * 4);
+  et_upload(c, sa, s->sa, (size_t)s->sa_n * 4);
+  et_upload(c, sb, s->sb, (size_t)s->sb_n * 4);
+  et_arg_ptr(c, "scale_a", sa);
+  et_arg_ptr(c, "scale_b", sb);
+  static const char *const dims[] = {"scale_a_rows", "scale_a_cols", "scale_b_rows", "scale_b_cols"};
+  if (!gemm_scale_is(k, "tensor"))
+    for (int i = 0; i < 4; i++) et_arg_int(c, dims[i], s->rows[i]);
+}
+
+/* fp8: C = dequantised A x dequantised B^T against fp64. Leading dimensions
+   of A and B: K rounded up to 16 (16-byte rows: the fast loads), by chance 16
+   more, or one in three K + 3 (the element-wise path); C's N + 5, poisoned
+   (NaN) to catch stray writes. */
+static int gemm_emu_run_fp8(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+  const gemm_fp8_fmt *f = gemm_fp8(k);
+  long M = shape[op_param_index(k->op, "M")], N = shape[op_param_index(k->op, "N")],
+       K = shape[op_param_index(k->op, "K")];
+  const int f32 = !strcmp(op_val(k, "out"), "f32"), esz = f32 ? 4 : 2;
+  const long k16 = (K + 15) / 16 * 16;
+  const int odd = et_rand(c) % 3 == 0;
+  long lda = odd ? K + 3 : k16 + (et_rand(c) % 2 ? 16 : 0), ldb = odd ? K + 3 : k16 + (et_rand(c) % 2 ? 16 : 0);
+  long ldc = N + 5;
+  unsigned char *hA = malloc((size_t)(M * lda)), *hB = malloc((size_t)(N * ldb));
+  for (long i = 0; i < M * lda; i++) hA[i] = gemm_fp8_random(f, c);
+  for (long i = 0; i < N * ldb; i++) hB[i] = gemm_fp8_random(f, c);
+  gemm_scales_t sc = {0};
+  gemm_fp8_make_scales(k, c, M, N, K, &sc);
+  unsigned char *hC = malloc((size_t)(M * ldc * esz));
+  void *A = et_alloc(c, (size_t)(M * lda)), *B = et_alloc(c, (size_t)(N * ldb)), *C = et_alloc(c, (size_t)(M * ldc * esz));
+  memset(hC, 0xff, (size_t)(M * ldc * esz));
+  et_upload(c, C, hC, (size_t)(M * ldc * esz));
+  et_upload(c, A, hA, (size_t)(M * lda));
+  et_upload(c, B, hB, (size_t)(N * ldb));
+  et_arg_ptr(c, "A", A);
+  et_arg_ptr(c, "B", B);
+  et_arg_ptr(c, "C", C);
+  et_arg_int(c, "lda", lda);
+  et_arg_int(c, "ldb", ldb);
+  et_arg_int(c, "ldc", ldc);
+  static const char *const dims[] = {"M", "N", "K"};
+  long vals[] = {M, N, K};
+  for (int i = 0; i < 3; i++)
+    if (op_is_any(k, dims[i])) et_arg_int(c, dims[i], vals[i]);
+  gemm_fp8_set_scales(k, c, &sc);
+  int rc = et_launch(c);
+  if (rc == 0) {
+    et_download(c, hC, C, (size_t)(M * ldc * esz));
+    double *ref = malloc((size_t)(M * N) * sizeof *ref), *got = malloc((size_t)(M * N) * sizeof *got);
+    /* the dequantised inputs, once: the reference is then a plain fp64 product */
+    double *va = malloc((size_t)K * sizeof *va), *vb = malloc((size_t)(N * K) * sizeof *vb);
+    for (long j = 0; j < N; j++)
+      for (long q = 0; q < K; q++) vb[j * K + q] = gemm_fp8_value(f, hB[j * ldb + q]) * gemm_fp8_sb(k, &sc, K, j, q);
+    int outside = 0;
+    for (long i = 0; i < M; i++) {
+      for (long q = 0; q < K; q++) va[q] = gemm_fp8_value(f, hA[i * lda + q]) * gemm_fp8_sa(k, &sc, M, i, q);
+      for (long j = 0; j < N; j++) {
+        double s = 0;
+        for (long q = 0; q < K; q++) s += va[q] * vb[j * K + q];
+        ref[i * N + j] = s;
+        if (f32) {
+          float v;
+          memcpy(&v, hC + (i * ldc + j) * 4, 4);
+          got[i * N + j] = v;
+        } else {
+          unsigned short v;
+          memcpy(&v, hC + (i * ldc + j) * 2, 2);
+          got[i * N + j] = et_from_bf16(v);
+        }
+      }
+      for (long j = N * esz; j < ldc * esz; j++) outside |= hC[i * ldc * esz + j] != 0xff;
+    }
+    *err = outside ? INFINITY : et_rel_l2(ref, got, (size_t)(M * N));
+    if (outside) et_note(c, "wrote C outside its N columns");
+    free(ref);
+    free(got);
+    free(va);
+    free(vb);
+  }
+  free(hA);
+  free(hB);
+  free(hC);
+  free(sc.sa);
+  free(sc.sb);
+  return rc;
+}
+
 static int gemm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
+  if (gemm_fp8(k)) return gemm_emu_run_fp8(k, shape, c, err);
   long M = shape[op_param_index(k->op, "M")], N = shape[op_param_index(k->op, "N")],
        K = shape[op_param_index(k->op, "K")];
   int nt = !strcmp(op_val(k, "layout"), "nt");
@@ -527,6 +833,10 @@ static void gemm_tmap(op_arg *a, int *n, const char *name, const char *tensor, c
    and CDNA4: 256 x 256 (8 waves of 128 x 64, as HipKittens); gfx90a keeps
    128 x 128. */
 static const char *gemm_target_default(const op_inst *k, const char *param) {
+  /* fp8 block scales: two accumulators, so 128 x 128 tiles (sm_90a:
+     gemm_check_fp8; AMD: 256-row tiles spill at 2 waves per SIMD) */
+  if (gemm_fp8(k) && gemm_scale_is(k, "block") && (!strcmp(param, "tile_n") || !strcmp(param, "tile_m")))
+    return "128";
   if (gemm_is_wgmma(k)) return !strcmp(param, "tile_n") ? "256" : NULL;
   if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950")) return NULL;
   return !strcmp(param, "tile_m") || !strcmp(param, "tile_n") ? "256" : NULL;
@@ -542,20 +852,23 @@ static int gemm_work(const op_inst *k, const long *shape, op_work *w, char *msg,
   double tm = (double)op_int(k, "tile_m"), tn = (double)op_int(k, "tile_n");
   w->flops = 2 * M * N * K;
   w->mma_flops = 2 * ceil(M / tm) * tm * ceil(N / tn) * tn * K;
-  w->bytes = 2 * (M * K + N * K + M * N);
+  const double esz = gemm_fp8(k) ? 1 : 2, csz = !strcmp(op_val(k, "out"), "f32") ? 4 : 2;
+  w->bytes = esz * (M * K + N * K) + csz * M * N;
   w->trips = 0;
   return 0;
 }
 
 const op_desc op_gemm = {
     .name = "gemm",
-    .doc = "bf16 GEMM with fp32 accumulation: C[M][N] = A[M][K] x B (B^T for layout nt)",
+    .doc = "bf16 or scaled fp8 GEMM with fp32 accumulation: C[M][N] = A[M][K] x B (B^T for layout nt)",
     .skeleton = "gemm.hip.m4",
+    .skeleton_of = gemm_skeleton_of,
     .params = gemm_params,
     .nparams = (int)(sizeof gemm_params / sizeof gemm_params[0]),
     .check = gemm_check,
     .tuning = gemm_tuning,
     .features = gemm_features,
+    .omissible = gemm_omissible,
     .plan = gemm_plan,
     .emu_shapes = gemm_emu_shapes,
     .emu_run = gemm_emu_run,

@@ -296,19 +296,22 @@ static void skel_report_m4(const char *err, const op_inst *k, const char *copy_d
   free(copy);
 }
 
-/* <op>.<family>.hip.m4 when the family has its own skeleton, else the op's. */
+/* <op>.<family>.hip.m4 when the family has its own skeleton, else the op's
+   (or the variant's, op_desc.skeleton_of). */
 char *skel_skeleton_for(const char *tpldir, const op_inst *k) {
   const tgt_info *t = tgt_find(k->target);
-  const char *dot = strchr(k->op->skeleton, '.');
+  const char *skel = k->op->skeleton_of ? k->op->skeleton_of(k) : NULL;
+  if (!skel) skel = k->op->skeleton;
+  const char *dot = strchr(skel, '.');
   if (t && dot) {
-    char *name = xasprintf("%.*s.%s%s", (int)(dot - k->op->skeleton), k->op->skeleton, t->arch, dot);
+    char *name = xasprintf("%.*s.%s%s", (int)(dot - skel), skel, t->arch, dot);
     char *path = fs_join(tpldir, name);
     int have = fs_exists(path);
     free(path);
     if (have) return name;
     free(name);
   }
-  return xstrdup(k->op->skeleton);
+  return xstrdup(skel);
 }
 
 /* Hashes one template file into s (its name first, so moves count). */

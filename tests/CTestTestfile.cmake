@@ -120,6 +120,9 @@ foreach(t gfx90a gfx942 gfx950)
 endforeach()
 add_test(emu_stats_report sh emu/stats.sh)
 set_tests_properties(emu_stats_report PROPERTIES TIMEOUT 120 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+# fp8 GEMM on the emulator: every scale mode on gfx942 and gfx950, launch errors
+add_test(emu_gemm_fp8 sh emu/gemm_fp8.sh)
+set_tests_properties(emu_gemm_fp8 PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
 add_test(emu_kernels_gfx90a sh emu/kernels.sh gfx90a)
 set_tests_properties(emu_kernels_gfx90a PROPERTIES TIMEOUT 300 LABELS "emu" COST 60 ENVIRONMENT "${HK_ENV}")
 add_test(emu_kernels_gfx942 sh emu/kernels.sh gfx942)
@@ -200,6 +203,8 @@ set_tests_properties(build_attn_bwd PROPERTIES TIMEOUT 600 LABELS "build" ENVIRO
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
 add_test(build_attn sh pipeline/build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
+add_test(build_gemm_fp8 sh pipeline/build_gemm_fp8.sh)
+set_tests_properties(build_gemm_fp8 PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_sm90 sh pipeline/build_sm90.sh)
 set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 # sm_90a GEMM split-K and persistent kernels: build, manifest, launch rules, cost model.

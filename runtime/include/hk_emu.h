@@ -81,6 +81,7 @@ extern "C" __attribute__((visibility("default"))) const unsigned hkemu_abi_versi
 
 /* ---- types (as in hk_cdna.h) ----------------------------------------------- */
 typedef unsigned short hk_bf16;
+typedef unsigned char hk_fp8;
 typedef unsigned short hk_bf16x4 __attribute__((ext_vector_type(4)));
 typedef unsigned short hk_bf16x8 __attribute__((ext_vector_type(8)));
 typedef unsigned int hk_u32x2 __attribute__((ext_vector_type(2)));
@@ -281,6 +282,23 @@ HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p, HK_EMU_SITE)
     hk_u32x4 v;
     hk_emu_load_raw(&v, p, 16);
     HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 16u);
+    return v;
+}
+HK_DEVICE hk_u32x4 hk_global_load_u8x16(const hk_fp8 *p, int n_valid, bool vec_ok, HK_EMU_SITE)
+{
+    hk_u32x4 v = {0, 0, 0, 0};
+    if (vec_ok && n_valid >= 16) {
+        hkemu_check_global(p, 16, 0);
+        HK_EMU_NOTE(HKEMU_GLOBAL_READ, p, 16u);
+        memcpy(&v, p, 16);
+        return v;
+    }
+    for (int j = 0; j < 16; ++j)
+        if (j < n_valid) {
+            hkemu_check_global(p + j, 1, 0);
+            HK_EMU_NOTE(HKEMU_GLOBAL_READ, p + j, 1u);
+            v[j / 4] |= (unsigned)p[j] << (8 * (j % 4));
+        }
     return v;
 }
 

@@ -245,7 +245,7 @@ static const struct {
 static const struct {
   const char *type;
   unsigned align;
-} hkrt_elems[] = {{"hk_bf16", 2}, {"hk_f16", 2}, {"float", 4}, {"int", 4},
+} hkrt_elems[] = {{"hk_bf16", 2}, {"hk_f16", 2}, {"hk_fp8", 1}, {"float", 4}, {"int", 4},
                   {"unsigned", 4}, {"long", 8},  {"double", 8}, {"void", 1}};
 
 /* "const hk_bf16 *" -> element alignment 2; 0 when not a known pointer. */

@@ -283,6 +283,7 @@ static hkrt_status gpu_sync(void *dev) {
 
 /* cuda.h's enumerators, as the driver ABI fixes them */
 enum {
+  GPU_TMAP_UINT8 = 0,
   GPU_TMAP_BF16 = 9,
   GPU_TMAP_INTERLEAVE_NONE = 0,
   GPU_TMAP_L2_256B = 3,
@@ -308,7 +309,9 @@ static hkrt_status gpu_tensor_map_cuda(void *dev, void *out, const hkrt_tmap_req
   if (r->rank < 2 || r->rank > HKRT_TMAP_MAX_RANK)
     return hkrt_fail(HKRT_ERR_ARG, "tensor map: rank %u (allowed: 2 to %d)", r->rank, HKRT_TMAP_MAX_RANK);
   const unsigned elem[HKRT_TMAP_MAX_RANK] = {1, 1, 1, 1};
-  gpu_res e = g->tmap_encode(out, GPU_TMAP_BF16, r->rank, (void *)r->ptr, r->dims, r->strides, r->box, elem,
+  if (r->elem_bytes != 1 && r->elem_bytes != 2)
+    return hkrt_fail(HKRT_ERR_ARG, "tensor map: elements of %u bytes (allowed: 1, 2)", r->elem_bytes);
+  gpu_res e = g->tmap_encode(out, r->elem_bytes == 1 ? GPU_TMAP_UINT8 : GPU_TMAP_BF16, r->rank, (void *)r->ptr, r->dims, r->strides, r->box, elem,
                              GPU_TMAP_INTERLEAVE_NONE, sw, GPU_TMAP_L2_256B, GPU_TMAP_OOB_ZERO);
   if (e) {
     char what[256];

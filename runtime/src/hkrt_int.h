@@ -16,9 +16,10 @@ HKRT_LOCAL hkrt_status hkrt_fail(hkrt_status status, const char *fmt, ...)
 /* The backend a device was opened with (catalog.c). */
 HKRT_LOCAL hkrt_backend hkrt_device_backend(const hkrt_device *dev);
 
-/* A tensor map request: a bf16 tensor of rank 2..HKRT_TMAP_MAX_RANK, dims[0]
-   contiguous, dimension i >= 1 strides[i - 1] bytes apart, copied in boxes of
-   box[i] elements per dimension; swizzle in bytes (0, 32, 64, 128). */
+/* A tensor map request: a tensor of rank 2..HKRT_TMAP_MAX_RANK with elements
+   of elem_bytes (2: bf16, 1: fp8 codes), dims[0] contiguous, dimension i >= 1
+   strides[i - 1] bytes apart, copied in boxes of box[i] elements per
+   dimension; swizzle in bytes (0, 32, 64, 128). */
 #define HKRT_TMAP_MAX_RANK 4
 typedef struct {
   const void *ptr;
@@ -26,6 +27,7 @@ typedef struct {
   unsigned long long dims[HKRT_TMAP_MAX_RANK], strides[HKRT_TMAP_MAX_RANK - 1];
   unsigned box[HKRT_TMAP_MAX_RANK];
   unsigned swizzle;
+  unsigned elem_bytes;
 } hkrt_tmap_req;
 
 /* A backend: one file implements this table (emu.c via hkrt.c, gpu.c for

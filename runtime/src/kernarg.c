@@ -249,7 +249,7 @@ static hkrt_status hkrt_pack_tmaps(const hkrt_pack *p) {
     if (a->cls != HKRT_KA_TMAP) continue;
     const hkrt_tmap_recipe *r = &a->tmap;
     const hkrt_karg *t = hkrt_kernel_karg(p->k, r->tensor);
-    hkrt_tmap_req q = {.rank = r->rank, .swizzle = r->swizzle};
+    hkrt_tmap_req q = {.rank = r->rank, .swizzle = r->swizzle, .elem_bytes = t->elem_align};
     memcpy(&q.ptr, p->buf + t->offset, sizeof q.ptr);
     int usable = (uintptr_t)q.ptr % 16 == 0;
     for (unsigned j = 0; j < r->rank; j++) {

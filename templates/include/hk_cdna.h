@@ -43,6 +43,8 @@
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
  *   hk_global_load_b32/b64/b128  load 4/8/16 raw bytes from global (naturally aligned), e.g. fp8 codes
+ *   hk_global_load_u8x16(p, n_valid, vec_ok)  16 bytes (fp8 codes, hk_fp8) from global as a hk_u32x4, bytes >= n_valid
+ *                             read as 0 (one 16-byte load when vec_ok, p 16-byte aligned, and n_valid >= 16)
  *   hk_fence_device()         device-wide (agent scope) fence: this work-item's global writes before, its reads after
  *   hk_atomic_add_i32(p, v)   *p += v on global memory, device scope, acquire-release; returns the old value
  *   hk_atomic_min_u32(p, v)   *p = min(*p, v) (unsigned) on global memory, device scope, relaxed; returns the old value
@@ -152,6 +154,7 @@
 
 /* ---- types --------------------------------------------------------------- */
 typedef unsigned short hk_bf16;                                         /* bf16 bit pattern */
+typedef unsigned char hk_fp8;                                           /* an fp8 code (docs/FP8.md) */
 typedef unsigned short hk_bf16x4 __attribute__((ext_vector_type(4)));  /* 8 bytes */
 typedef unsigned short hk_bf16x8 __attribute__((ext_vector_type(8)));  /* 16 bytes */
 typedef unsigned int hk_u32x2 __attribute__((ext_vector_type(2)));
@@ -284,6 +287,22 @@ HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
 HK_DEVICE unsigned hk_global_load_b32(const void *p) { return *(const unsigned *)p; }
 HK_DEVICE hk_u32x2 hk_global_load_b64(const void *p) { return *(const hk_u32x2 *)p; }
 HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p) { return *(const hk_u32x4 *)p; }
+HK_DEVICE hk_u32x4 hk_global_load_u8x16(const hk_fp8 *p, int n_valid, bool vec_ok)
+{
+    if (vec_ok && n_valid >= 16)
+        return *(const hk_u32x4 *)p;
+    hk_u32x4 v = {0, 0, 0, 0};
+    if (n_valid <= 0)
+        return v;
+    // one branch, then 16 byte loads inside [p, p + n_valid) and selects: a
+    // branch per byte would hold an exec mask (two SGPRs) each
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+        const unsigned c = p[j < n_valid ? j : n_valid - 1];
+        v[j / 4] |= (j < n_valid ? c : 0u) << (8 * (j % 4));
+    }
+    return v;
+}
 
 /* Device-scope ordering for workgroups that hand data to each other through
  * global memory (a split's partial results to the workgroup that merges

@@ -38,6 +38,7 @@
  *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of shared memory at a byte offset (naturally aligned)
  *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
  *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
+ *   hk_global_load_u8x16(p, n_valid, vec_ok)  16 bytes (fp8 codes, hk_fp8) from global, bytes >= n_valid read as 0
  *   hk_global_load_f32        1 float from global
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
@@ -70,6 +71,8 @@
  *   hk_mma_acc_t, hk_mma_acc_zero()   the 4-float accumulator of one lane
  *   hk_wgmma_64xNx16 (N = 32, 64, 128, 256), hk_wgmma_64xNx16_tb (B MN-major; N = 64, 128, 256),
  *   hk_wgmma_accN_t, hk_wgmma_desc, hk_wgmma_desc_add, hk_wgmma_fence/commit/wait<N>,
+ *   hk_wgmma_64xNx32_e4m3, hk_wgmma_64xNx32_e5m2 (N = 64, 128, 256)  the same for fp8 codes (OCP E4M3 / E5M2,
+ *                             A and B of one format, both K-major: 128-byte rows of 128 codes; see below)
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
  *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tmap_prefetch
  *                                    mbarriers and bulk tensor copies (TMA; see below)
@@ -101,6 +104,7 @@
 
 /* ---- types --------------------------------------------------------------- */
 typedef unsigned short hk_bf16; /* bf16 bit pattern */
+typedef unsigned char hk_fp8;   /* an fp8 code (e4m3 / e5m2, OCP) */
 
 struct __align__(8) hk_u32x2 {
     unsigned v[2];
@@ -204,6 +208,17 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
 }
 
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
+HK_DEVICE hk_u32x4 hk_global_load_u8x16(const hk_fp8 *p, int n_valid, bool vec_ok)
+{
+    if (vec_ok && n_valid >= 16)
+        return *(const hk_u32x4 *)p;
+    hk_u32x4 v = {{0, 0, 0, 0}};
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+        if (j < n_valid)
+            v[j / 4] |= (unsigned)p[j] << (8 * (j % 4));
+    return v;
+}
 HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
@@ -416,6 +431,28 @@ HK_WGMMA_SS(256, , 0, 12, 8, 128, 129, 130)
 HK_WGMMA_SS(64, _tb, 1, 3, 2, 32, 33, 34)
 HK_WGMMA_SS(128, _tb, 1, 6, 4, 64, 65, 66)
 HK_WGMMA_SS(256, _tb, 1, 12, 8, 128, 129, 130)
+
+/* hk_wgmma_64xNx32_F (F = e4m3, e5m2; N = 64, 128, 256): d(64 x N fp32) = A(64 x 32) * B(32 x N) +
+ * (scale_d ? d : 0), A and B fp8 codes of format F in shared memory, both K-major (fp8 wgmma has no
+ * transpose): with the 128-byte swizzle a row of 128 codes is one 128-byte line, a k step of 32 adds
+ * 32 bytes to the descriptors, as a k step of 16 bf16 does.  Accumulator layout as above.
+ * (PTX ISA, wgmma.mma_async with .atype/.btype .e4m3/.e5m2: shape m64nNk32.) */
+#define HK_WGMMA_SS_F8(N, F, T, U, IA, IB, IS)                                                             \
+    HK_DEVICE void hk_wgmma_64x##N##x32_##F(hk_wgmma_acc##N##_t &d, unsigned long long desc_a,           \
+                                            unsigned long long desc_b, int scale_d)                       \
+    {                                                                                                      \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IS ", 0;\n"                                     \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." #F "." #F " "                        \
+                     "{" HK_WGMMA_OPS(T, U) "}, %" #IA ", %" #IB ", p, 1, 1;\n}\n"                          \
+                     : HK_WGMMA_ACC_OUT(T, U)                                                              \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                            \
+    }
+HK_WGMMA_SS_F8(64, e4m3, 3, 2, 32, 33, 34)
+HK_WGMMA_SS_F8(128, e4m3, 6, 4, 64, 65, 66)
+HK_WGMMA_SS_F8(256, e4m3, 12, 8, 128, 129, 130)
+HK_WGMMA_SS_F8(64, e5m2, 3, 2, 32, 33, 34)
+HK_WGMMA_SS_F8(128, e5m2, 6, 4, 64, 65, 66)
+HK_WGMMA_SS_F8(256, e5m2, 12, 8, 128, 129, 130)
 
 /* ---- mbarriers and bulk tensor copies (TMA) -------------------------------------------
  * A tensor map (hk_tmap, 128 bytes) describes a 2-D to 4-D bf16 tensor to the copy

@@ -1,0 +1,319 @@
+m4_divert(-1)                                                   -*- C -*-
+# gemm_fp8.sm90.hip.m4 - scaled fp8 GEMM with fp32 accumulation, NVIDIA Hopper
+# (sm_90a): the fp8 variant of gemm.sm90.hip.m4 (gen/op_gemm.c picks it for
+# the fp8 dtypes, gemm_skeleton_of), with wgmma m64nNk32 on OCP e4m3 / e5m2.
+#
+#   C[m][n] = sum_k (A[m][k] sa(m, k)) (B[n][k] sb(n, k))     layout nt only
+#
+# Scales (float, docs/FP8.md), as gemm_fp8.hip.m4:
+#   tensor: scale_a[0], scale_b[0];  row: scale_a[m], scale_b[n] (epilogue);
+#   block:  scale_a[(k / 128) * M + m], scale_b[(n / 128) * (K / 128) + k / 128]:
+#           each k-tile (128 = one block) goes into a second accumulator
+#           (wgmma's own accumulation), which is then added to the running
+#           one in fp32 times sa * sb (DeepSeek-V3's promotion).
+# C is bf16 (RNE) or fp32 (out).
+#
+# Parameters (hkm_p_*): M, N, K (baked or `any'), dtype (fp8_e4m3|fp8_e5m2),
+# scale, out, tile_m (64|128), tile_n (64|128|256; block: 64|128).  Kernel
+# arguments: A, B, C, lda, ldb, ldc, the run-time ones of M, N, K, scale_a,
+# scale_b, for row and block scales scale_a_rows, scale_a_cols, scale_b_rows,
+# scale_b_cols, then tmap_a and tmap_b (tensor maps of fp8 codes, built by
+# libhkrt from the manifest's recipes).  Grid, block order, producer and
+# consumer warpgroups, stages and mbarriers as gemm.sm90.hip.m4, with k-tiles
+# of 128 codes: the same 128-byte rows and 128-byte swizzle
+# (A: [tile_m][128], B: [tile_n][128], k innermost).  A and B go through the
+# copy engine when both have 16-byte aligned bases and rows a multiple of 16
+# codes apart, else the producer copies (cp.async, or byte loads for
+# unaligned rows).  Loads past the matrix read zeros, stores are masked.
+
+hkm_check_one_of([layout], [nt])
+hkm_check_one_of([dtype], [fp8_e4m3], [fp8_e5m2])
+hkm_check_one_of([scale], [tensor], [row], [block])
+hkm_check_one_of([out], [bf16], [f32])
+hkm_check_one_of([tile_m], [64], [128])
+hkm_check_one_of([tile_n], [64], [128], [256])
+hkm_param([M])hkm_param([N])hkm_param([K])
+m4_ifelse(hkm_block_size, m4_eval(128 + 2 * hkm_param([tile_m])), [],
+      [hkm_fatal([gemm_fp8.sm90 needs hkm_block_size 128 + 2 tile_m, got ]hkm_block_size)])
+
+# hkm_gemm_scale_mode(): 0 tensor, 1 row, 2 block
+m4_define([hkm_gemm_scale_mode], [hkm_if_param([scale], [tensor], [0], [hkm_if_param([scale], [row], [1], [2])])])
+
+hkm_output_begin()m4_dnl
+hkm_file_head()[
+// ---- configuration -----------------------------------------------------
+typedef ]hkm_if_param([out], [f32], [float], [hk_bf16])[ gemm_out_t;
+static constexpr bool OUT_F32 = ]hkm_if_param([out], [f32], [true], [false])[;
+static constexpr int GEMM_THREADS = ]hkm_block_size[;
+static constexpr int TILE_M = ]hkm_param([tile_m])[;     // rows of C per block
+static constexpr int TILE_N = ]hkm_param([tile_n])[;     // columns of C per block
+static constexpr int TILE_K = ]hkm_tune([tile_k])[;       // k (codes, bytes) per stage: 128-byte rows
+static constexpr int SCALE_BLOCK = ]hkm_tune([scale_block])[; // k (and B's n) per block scale
+static constexpr int SCALE_MODE = ]hkm_gemm_scale_mode()[;    // 0 tensor, 1 row, 2 block
+static constexpr int GROUP_M = 8;        // m-tiles per block-renumbering group
+static constexpr int COPY_THREADS = 128; // the producer warpgroup
+static constexpr int CONSUMERS = TILE_M / 64;
+static constexpr int CONSUMER_WARPS = 4 * CONSUMERS;
+static_assert(GEMM_THREADS == COPY_THREADS + 32 * CONSUMER_WARPS, "a producer and tile_m / 64 consumer warpgroups");
+static_assert(TILE_K == 128 && TILE_K == SCALE_BLOCK, "a k-tile is one 128-byte row, one block scale's k");
+static_assert(SCALE_MODE != 2 || (TILE_N <= SCALE_BLOCK && SCALE_BLOCK % TILE_N == 0),
+              "block scales: a tile's columns inside one 128-column block of B");
+static constexpr int LDS_A_BYTES = TILE_M * TILE_K;
+static constexpr int LDS_B_BYTES = TILE_N * TILE_K;
+static constexpr int LDS_STAGE_BYTES = LDS_A_BYTES + LDS_B_BYTES;
+// dynamic shared memory, the plan's dynamic_lds bytes (gen/op_gemm.c:
+// stages x stage bytes + BAR_BYTES of mbarriers + the alignment slack)
+static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
+static constexpr int BAR_BYTES = ]hkm_tune([bar_bytes])[;
+static constexpr int STAGES = ]hkm_tune([stages])[;
+static_assert(STAGES * LDS_STAGE_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
+              "dynamic_lds must hold whole stages (gen/op_gemm.c gemm_plan_wgmma)");
+static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "stages and their mbarriers");
+static constexpr int BAR_OFF = STAGES * LDS_STAGE_BYTES;
+// mbarriers of stage s: `full' (its k-tile has landed), `empty' (consumers are done with it)
+HK_DEVICE int full_bar(int s) { return BAR_OFF + 8 * s; }
+HK_DEVICE int empty_bar(int s) { return BAR_OFF + 8 * (STAGES + s); }
+// 16-byte chunks per producer thread and stage (the producer's copy path)
+static constexpr int A_CHUNKS = TILE_M * TILE_K / 16 / COPY_THREADS;
+static constexpr int B_CHUNKS = TILE_N * TILE_K / 16 / COPY_THREADS;
+static_assert(TILE_M * TILE_K % (16 * COPY_THREADS) == 0 && TILE_N * TILE_K % (16 * COPY_THREADS) == 0,
+              "tiles must split into 16-byte chunks evenly");
+
+// Byte offset of 16-byte chunk c of row r in a tile of 128-byte rows (the 128-byte swizzle).
+HK_DEVICE int swz(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
+
+// 16 codes at src (n_valid of them inside the matrix, <= 0: none) into 16
+// bytes of shared memory at off; `base' is any valid address of the same matrix.
+HK_DEVICE void gemm_copy_chunk(hk_lds_t lds, int off, const hk_fp8 *src, const hk_fp8 *base, int n_valid, bool vec)
+{
+    if (vec) {
+        const int bytes = n_valid >= 16 ? 16 : n_valid > 0 ? n_valid : 0;
+        hk_async_load_b128(lds, off, bytes > 0 ? (const void *)src : (const void *)base, bytes);
+    } else {
+        hk_lds_store_b128(lds, off, hk_global_load_u8x16(src, n_valid, false));
+    }
+}
+
+// ---- global -> shared by the producer's threads (when the copy engine cannot) ----
+HK_DEVICE void gemm_copy_stage(hk_lds_t lds, int a_off, const hk_fp8 *A, const hk_fp8 *B, int lda, int ldb, int M,
+                               int N, int K, int block_m, int block_n, int k0, bool vec_a, bool vec_b)
+{
+    const int b_off = a_off + LDS_A_BYTES;
+    // 16 consecutive k of one row per chunk
+#pragma unroll
+    for (int j = 0; j < A_CHUNKS; ++j) {
+        const int v = hk_thread_id() + COPY_THREADS * j;
+        const int r = v / (TILE_K / 16), c = v % (TILE_K / 16);
+        const int m = block_m + r, k = k0 + c * 16;
+        gemm_copy_chunk(lds, a_off + swz(r, c), A + (long)m * lda + k, A, m < M ? K - k : 0, vec_a);
+    }
+#pragma unroll
+    for (int j = 0; j < B_CHUNKS; ++j) {
+        const int v = hk_thread_id() + COPY_THREADS * j;
+        const int r = v / (TILE_K / 16), c = v % (TILE_K / 16);
+        const int n = block_n + r, k = k0 + c * 16;
+        gemm_copy_chunk(lds, b_off + swz(r, c), B + (long)n * ldb + k, B, n < N ? K - k : 0, vec_b);
+    }
+}
+
+// ---- global -> shared by the copy engine: one thread, the stage's bytes on `full' ----
+HK_DEVICE void gemm_tma_stage(hk_lds_t lds, int a_off, const hk_tmap *ta, const hk_tmap *tb, int block_m,
+                              int block_n, int k0, int bar)
+{
+    hk_mbar_arrive_expect_tx(lds, bar, LDS_STAGE_BYTES);
+    hk_tma_load_2d(lds, a_off, ta, k0, block_m, bar);
+    hk_tma_load_2d(lds, a_off + LDS_A_BYTES, tb, k0, block_n, bar);
+}
+
+// C[m][n], C[m][n+1] = lo, hi (masked to M x N), one 4-byte (bf16) or
+// 8-byte (f32, two 4-byte) store when allowed
+HK_DEVICE void gemm_store_pair(gemm_out_t *C, int ldc, int m, int n, int M, int N, bool vec_c, float lo, float hi)
+{
+    if (m >= M)
+        return;
+    gemm_out_t *p = C + (long)m * ldc + n;
+    if (OUT_F32) {
+        if (n < N)
+            hk_global_store_f32((float *)p, lo);
+        if (n + 1 < N)
+            hk_global_store_f32((float *)p + 1, hi);
+    } else if (vec_c && n + 1 < N) {
+        hk_global_store_b32(p, hk_f32x2_to_bf16x2(lo, hi));
+    } else {
+        if (n < N)
+            hk_global_store_bf16((hk_bf16 *)p, hk_f32_to_bf16(lo));
+        if (n + 1 < N)
+            hk_global_store_bf16((hk_bf16 *)p + 1, hk_f32_to_bf16(hi));
+    }
+}
+
+// ---- one stage x wgmma (consumer c): acc (+)= A rows 64c.. x B over TILE_K ---------
+// Descriptors: swizzle mode 1 (128-byte), 1024 bytes between 8-row groups; a
+// k step of 32 codes adds 32 bytes.  ACCUMULATE false: the stage's first
+// wgmma overwrites acc (block scales' partial accumulator).  Committed, not
+// waited for.
+typedef hk_wgmma_acc]hkm_param([tile_n])[_t gemm_acc_t;
+template <bool ACCUMULATE>
+HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
+{
+    const int b_off = a_off + LDS_A_BYTES;
+    hk_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < TILE_K; kk += 32) {
+        const unsigned long long da = hk_wgmma_desc(lds, a_off + c * 64 * 128 + kk, 16, 1024, 1);
+        const unsigned long long db = hk_wgmma_desc(lds, b_off + kk, 16, 1024, 1);
+        hk_wgmma_64x]hkm_param([tile_n])[x32_]hkm_if_param([dtype], [fp8_e5m2], [e5m2], [e4m3])[(acc, da, db, ACCUMULATE || kk > 0);
+    }
+    hk_wgmma_commit();
+}
+
+// a compiler fence on a block-scale partial accumulator (no instruction)
+HK_DEVICE void gemm_fence_acc(gemm_acc_t &part)
+{
+]hkm_if_param([scale], [block], [[    hk_wgmma_rs_fence_acc]]hkm_param([tile_n])[[(part);
+]], [[    (void)part;
+]])[}
+
+// ---- kernel ------------------------------------------------------------------
+]hkm_kernel_begin()[
+    const hk_fp8 *A = hk_a.A;
+    const hk_fp8 *B = hk_a.B;
+    gemm_out_t *C = hk_a.C;
+    const int lda = hk_a.lda, ldb = hk_a.ldb, ldc = hk_a.ldc;
+    const float *scale_a = hk_a.scale_a, *scale_b = hk_a.scale_b;
+
+    HK_LDS_DECLARE_DYNAMIC();
+
+    // block renumbering: runs of GROUP_M m-tiles sweep the n-tiles together
+    const int tiles_n = hk_grid_dim_x(), tiles_m = hk_grid_dim_y();
+    const int id = hk_block_id_y() * tiles_n + hk_block_id_x();
+    const int group = id / (GROUP_M * tiles_n);
+    const int first_m = group * GROUP_M;
+    const int group_m = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
+    const int tile_mi = first_m + (id % (GROUP_M * tiles_n)) % group_m;
+    const int tile_ni = (id % (GROUP_M * tiles_n)) / group_m;
+    const int block_m = tile_mi * TILE_M;
+    const int block_n = tile_ni * TILE_N;
+
+    const int wave = hk_wave_id();
+    const int lane = hk_lane_id();
+    const int k_tiles = (K + TILE_K - 1) / TILE_K;
+
+    // 16-byte copies need 16-code rows and 16-byte aligned bases; the copy
+    // engine takes both matrices when both qualify (the runtime built their
+    // tensor maps under the same conditions), else the producer copies
+    const bool vec_a = (lda % 16 == 0) && ((unsigned long)A % 16 == 0);
+    const bool vec_b = (ldb % 16 == 0) && ((unsigned long)B % 16 == 0);
+    const bool use_tma = vec_a && vec_b;
+    const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
+
+    if (hk_thread_id() == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(hk_lds, full_bar(s), use_tma ? 1 : COPY_THREADS);
+            hk_mbar_init(hk_lds, empty_bar(s), CONSUMER_WARPS);
+        }
+        hk_mbar_init_fence();
+    }
+    hk_barrier();
+
+    if (wave < 4) {
+        // producer: k-tile t into stage t % STAGES, once the consumers have
+        // released that stage's previous k-tile (t - STAGES)
+        if (use_tma) {
+            if (hk_thread_id() != 0)
+                return;
+            hk_tmap_prefetch(&hk_a.tmap_a);
+            hk_tmap_prefetch(&hk_a.tmap_b);
+        }
+        for (int t = 0; t < k_tiles; ++t) {
+            const int s = t % STAGES;
+            if (t >= STAGES)
+                hk_mbar_wait(hk_lds, empty_bar(s), (t / STAGES + 1) & 1);
+            if (use_tma) {
+                gemm_tma_stage(hk_lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, &hk_a.tmap_b, block_m, block_n,
+                               t * TILE_K, full_bar(s));
+            } else {
+                gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n, t * TILE_K,
+                                vec_a, vec_b);
+                hk_async_commit();
+                hk_async_wait<0>();
+                hk_fence_proxy_async(); // written by this thread (generic proxy), read by wgmma (async proxy)
+                hk_mbar_arrive(hk_lds, full_bar(s));
+            }
+        }
+        return;
+    }
+
+    // consumer c: rows 64 c .. 64 c + 63 of the block's tile; this lane's
+    // rows m_lo and m_lo + 8 (the accumulator layout, hk_sm90.h)
+    const int c = wave / 4 - 1;
+    const int m_lo = block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
+    gemm_acc_t acc;
+#pragma unroll
+    for (int i = 0; i < TILE_N / 2; ++i)
+        acc[i] = 0.0f;
+    if (SCALE_MODE == 2) {
+        // block scales: k-tile t into part (wgmma), then acc += part * sa * sb;
+        // rows past M read row M - 1's scales (their stores are masked)
+        const long kb_n = K / SCALE_BLOCK;
+        const float *sb_t = scale_b + (long)(block_n / SCALE_BLOCK) * kb_n;
+        const int r0 = m_lo < M ? m_lo : M - 1, r1 = m_lo + 8 < M ? m_lo + 8 : M - 1;
+        gemm_acc_t part;
+        for (int t = 0; t < k_tiles; ++t) {
+            const int s = t % STAGES;
+            // the scales first: their loads overlap the wait and the multiply
+            const float s_b = hk_global_load_f32(sb_t + t);
+            const float s0 = hk_global_load_f32(scale_a + (long)t * M + r0) * s_b;
+            const float s1 = hk_global_load_f32(scale_a + (long)t * M + r1) * s_b;
+            hk_mbar_wait(hk_lds, full_bar(s), (t / STAGES) & 1);
+            gemm_wgmma_stage<false>(hk_lds, s * LDS_STAGE_BYTES, c, part);
+            hk_wgmma_wait<0>();
+            // k-tile t's wgmma group is complete: its stage goes back to the producer
+            if (lane == 0)
+                hk_mbar_arrive(hk_lds, empty_bar(s));
+            gemm_fence_acc(part); // part's reads stay below the wait
+#pragma unroll
+            for (int i = 0; i < TILE_N / 8; ++i) {
+                acc[4 * i] += part[4 * i] * s0;
+                acc[4 * i + 1] += part[4 * i + 1] * s0;
+                acc[4 * i + 2] += part[4 * i + 2] * s1;
+                acc[4 * i + 3] += part[4 * i + 3] * s1;
+            }
+        }
+    } else {
+        for (int t = 0; t < k_tiles; ++t) {
+            const int s = t % STAGES;
+            hk_mbar_wait(hk_lds, full_bar(s), (t / STAGES) & 1);
+            gemm_wgmma_stage<true>(hk_lds, s * LDS_STAGE_BYTES, c, acc);
+            hk_wgmma_wait<1>();
+            // k-tile t-1's wgmma group is complete: its stage goes back to the producer
+            if (t > 0 && lane == 0)
+                hk_mbar_arrive(hk_lds, empty_bar((t - 1) % STAGES));
+        }
+        hk_wgmma_wait<0>();
+    }
+
+    // epilogue: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8
+    // tile i in acc[4i..4i+3] (g = lane / 4, t = lane % 4: columns 2t, 2t+1);
+    // tensor and row scales applied here
+    const float s_t = SCALE_MODE == 0 ? hk_global_load_f32(scale_a) * hk_global_load_f32(scale_b) : 1.0f;
+    float s_m[2] = {s_t, s_t};
+    if (SCALE_MODE == 1) {
+        s_m[0] = m_lo < M ? hk_global_load_f32(scale_a + m_lo) : 0.0f;
+        s_m[1] = m_lo + 8 < M ? hk_global_load_f32(scale_a + m_lo + 8) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < TILE_N / 8; ++i) {
+        const int n = block_n + i * 8 + (lane & 3) * 2;
+        float s_lo = 1.0f, s_hi = 1.0f;
+        if (SCALE_MODE == 1) {
+            s_lo = n < N ? hk_global_load_f32(scale_b + n) : 0.0f;
+            s_hi = n + 1 < N ? hk_global_load_f32(scale_b + n + 1) : 0.0f;
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            gemm_store_pair(C, ldc, m_lo + h * 8, n, M, N, vec_c, acc[4 * i + 2 * h] * s_m[h] * s_lo,
+                            acc[4 * i + 2 * h + 1] * s_m[h] * s_hi);
+    }
+}
+]hkm_output_end()
