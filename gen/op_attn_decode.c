@@ -52,7 +52,7 @@
    caller fills it with 0xff bytes first, and 0xffffffff after the launch
    means no fault); the emulator stops there naming the sequence, entry and
    value. Skeletons: templates/attn_decode.hip.m4 (AMD),
-   templates/attn_decode.sm90.hip.m4 (sm_90a: blocks of 4 warps over up to
+   templates/attn_decode.sm90.hip.m4 (sm_90a: blocks of 8 warps over up to
    32 query rows, each warp its own 16-key tiles through a cp.async ring,
    mma.sync; dec_plan_sm90; head_dim 64 and 128). On sm_90a the e4m3 encoding is OCP's, and an
    fp8 cache's Q . K and P V products run in fp16 (the codes widen to fp16
@@ -149,11 +149,14 @@ static long dec_tile_keys(const op_inst *k) {
   return stage <= (long)tgt_find(k->target)->lds_unit / 2 ? 64 : 32;
 }
 
-/* The split count: up to 2 workgroups per compute unit over batch x
-   heads_k, at most one split per DEC_MIN_SPLIT keys of the table. */
-static void dec_splits(const op_inst *k, char *out) {
-  dec_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*2,%s*%s))", op_term(k, "max_blocks"),
-           op_int(k, "block_size"), DEC_MIN_SPLIT, op_term(k, "batch"), op_term(k, "heads_k"));
+/* The split count: up to the plan's "per_unit" workgroups per compute unit
+   over batch x heads_k (AMD 2; sm_90a 1, of 8 warps: the one block that
+   merges a group reads every split's partial, so fewer, larger splits),
+   at most one split per DEC_MIN_SPLIT keys of the table. */
+static void dec_splits(const op_inst *k, const op_plan *p, char *out) {
+  dec_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*%ld,%s*%s))", op_term(k, "max_blocks"),
+              op_int(k, "block_size"), DEC_MIN_SPLIT, op_tune(p, "per_unit"), op_term(k, "batch"),
+              op_term(k, "heads_k"));
 }
 
 /* Row groups of `rows' query rows per KV head. */
@@ -206,18 +209,22 @@ static void dec_plan_amd(const op_inst *k, op_plan *p) {
      gfx942, 246 on gfx950: tests/pipeline/build_attn_decode.sh); 256 holds
      its O tile and Q operands at 1 (290-354 VGPRs with AGPRs) */
   op_plan_tune(p, "waves", op_int(k, "head_dim") > 128 ? 1 : 2);
+  op_plan_tune(p, "per_unit", 2);
   p->block = 256;
 }
 
-/* sm_90a: 4 warps, each with every query row of the block (16 per m-tile)
-   and its own 16-key tiles. Two m-tiles (32 rows) only where the baked
+/* sm_90a: 8 warps, each with every query row of the block (16 per m-tile)
+   and its own 16-key tiles, one block per multiprocessor. Two m-tiles (32 rows) only where the baked
    q_tokens x GQA ratio needs them; otherwise one, more rows taking more
    row groups.
    A ring of about 24 KiB per warp (bf16; fp8: 16 KiB of codes plus the
-   widened tile pair), so that two blocks share a multiprocessor up to
-   head_dim 128. Shared memory as the skeleton lays it out: Q, then the
+   widened tile pair): 2 tiles in flight per warp, 128 KiB per
+   multiprocessor at head_dim 128. Shared memory as the skeleton lays it out: Q, then the
    larger of the rings and the warps' fp32 partials, 16 bytes of flags,
    and the dynamic region's alignment slack. */
+#ifndef DEC_SM90_WARPS
+#define DEC_SM90_WARPS 8 /* warps per block (4: two blocks per multiprocessor) */
+#endif
 static void dec_plan_sm90(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim"), rows = 0;
   if (!op_is_any(k, "q_tokens") && !op_is_any(k, "heads_q") && !op_is_any(k, "heads_k"))
@@ -230,8 +237,9 @@ static void dec_plan_sm90(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "m_tiles", mt);
   op_plan_tune(p, "stages", stages);
   op_plan_tune(p, "rows", 16 * mt);
-  p->block = 128;
-  p->dynamic_lds = (int)(16 * mt * d * 2 + 4 * (warp > part ? warp : part) + 16 + 1024);
+  op_plan_tune(p, "per_unit", 8 / DEC_SM90_WARPS);
+  p->block = 32 * DEC_SM90_WARPS;
+  p->dynamic_lds = (int)(16 * mt * d * 2 + DEC_SM90_WARPS * (warp > part ? warp : part) + 16 + 1024);
 }
 
 static void dec_plan(const op_inst *k, op_plan *p) {
@@ -239,7 +247,7 @@ static void dec_plan(const op_inst *k, op_plan *p) {
   if (dec_is_sm90(k)) dec_plan_sm90(k, p);
   else dec_plan_amd(k, p);
   dec_args(k, p);
-  dec_splits(k, ns);
+  dec_splits(k, p, ns);
   dec_row_groups(k, op_tune(p, "rows"), rg);
   dec_formula(p->grid[0], "%s", ns);
   dec_formula(p->grid[1], "%s*%s", op_term(k, "heads_k"), rg);

@@ -6,10 +6,11 @@ m4_divert(-1)                                                   -*- C -*-
 # top comment).
 #
 # Grid: x = splits (the descriptor's formula), y = heads_k x row groups,
-# z = batch.  Block: 128 threads = 4 warps.  A block takes up to ROWS
+# z = batch.  Block: 256 threads = 8 warps, one block per multiprocessor
+# (up to 200 KiB of shared memory).  A block takes up to ROWS
 # (16 x M_TILES) query rows of one KV head: row r = t * G + g is token t
 # of query head hk * G + g (G = heads_q / heads_k); every warp holds all
-# of them and takes its own keys: the split's 16-key tiles w, w + 4, ...
+# of them and takes its own keys: the split's 16-key tiles w, w + 8, ...
 # (a tile never crosses a page: pages are 16, 32 or 64 keys), so the K and
 # V of a page are read once for the whole GQA group and the warps never
 # wait for one another in the loop.
@@ -26,7 +27,7 @@ m4_divert(-1)                                                   -*- C -*-
 # Q and P are fp16, and k_scale 2^8 joins the scores' scale, v_scale 2^8
 # the output's.
 #
-# End: the 4 warps' partials merge in shared memory in warp order; one
+# End: the 8 warps' partials merge in shared memory in warp order; one
 # split writes O and LSE, several write their partial (unnormalised O,
 # running max, sum: the AMD skeleton's workspace layout), fence, and the
 # block that completes the group's counter merges them in split order
@@ -36,8 +37,8 @@ hkm_check_one_of([dtype], [bf16])hkm_check_one_of([kv_dtype], [bf16], [fp8_e4m3]
 hkm_check_one_of([head_dim], [64], [128])m4_dnl
 hkm_check_one_of([block_size], [16], [32], [64])hkm_if_true([check_tables], [], [])m4_dnl
 hkm_if_true([sinks], [], [])hkm_param([window_left])hkm_param([softcap])
-m4_ifelse(hkm_block_size, [128], [],
-      [hkm_fatal([attn_decode (sm_90a) needs hkm_block_size 128, got ]hkm_block_size)])
+m4_ifelse(hkm_block_size, [256], [], hkm_block_size, [128], [],
+      [hkm_fatal([attn_decode (sm_90a) needs hkm_block_size 256 or 128, got ]hkm_block_size)])
 
 # The plan (gen/op_attn_decode.c dec_plan_sm90): hkm_tune([m_tiles]) tiles of
 # 16 query rows per block, hkm_tune([stages]) ring stages per warp,
@@ -249,11 +250,12 @@ HK_DEVICE void dec_tile(hk_lds_t lds, int kt, int vt, int kb, float c, float cap
                 p[mt][2 * n + h] = dec_pack(e0, e1);
             }
             st.l[mt][h] = st.l[mt][h] * alpha + sum;
+            if (hk_warp_any(alpha != 1.0f))              // most tiles leave every row's max as it was
 #pragma unroll
-            for (int n = 0; n < D / 8; ++n) {
-                st.o[mt][n][2 * h] *= alpha;
-                st.o[mt][n][2 * h + 1] *= alpha;
-            }
+                for (int n = 0; n < D / 8; ++n) {
+                    st.o[mt][n][2 * h] *= alpha;
+                    st.o[mt][n][2 * h + 1] *= alpha;
+                }
         }
     // O += P V: ldmatrix.trans matrices (keys 0-7, d chunk 2cc), (8-15, 2cc),
     // (0-7, 2cc+1), (8-15, 2cc+1) are B words of d tiles 2cc and 2cc + 1
@@ -268,7 +270,7 @@ HK_DEVICE void dec_tile(hk_lds_t lds, int kt, int vt, int kb, float c, float cap
     }
 }
 
-// The warp's tiles k0 + 16 (w + 4 i) below x.k1, STAGES - 1 in flight.
+// The warp's tiles k0 + 16 (w + WARPS i) below x.k1, STAGES - 1 in flight.
 template <bool VEC>
 HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, float c, float cap_in, dec_state &st)
 {
@@ -372,46 +374,117 @@ HK_DEVICE void dec_write_part(hk_lds_t lds, const dec_state &st)
 // ---- the merge of the splits ---------------------------------------------------
 // Rows r0 .. r0 + nrows - 1 of KV head hk of sequence b from the ns partials
 // (unnormalised O at po, max and sum at pml; split sp's at po + sp * R * D and
-// pml + sp * R * 2), in split order.
+// pml + sp * R * 2), in split order.  One CTA reads them all, so the reads
+// are spread for many in flight: a warp per row for the maxima and sums
+// (lanes over the splits), then a thread per 4 columns of a row, its loop
+// over the splits unrolled; the weight 2^(m - M) / L of each split's row
+// comes from LDS (phase 1 wrote it) when the table fits.
 struct dec_merge_ctx {
     const float *po, *pml;
     int R, ns, r0, nrows, b, hk, G;
 };
 
+static constexpr int MERGE_W = Q_B + ROWS * 8;              // the weight table [split][ROWS]
+
+HK_DEVICE bool dec_merge_table(int ns) { return (long)ns * ROWS * 4 + ROWS * 8 <= MAIN_B; }
+
+HK_DEVICE float dec_warp_max(float x)
+{
+#pragma unroll
+    for (int m = 16; m >= 1; m /= 2)
+        x = hk_maxf(x, hk_shfl_xor_f32(x, m));
+    return x;
+}
+
+HK_DEVICE float dec_warp_sum(float x)
+{
+#pragma unroll
+    for (int m = 16; m >= 1; m /= 2)
+        x += hk_shfl_xor_f32(x, m);
+    return x;
+}
+
+// Phase 1: each row's max M (0 for none: weights stay finite), 1 / L, LSE.
+HK_DEVICE void dec_merge_rows(hk_lds_t lds, const hk_args &a, const dec_merge_ctx &m, int q_tokens, int heads_q)
+{
+    const int wave = hk_wave_id(), lane = hk_lane_id();
+    const float neg_inf = __builtin_bit_cast(float, 0xff800000u);
+    const bool table = dec_merge_table(m.ns);
+    for (int i = wave; i < m.nrows; i += WARPS) {        // warp-uniform
+        const float *ml = m.pml + (long)(m.r0 + i) * 2;
+        float M = neg_inf;
+        for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
+            M = hk_maxf(M, hk_global_load_f32(ml + (long)sp * m.R * 2));
+        M = dec_warp_max(M);
+        const float Mu = M == neg_inf ? 0.0f : M;
+        float L = 0.0f;
+        for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
+            L += hk_global_load_f32(ml + (long)sp * m.R * 2 + 1) * hk_exp2f(hk_global_load_f32(ml + (long)sp * m.R * 2) - Mu);
+        L = dec_warp_sum(L);
+        const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+        if (table)
+            for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
+                hk_lds_store_b32(lds, MERGE_W + (sp * ROWS + i) * 4,
+                                 hk_f32_as_u32(hk_exp2f(hk_global_load_f32(ml + (long)sp * m.R * 2) - Mu) * inv));
+        if (lane == 0) {
+            hk_lds_store_b32(lds, Q_B + i * 8, hk_f32_as_u32(Mu));
+            hk_lds_store_b32(lds, Q_B + i * 8 + 4, hk_f32_as_u32(inv));
+            const int r = m.r0 + i, t = r / m.G, hq = m.hk * m.G + r % m.G;
+            if (a.LSE)
+                hk_global_store_f32(a.LSE + ((long)m.b * heads_q + hq) * q_tokens + t,
+                                    L > 0.0f ? (M + hk_log2f(L)) * LN2 : neg_inf);
+        }
+    }
+}
+
+// Phase 2: columns d .. d + 3 of local row i summed over the splits.
+template <bool VEC, bool TABLE>
+HK_DEVICE void dec_merge_cols(hk_lds_t lds, const dec_merge_ctx &m, int i, int d, float (&acc)[4])
+{
+    const int r = m.r0 + i;
+    const float Mu = hk_u32_as_f32(hk_lds_load_b32(lds, Q_B + i * 8));
+    const float inv = hk_u32_as_f32(hk_lds_load_b32(lds, Q_B + i * 8 + 4));
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        acc[j] = 0.0f;
+#pragma unroll 16
+    for (int sp = 0; sp < m.ns; ++sp) {
+        const float f = TABLE ? hk_u32_as_f32(hk_lds_load_b32(lds, MERGE_W + (sp * ROWS + i) * 4))
+                              : hk_exp2f(hk_global_load_f32(m.pml + ((long)sp * m.R + r) * 2) - Mu) * inv;
+        const float *src = m.po + ((long)sp * m.R + r) * D + d;
+        hk_u32x4 v;
+        if constexpr (VEC) {
+            v = hk_global_load_b128(src);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                v[j] = hk_f32_as_u32(hk_global_load_f32(src + j));
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            acc[j] += hk_u32_as_f32(v[j]) * f;
+    }
+}
+
 HK_DEVICE void dec_merge(hk_lds_t lds, const hk_args &a, const dec_merge_ctx &m, int q_tokens, int heads_q)
 {
-    const int tid = hk_thread_id();
-    const float neg_inf = __builtin_bit_cast(float, 0xff800000u);
-    for (int i = tid; i < m.nrows; i += THREADS) {
-        const int r = m.r0 + i;
-        float M = neg_inf, L = 0.0f;
-        for (int sp = 0; sp < m.ns; ++sp)
-            M = hk_maxf(M, hk_global_load_f32(m.pml + ((long)sp * m.R + r) * 2));
-        for (int sp = 0; sp < m.ns && M != neg_inf; ++sp) {
-            const float ms = hk_global_load_f32(m.pml + ((long)sp * m.R + r) * 2);
-            if (ms != neg_inf)
-                L += hk_global_load_f32(m.pml + ((long)sp * m.R + r) * 2 + 1) * hk_exp2f(ms - M);
-        }
-        hk_lds_store_b32(lds, Q_B + i * 8, hk_f32_as_u32(M));
-        hk_lds_store_b32(lds, Q_B + i * 8 + 4, hk_f32_as_u32(L > 0.0f ? 1.0f / L : 0.0f));
-        const int t = r / m.G, hq = m.hk * m.G + r % m.G;
-        if (a.LSE)
-            hk_global_store_f32(a.LSE + ((long)m.b * heads_q + hq) * q_tokens + t,
-                                L > 0.0f ? (M + hk_log2f(L)) * LN2 : neg_inf);
-    }
+    dec_merge_rows(lds, a, m, q_tokens, heads_q);
     hk_barrier();
-    for (int e = tid; e < m.nrows * D; e += THREADS) {
-        const int i = e / D, d = e % D, r = m.r0 + i;
-        const float M = hk_u32_as_f32(hk_lds_load_b32(lds, Q_B + i * 8));
-        const float inv = hk_u32_as_f32(hk_lds_load_b32(lds, Q_B + i * 8 + 4));
-        float acc = 0.0f;
-        for (int sp = 0; sp < m.ns; ++sp) {
-            const float ms = hk_global_load_f32(m.pml + ((long)sp * m.R + r) * 2);
-            if (ms != neg_inf)
-                acc += hk_global_load_f32(m.po + ((long)sp * m.R + r) * D + d) * hk_exp2f(ms - M);
-        }
+    const bool vec = (unsigned long)m.po % 16 == 0, table = dec_merge_table(m.ns);
+    for (int e = hk_thread_id(); e < m.nrows * (D / 4); e += THREADS) {
+        const int i = e / (D / 4), d = e % (D / 4) * 4, r = m.r0 + i;
+        float acc[4];
+        if (vec && table)
+            dec_merge_cols<true, true>(lds, m, i, d, acc);
+        else if (vec)
+            dec_merge_cols<true, false>(lds, m, i, d, acc);
+        else
+            dec_merge_cols<false, false>(lds, m, i, d, acc);
         const int t = r / m.G, hq = m.hk * m.G + r % m.G;
-        hk_global_store_bf16(a.O + (((long)m.b * q_tokens + t) * heads_q + hq) * D + d, hk_f32_to_bf16(acc * inv));
+        hk_bf16 *Or = a.O + (((long)m.b * q_tokens + t) * heads_q + hq) * D + d;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            hk_global_store_bf16(Or + j, hk_f32_to_bf16(acc[j]));
     }
 }
 
@@ -495,7 +568,7 @@ HK_DEVICE void dec_load_q(hk_lds_t lds, const hk_bf16 *Q, int r0, int R, int G, 
 
     // the group's keys kbeg .. len - 1 (a window leaves out those before its
     // first token's window), from a tile boundary; this split's k0 .. k1 - 1:
-    // whole 64-key rounds of the 4 warps, the last split's range cut
+    // whole rounds of the warps' tiles, the last split's range cut
     const int kfirst0 = WINDOW && window_left >= 0 ? len - q_tokens - window_left : 0;
     const int kbeg = (kfirst0 > 0 ? kfirst0 : 0) / KT * KT;
     const int per = ((len - kbeg + ns - 1) / ns + WARPS * KT - 1) / (WARPS * KT) * (WARPS * KT);

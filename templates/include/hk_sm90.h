@@ -55,6 +55,7 @@
  *   hk_syncwarp()             warp barrier: the warp's shared-memory writes before it, reads after (__syncwarp)
  *   hk_uniform_i32(x)         x (for a value every lane holds alike; hk_cdna.h's readfirstlane)
  *   hk_global_load_i32        1 int from global
+ *   hk_global_load_b128(p)    16 bytes from global (16-byte aligned)
  *   hk_fence_device()         device-wide fence (__threadfence): this thread's global writes before, its reads after
  *   hk_atomic_add_i32(p, v)   *p += v on global memory, device scope; returns the old value
  *   hk_atomic_min_u32(p, v)   *p = min(*p, v) (unsigned) on global memory, device scope; returns the old value
@@ -509,6 +510,7 @@ HK_DEVICE int hk_uniform_i32(int x) { return x; }
 
 /* ---- device-scope synchronisation through global memory (split-KV merges) ---------- */
 HK_DEVICE int hk_global_load_i32(const int *p) { return *p; }
+HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p) { return *(const hk_u32x4 *)p; }
 HK_DEVICE void hk_fence_device(void) { __threadfence(); }
 HK_DEVICE int hk_atomic_add_i32(int *p, int v) { return atomicAdd(p, v); }
 HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v) { return atomicMin(p, v); }
@@ -531,8 +533,15 @@ HK_DEVICE hk_u32x2 hk_e4m3x4_to_f16x4(unsigned w)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         const unsigned x = __byte_perm(w, 0u, i ? 0x3424u : 0x1404u); /* codes 2i, 2i+1 at bits 8, 24 */
-        const unsigned nan = ((x & 0x7f007f00u) + 0x01000100u) & 0x80008000u;
-        r.v[i] = ((x >> 1) & 0x3f803f80u) | (x & 0x80008000u) | (nan - (nan >> 5));
+        r.v[i] = ((x >> 1) & 0x3f803f80u) | (x & 0x80008000u);
+    }
+    const unsigned nan = ((w & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u; /* bit 7 of a NaN code's byte */
+    if (nan) { /* rare: one test per 4 codes */
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const unsigned n = __byte_perm(nan, 0u, i ? 0x3424u : 0x1404u);
+            r.v[i] |= n - (n >> 5); /* 0x7c00: the all-ones exponent */
+        }
     }
     return r;
 }

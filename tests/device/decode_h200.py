@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""decode_h200.py CATALOG [numerics|bench|all] (on the H200): attn_decode for sm_90a.
+"""decode_h200.py CATALOG[,CATALOG2...] [numerics|bench|all] [LIMIT] (on the H200): attn_decode for sm_90a.
+
+Every catalogue after the first (another plan of the same kernels, for a
+comparison in the same run) gets the numerics of its d128 kernels and the
+benchmark.
 
 numerics: every kernel named n_* of CATALOG (tests/device/decode_h200.yaml)
 against an fp64 reference built by gathering the pages: random block tables
@@ -29,7 +33,8 @@ import torch
 import hkrt
 
 T0 = time.time()
-cat = hkrt.Catalog(sys.argv[1], backend="cuda")
+cats = [hkrt.Catalog(c, backend="cuda") for c in sys.argv[1].split(",")]
+cat = cats[0]
 mode = sys.argv[2] if len(sys.argv) > 2 else "all"
 dev = "cuda"
 fails = 0
@@ -244,9 +249,10 @@ CASES = [
 ]
 
 
-def numerics():
+def numerics(cat, first):
     global fails
-    ks = [k for k in cat.kernels("sm_90a") if k.name.startswith("n_")]
+    ks = [k for k in cat.kernels("sm_90a") if k.name.startswith("n_") and (first or "128" in k.name or
+                                                                         k.name in ("n_feat", "n_chk", "n_q4g8"))]
     seed = 1
     for k in ks:
         if time.time() - T0 > NUM_LIMIT:
@@ -297,12 +303,25 @@ def graph_time(fns, reps=3):
 
 
 def copy_bw():
-    n = 1 << 30  # 2 GiB of bf16 each way
+    """Device copy (bytes read + written over time), the best of: copy_ from
+    a graph (a memcpy node) and eager (events around 5 calls), 2 GiB each way;
+    and a kernel that reads and writes (torch.neg into a preallocated out)."""
+    n = 1 << 30
     src = torch.empty(n, dtype=torch.bfloat16, device=dev).normal_()
     dst = torch.empty_like(src)
-    t = graph_time([lambda: dst.copy_(src)] * 5)
+    res = {"graph copy_": 2 * n * 2 / graph_time([lambda: dst.copy_(src)] * 5) / 1e12}
+    for name, fn in (("eager copy_", lambda: dst.copy_(src)), ("eager neg(out=)", lambda: torch.neg(src, out=dst))):
+        fn()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(5):
+            fn()
+        b.record()
+        b.synchronize()
+        res[name] = 2 * n * 2 / (a.elapsed_time(b) / 5e3) / 1e12
     del src, dst
-    return 2 * n * 2 / t / 1e12
+    print("copy TB/s: " + ", ".join("%s %.3f" % kv for kv in res.items()), flush=True)
+    return max(res.values())
 
 
 def bench_point(k, B, ctx, HQ, HK, sdpa):
@@ -364,15 +383,12 @@ POINTS_70B = [(1, 8192), (1, 131072), (8, 32768), (32, 32768), (64, 131072), (12
               (256, 32768)]
 
 
-def bench():
+def bench(cat, cbw, points):
     global fails
-    cbw = copy_bw()
-    print("device %s, copy %.3f TB/s (read + write, 2 GiB each way), %d SMs" %
-          (torch.cuda.get_device_name(0), cbw, UNITS), flush=True)
     print("%-16s %5s %7s %5s %6s %4s %9s %7s %6s %9s %9s" % ("kernel", "batch", "ctx", "heads", "splits", "lay",
                                                            "us", "KV TB/s", "x copy", "sdpa us", "gather us"))
-    jobs = [(n, pts, hq, hk) for n, pts, hq, hk in (("b_8b", POINTS_8B, 32, 8), ("b_70b", POINTS_70B, 8, 1),
-                                                   ("b_8b_fp8", POINTS_8B[::2], 32, 8))]
+    jobs = [(n, pts, hq, hk) for n, pts, hq, hk in (("b_8b", points[0], 32, 8), ("b_70b", points[1], 8, 1),
+                                                   ("b_8b_fp8", points[2], 32, 8))]
     for name, pts, hq, hk in jobs:
         try:
             k = cat.kernel(name, "sm_90a")
@@ -384,7 +400,7 @@ def bench():
                 print("time limit: skipping the rest")
                 return
             try:
-                r = bench_point(k, B, ctx, hq, hk, sdpa=name != "b_8b_fp8")
+                r = bench_point(k, B, ctx, hq, hk, sdpa=name != "b_8b_fp8" and cat is cats[0])
                 print("%-16s %5d %7d %2d:%-2d %6d %4d %9.1f %7.3f %6.2f %9s %9s %s" % (
                     r["name"], B, ctx, hq, hk, r["splits"], r["layers"], r["t"] * 1e6, r["tbs"], r["tbs"] / cbw,
                     "%.1f" % (r["sdpa"] * 1e6) if "sdpa" in r else "-",
@@ -396,12 +412,19 @@ def bench():
 
 
 LIMIT = float(sys.argv[3]) if len(sys.argv) > 3 else 50.0  # seconds from the start: bench stops
-NUM_LIMIT = LIMIT * 0.55  # numerics stop
+NUM_LIMIT = LIMIT * 0.5  # numerics stop
 print("attn_decode sm_90a on %s, %s" % (torch.cuda.get_device_name(0), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
-if mode in ("numerics", "all"):
-    numerics()
-    print("numerics done at %.1f s, %d failed" % (time.time() - T0, fails), flush=True)
+for i, c in enumerate(cats):
+    if mode in ("numerics", "all"):
+        print("== numerics: %s (block %s)" % (c.dir, c.manifest["kernels"][0]["block"]), flush=True)
+        numerics(c, i == 0)
+        print("numerics done at %.1f s, %d failed" % (time.time() - T0, fails), flush=True)
 if mode in ("bench", "all"):
-    bench()
+    cbw = copy_bw()
+    print("device %s, copy %.3f TB/s (the best above), %d SMs" % (torch.cuda.get_device_name(0), cbw, UNITS),
+          flush=True)
+    for i, c in enumerate(cats):
+        print("== bench: %s (block %s)" % (c.dir, c.manifest["kernels"][0]["block"]), flush=True)
+        bench(c, cbw, (POINTS_8B, POINTS_70B, POINTS_8B[::2]) if i == 0 else (POINTS_8B[::2], POINTS_70B[::2], POINTS_8B[::4]))
 print("decode_h200: %d failed, %.1f s" % (fails, time.time() - T0))
 sys.exit(1 if fails else 0)
