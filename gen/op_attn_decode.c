@@ -637,8 +637,9 @@ static int dec_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *e
 /* The estimate's work, every sequence taken as long as its table row
    (max_blocks x block_size keys, the largest problem the kernel plans
    for): 4 d FLOPs per (query row, key) pair; the matrix cores run the
-   active waves of each row group (waves without rows skip the MFMAs) over
-   whole tiles of block_n keys; bytes: the K and V pages read once per KV
+   active waves of each row group (waves without rows skip the MFMAs; on
+   sm_90a every warp all of the group's rows) over whole tiles of block_n
+   keys (sm_90a: 16); bytes: the K and V pages read once per KV
    head, Q and O once, the log-sum-exp written. */
 static int dec_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
 #define DEC_VAL(name) (double)shape[op_param_index(k->op, name)]
@@ -646,15 +647,18 @@ static int dec_work(const op_inst *k, const long *shape, op_work *w, char *msg, 
          keys = DEC_VAL("max_blocks") * (double)op_int(k, "block_size");
 #undef DEC_VAL
   double d = (double)op_int(k, "head_dim"), bn = (double)op_tune(k->plan, "block_n");
-  if (bn <= 0 || hk < 1 || fmod(hq, hk) != 0) {
+  double prow = (double)op_tune(k->plan, "rows");
+  if (dec_is_sm90(k)) bn = 16; /* every warp's tiles: 16 keys x all the block's rows */
+  if (bn <= 0 || prow <= 0 || hk < 1 || fmod(hq, hk) != 0) {
     snprintf(msg, n, "kernel %s: no attn_decode plan for this problem", k->name);
     return -1;
   }
-  double rows = qt * (hq / hk), waves = 0;
-  for (double r = rows; r > 0; r -= DEC_ROWS) waves += ceil((r < DEC_ROWS ? r : DEC_ROWS) / 32);
+  /* MFMA rows: whole waves of 32 on AMD (waves without rows skip), whole row groups on sm_90a */
+  double rows = qt * (hq / hk), mrows = 0;
+  for (double r = rows; r > 0; r -= prow) mrows += dec_is_sm90(k) ? prow : 32 * ceil((r < prow ? r : prow) / 32);
   double kv_elem = dec_fp8(k) ? 1 : 2;
   w->flops = 4 * d * b * hq * qt * keys;
-  w->mma_flops = 4 * d * b * hk * waves * 32 * ceil(keys / bn) * bn;
+  w->mma_flops = 4 * d * b * hk * mrows * ceil(keys / bn) * bn;
   w->bytes = b * (2 * hk * keys * d * kv_elem + 2 * 2 * qt * hq * d + 4 * qt * hq);
   w->trips = 0;
   return 0;
