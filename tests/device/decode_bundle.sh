@@ -4,7 +4,8 @@
 # the script, run.sh, COMMIT). Run from the repository root after `make`.
 # Each further hkgen given (another plan of the same kernels, e.g. one built
 # with -DDEC_SM90_WARPS=4) adds a catalogue cat2, cat3, ... that run.sh
-# checks and times in the same run.
+# times in the same run (CATS lists them; DIR:MODE there also chooses
+# numerics for one: tests/device/decode_h200.py).
 set -e
 B=build/devbundle
 rm -rf "$B" && mkdir -p "$B"

@@ -2,8 +2,8 @@
 """decode_h200.py CATALOG[,CATALOG2...] [numerics|bench|all] [LIMIT] (on the H200): attn_decode for sm_90a.
 
 Every catalogue after the first (another plan of the same kernels, for a
-comparison in the same run) is timed too; the second also gets the
-numerics of its d128 kernels.
+comparison in the same run) is timed too; DIR:MODE chooses its numerics:
+all, d128 (its d128 kernels), none (the default after the first).
 
 numerics: every kernel named n_* of CATALOG (tests/device/decode_h200.yaml)
 against an fp64 reference built by gathering the pages: random block tables
@@ -33,7 +33,8 @@ import torch
 import hkrt
 
 T0 = time.time()
-cats = [hkrt.Catalog(c, backend="cuda") for c in sys.argv[1].split(",")]
+cat_modes = [(c.split(":") + ["all" if i == 0 else "none"])[:2] for i, c in enumerate(sys.argv[1].split(","))]
+cats = [hkrt.Catalog(d, backend="cuda") for d, _ in cat_modes]
 cat = cats[0]
 mode = sys.argv[2] if len(sys.argv) > 2 else "all"
 dev = "cuda"
@@ -249,9 +250,9 @@ CASES = [
 ]
 
 
-def numerics(cat, first):
+def numerics(cat, nmode):
     global fails
-    ks = [k for k in cat.kernels("sm_90a") if k.name.startswith("n_") and (first or "128" in k.name or
+    ks = [k for k in cat.kernels("sm_90a") if k.name.startswith("n_") and (nmode == "all" or "128" in k.name or
                                                                          k.name in ("n_feat", "n_chk", "n_q4g8"))]
     seed = 1
     for k in ks:
@@ -414,10 +415,10 @@ def bench(cat, cbw, points):
 LIMIT = float(sys.argv[3]) if len(sys.argv) > 3 else 50.0  # seconds from the start: bench stops
 NUM_LIMIT = LIMIT * 0.5  # numerics stop
 print("attn_decode sm_90a on %s, %s" % (torch.cuda.get_device_name(0), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
-for i, c in enumerate(cats[:2]):  # a third catalogue and after: timed only (checked before)
-    if mode in ("numerics", "all"):
+for c, (_, nmode) in zip(cats, cat_modes):
+    if mode in ("numerics", "all") and nmode != "none":
         print("== numerics: %s (block %s)" % (c.dir, c.manifest["kernels"][0]["block"]), flush=True)
-        numerics(c, i == 0)
+        numerics(c, nmode)
         print("numerics done at %.1f s, %d failed" % (time.time() - T0, fails), flush=True)
 if mode in ("bench", "all"):
     cbw = copy_bw()
@@ -425,6 +426,6 @@ if mode in ("bench", "all"):
           flush=True)
     for i, c in enumerate(cats):
         print("== bench: %s (block %s)" % (c.dir, c.manifest["kernels"][0]["block"]), flush=True)
-        bench(c, cbw, (POINTS_8B, POINTS_70B, POINTS_8B[::2]) if i == 0 else (POINTS_8B[::2], POINTS_70B[::2], POINTS_8B[::4]))
+        bench(c, cbw, (POINTS_8B, POINTS_70B, POINTS_8B[::2]) if i == 0 else (POINTS_8B[::2], POINTS_70B[::2], POINTS_8B[::2]))
 print("decode_h200: %d failed, %.1f s" % (fails, time.time() - T0))
 sys.exit(1 if fails else 0)
