@@ -231,7 +231,7 @@ def check_case(k, case, seed):
                 notes.append("counters not reset after a corrupt launch")
                 p.cnt.zero_()
     fails += not ok
-    ns = min(splits_max(MB, p.BS), -(-UNITS * 2 // (B * HK)))
+    ns = k.grid(p.values())[0]
     return "%-22s B%-3d qt%-2d %2d:%-2d mb%-4d wl%-4d splits %-3d O %.2e LSE %.2e %s %s" % (
         k.name, B, QT, HQ, HK, MB, WL, ns, eo, el, "ok" if ok else "FAIL", " ".join(notes))
 
@@ -355,7 +355,7 @@ def bench_point(k, B, ctx, HQ, HK, sdpa):
     run = k.bind(**{n: v for n, v in base.items() if n in names})
     fns = [(lambda kv=kv: run(KV=kv)) for kv in caches]
     t = graph_time(fns)
-    ns = min(splits_max(MB, BS), -(-UNITS * 2 // (B * HK)))
+    ns = run.grid[0]  # the splits libhkrt's grid formula gave
     row = dict(name=k.name, B=B, ctx=ctx, HQ=HQ, HK=HK, t=t, tbs=kv_bytes / t / 1e12, splits=ns, layers=layers)
     if sdpa and not fp8 and kv_bytes * layers <= 8 << 30:
         kc = [None] * layers
