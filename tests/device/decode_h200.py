@@ -51,7 +51,9 @@ def param(k, name):
 
 
 def splits_max(mb, bs):
-    return (mb * bs + 255) // 256
+    """A bound on the splits of every plan timed here (one per 128 keys at
+    most): the workspace is sized by it."""
+    return (mb * bs + 127) // 128
 
 
 class Prob:
