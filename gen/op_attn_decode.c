@@ -150,13 +150,18 @@ static long dec_tile_keys(const op_inst *k) {
 }
 
 /* The split count: up to the plan's "per_unit" workgroups per compute unit
-   over batch x heads_k (AMD 2; sm_90a 1, of 8 warps: the one block that
-   merges a group reads every split's partial, so fewer, larger splits),
-   at most one split per DEC_MIN_SPLIT keys of the table. */
+   over batch x heads_k (AMD 2, rounded up; sm_90a 1 block of 8 warps per
+   multiprocessor, rounded down, so that the splits fit in one wave: the
+   one block that merges a group reads every split's partial, so fewer,
+   larger splits), at most one split per DEC_MIN_SPLIT keys of the table. */
 static void dec_splits(const op_inst *k, const op_plan *p, char *out) {
-  dec_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*%ld,%s*%s))", op_term(k, "max_blocks"),
-              op_int(k, "block_size"), DEC_MIN_SPLIT, op_tune(p, "per_unit"), op_term(k, "batch"),
-              op_term(k, "heads_k"));
+  if (dec_is_sm90(k)) /* rounded down: 136 blocks on 132 multiprocessors took a second wave (8B, batch 1) */
+    dec_formula(out, "min(cdiv(%s*%ld,%d),max(1,device_units/(%s*%s)))", op_term(k, "max_blocks"),
+                op_int(k, "block_size"), DEC_MIN_SPLIT, op_term(k, "batch"), op_term(k, "heads_k"));
+  else
+    dec_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*%ld,%s*%s))", op_term(k, "max_blocks"),
+                op_int(k, "block_size"), DEC_MIN_SPLIT, op_tune(p, "per_unit"), op_term(k, "batch"),
+                op_term(k, "heads_k"));
 }
 
 /* Row groups of `rows' query rows per KV head. */

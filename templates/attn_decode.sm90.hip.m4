@@ -22,10 +22,15 @@ m4_divert(-1)                                                   -*- C -*-
 # shared memory, B = K by ldmatrix; O += P V: A = P from the S
 # accumulator rounded to bf16, B = V by ldmatrix.trans); fp32 online
 # softmax in base 2, masked per row (keys past the row's position or the
-# split, before its window).  fp8 e4m3 (OCP) cache: the tile's codes are
-# widened in shared memory to fp16 times 2^-8 (exact: hk_e4m3x4_to_f16x4),
-# Q and P are fp16, and k_scale 2^8 joins the scores' scale, v_scale 2^8
-# the output's.
+# split, before its window).  fp8 e4m3 (OCP) cache, codes as fp16 times 2^-8
+# (exact: hk_e4m3x4_to_f16x4), Q and P fp16, k_scale 2^8 joining the
+# scores' scale and v_scale 2^8 the output's: K's codes are widened in
+# registers as ldmatrix reads them (lane (g, t) gets codes 4t .. 4t + 3 of
+# a 16-code chunk, so k position 2t + j of the chunk holds d 4t + j and
+# 2t + 8 + j d 4t + 2 + j: Q is stored in that order), V's in shared
+# memory (P V needs V transposed, which ldmatrix does only for 16-bit
+# elements).  Against widening both in shared memory: 1.10-1.24x at each
+# Llama-3-8B point timed (H200, 2026-12-02, docs/PERF.md).
 #
 # End: the 8 warps' partials merge in shared memory in warp order; one
 # split writes O and LSE, several write their partial (unnormalised O,
@@ -70,7 +75,7 @@ static constexpr int ROW_B = D * 2;                         // bytes of a 16-bit
 static constexpr int RAW_ROW_B = FP8 ? D : D * 2;           // bytes of a cache row
 static constexpr int RAW_TILE = KT * RAW_ROW_B;             // K (or V) of one tile
 static constexpr int STAGE_B = 2 * RAW_TILE;
-static constexpr int WIDE_B = FP8 ? 2 * KT * ROW_B : 0;     // the widened K and V
+static constexpr int WIDE_B = FP8 ? 2 * KT * ROW_B : 0;     // the widened V (and as much spare)
 static constexpr int WARP_B = STAGES * STAGE_B + WIDE_B;
 static constexpr int Q_B = ROWS * ROW_B;
 static constexpr int O_PITCH = D + 4;                       // floats per row of a warp's partial
@@ -119,9 +124,16 @@ HK_DEVICE void dec_copy16(hk_lds_t lds, int off, const dec_kv_t *src)
 // that keeps ldmatrix's 8 rows in 8 bank groups).
 HK_DEVICE int dec_swz(int r, int c) { return r * ROW_B + ((c ^ (r & 7)) << 4); }
 
+// The same for a K tile of fp8 codes (rows of D bytes: D / 16 chunks).
+HK_DEVICE int dec_swz8(int r, int c)
+{
+    constexpr int M = D / 16 < 8 ? D / 16 - 1 : 7;
+    return r * (FP8 ? D : D * 2) + ((c ^ (r & M)) << 4);
+}
+
 // Tile kb .. kb + 15 of the split into stage buffer `off' (keys past k1 read
 // key k1 - 1: they are masked, and their finite data adds nothing).  bf16:
-// swizzled rows; fp8: plain rows of D codes (dec_widen swizzles).
+// swizzled rows; fp8: K swizzled rows of D codes, V plain (dec_widen swizzles).
 template <bool VEC>
 HK_DEVICE void dec_issue(hk_lds_t lds, int off, const dec_ctx &x, int kb)
 {
@@ -134,21 +146,22 @@ HK_DEVICE void dec_issue(hk_lds_t lds, int off, const dec_ctx &x, int kb)
         const int i = lane + j * HK_WAVE_SIZE, r = i / RAW_CH, c = i % RAW_CH;
         const int key = kb + r < x.k1 ? kb + r : x.k1 - 1;
         const long src = page + (long)(key % BS) * x.key_stride + c * (16 / (int)sizeof(dec_kv_t));
-        const int dst = FP8 ? r * RAW_ROW_B + c * 16 : dec_swz(r, c);
+        const int dst = FP8 ? dec_swz8(r, c) : dec_swz(r, c);
         dec_copy16<VEC>(lds, off + dst, x.K + src);
-        dec_copy16<VEC>(lds, off + RAW_TILE + dst, x.V + src);
+        dec_copy16<VEC>(lds, off + RAW_TILE + (FP8 ? r * RAW_ROW_B + c * 16 : dst), x.V + src);
     }
 }
 
-// fp8: the raw tile at `raw' widened to fp16 (times 2^-8) swizzled rows at `wide'.
+// fp8: the raw V tile at `raw' widened to fp16 (times 2^-8) swizzled rows at
+// `wide' (K is widened in registers: dec_tile).
 HK_DEVICE void dec_widen(hk_lds_t lds, int raw, int wide)
 {
     const int lane = hk_lane_id();
     constexpr int RAW_CH = D / 16;                          // 16 codes per chunk
-    constexpr int PER_LANE = 2 * KT * RAW_CH / HK_WAVE_SIZE;
+    constexpr int PER_LANE = KT * RAW_CH / HK_WAVE_SIZE;
 #pragma unroll
     for (int j = 0; j < PER_LANE; ++j) {
-        const int i = lane + j * HK_WAVE_SIZE, kv = i / (KT * RAW_CH), r = i / RAW_CH % KT, c = i % RAW_CH;
+        const int i = lane + j * HK_WAVE_SIZE, kv = 1, r = i / RAW_CH % KT, c = i % RAW_CH;
         const hk_u32x4 u = hk_lds_load_b128(lds, raw + kv * RAW_TILE + r * RAW_ROW_B + c * 16);
         hk_u32x4 lo, hi;
 #pragma unroll
@@ -159,7 +172,7 @@ HK_DEVICE void dec_widen(hk_lds_t lds, int raw, int wide)
             hi[2 * w] = b[0];
             hi[2 * w + 1] = b[1];
         }
-        const int base = wide + kv * KT * ROW_B;
+        const int base = wide;
         hk_lds_store_b128(lds, base + dec_swz(r, 2 * c), lo);
         hk_lds_store_b128(lds, base + dec_swz(r, 2 * c + 1), hi);
     }
@@ -207,7 +220,28 @@ HK_DEVICE void dec_tile(hk_lds_t lds, int kt, int vt, int kb, float c, float cap
     // (8-15, 2kk), (8-15, 2kk+1) are B words of key tiles 0 and 1
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-        const hk_u32x4 kf = hk_lds_load_mma_x4(lds, kt + dec_swz((lane / 16) * 8 + lane % 8, 2 * kk + (lane / 8) % 2));
+        hk_u32x4 kf;
+        if constexpr (FP8) {
+            // raw codes: matrices (keys 0-7, chunk kk), (8-15, kk), (0-7, kk+1), (8-15, kk+1);
+            // lane (g, t) gets codes 4t .. 4t+3 of key g: as fp16 pairs, the B words of
+            // k positions 2t.. and 2t+8.. (Q is stored in that order: dec_load_q)
+            if (kk % 2)
+                continue;
+            const hk_u32x4 raw = hk_lds_load_mma_x4(lds, kt + dec_swz8(((lane / 8) % 2) * 8 + lane % 8, kk + lane / 16));
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const hk_u32x2 k0 = hk_e4m3x4_to_f16x4(raw[2 * h]), k1 = hk_e4m3x4_to_f16x4(raw[2 * h + 1]);
+#pragma unroll
+                for (int mt = 0; mt < M_TILES; ++mt) {
+                    const hk_u32x4 qa = hk_lds_load_mma_x4(lds, dec_swz(mt * 16 + ((lane / 8) % 2) * 8 + lane % 8, 2 * (kk + h) + lane / 16));
+                    dec_mma(qa, k0[0], k0[1], s[mt][0]);
+                    dec_mma(qa, k1[0], k1[1], s[mt][1]);
+                }
+            }
+            continue;
+        } else {
+            kf = hk_lds_load_mma_x4(lds, kt + dec_swz((lane / 16) * 8 + lane % 8, 2 * kk + (lane / 8) % 2));
+        }
 #pragma unroll
         for (int mt = 0; mt < M_TILES; ++mt) {
             const hk_u32x4 qa = hk_lds_load_mma_x4(lds, dec_swz(mt * 16 + ((lane / 8) % 2) * 8 + lane % 8, 2 * kk + lane / 16));
@@ -295,7 +329,7 @@ HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, float c, floa
         if constexpr (FP8) {
             dec_widen(lds, cur, wide);
             hk_syncwarp();
-            dec_tile(lds, wide, wide + KT * ROW_B, k0 + (wave + it * WARPS) * KT, c, cap_in, st);
+            dec_tile(lds, cur, wide, k0 + (wave + it * WARPS) * KT, c, cap_in, st);
         } else {
             dec_tile(lds, cur, cur + RAW_TILE, k0 + (wave + it * WARPS) * KT, c, cap_in, st);
         }
@@ -520,7 +554,22 @@ HK_DEVICE void dec_load_q(hk_lds_t lds, const hk_bf16 *Q, int r0, int R, int G, 
     for (int i = hk_thread_id(); i < ROWS * CHUNKS; i += THREADS) {
         const int row = i / CHUNKS, ch = i % CHUNKS;
         const int rr = r0 + row < R ? r0 + row : R - 1, t = rr / G, hq = hk * G + rr % G;
-        hk_bf16x8 v = hk_global_load_bf16x8(Q + (((long)b * q_tokens + t) * heads_q + hq) * D + ch * 8, 8, vec);
+        const hk_bf16 *qr = Q + (((long)b * q_tokens + t) * heads_q + hq) * D;
+        hk_bf16x8 v = hk_global_load_bf16x8(qr + ch * 8, 8, vec);
+        if constexpr (FP8) {
+            // k position p of each 16 holds d 4(p/2 % 4) + p%2 + 2(p/8) (dec_tile's K order):
+            // chunk 2u holds d 16u + {0,1,4,5,8,9,12,13}, chunk 2u+1 the others
+            const hk_bf16x8 a = hk_global_load_bf16x8(qr + (ch & ~1) * 8, 8, vec);
+            const hk_bf16x8 bb = hk_global_load_bf16x8(qr + (ch | 1) * 8, 8, vec);
+            const bool odd = ch & 1;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {                // positions 2j, 2j+1 (a), 4 + 2j.. (bb): d 4j + 2 odd, +1
+                v[2 * j] = odd ? a[4 * j + 2] : a[4 * j];
+                v[2 * j + 1] = odd ? a[4 * j + 3] : a[4 * j + 1];
+                v[4 + 2 * j] = odd ? bb[4 * j + 2] : bb[4 * j];
+                v[5 + 2 * j] = odd ? bb[4 * j + 3] : bb[4 * j + 1];
+            }
+        }
         hk_u32x4 w;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
