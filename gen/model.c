@@ -289,19 +289,21 @@ static void model_gemm(const yt_node *m, const char *nm, const yt_node *target, 
   }
 }
 
-/* attn_bwd, attn_decode and the serving prefill (varlen) have no sm_90a kernel yet: a
-   model's such kernels go to its AMD targets only (the spec reader drops the
-   others, and the entry when none is left); fp8 projections go to the
-   targets with their encoding. */
+/* attn_bwd, the serving prefill (varlen) and attn_decode past head_dim 128
+   have no sm_90a kernel yet: a model's such kernels go to its AMD targets
+   only (the spec reader drops the others, and the entry when none is left);
+   fp8 projections go to the targets with their encoding. */
 unsigned model_entry_needs(const yt_node *entry) {
-  const yt_node *op = yt_map_get(entry, "op");
+  const yt_node *op = yt_map_get(entry, "op"), *d = yt_map_get(entry, "head_dim");
   if (!op || op->kind != YT_SCALAR) return 0;
   const yt_node *dt = yt_map_get(entry, "dtype");
   if (!strcmp(op->value, "gemm") && dt && dt->kind == YT_SCALAR && !strncmp(dt->value, "fp8_", 4)) {
     size_t l = strlen(dt->value);
     return l > 5 && !strcmp(dt->value + l - 5, "_fnuz") ? TGT_FP8_FNUZ : TGT_FP8_OCP;
   }
-  if (!strcmp(op->value, "attn_bwd") || !strcmp(op->value, "attn_decode")) return TGT_AMD;
+  if (!strcmp(op->value, "attn_bwd")) return TGT_AMD;
+  if (!strcmp(op->value, "attn_decode"))
+    return d && d->kind == YT_SCALAR && strtol(d->value, NULL, 10) > 128 ? TGT_AMD : 0;
   return !strcmp(op->value, "attn_fwd") && yt_map_get(entry, "varlen") ? TGT_AMD : 0;
 }
 

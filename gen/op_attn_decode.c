@@ -51,7 +51,13 @@
    lowest such sequence is written to table_error (atomic minimum; the
    caller fills it with 0xff bytes first, and 0xffffffff after the launch
    means no fault); the emulator stops there naming the sequence, entry and
-   value. Skeleton: templates/attn_decode.hip.m4. */
+   value. Skeletons: templates/attn_decode.hip.m4 (AMD),
+   templates/attn_decode.sm90.hip.m4 (sm_90a: blocks of 8 warps over up to
+   32 query rows, each warp its own 16-key tiles through a cp.async ring,
+   mma.sync; dec_plan_sm90; head_dim 64 and 128). On sm_90a the e4m3 encoding is OCP's, and an
+   fp8 cache's Q . K and P V products run in fp16 (the codes widen to fp16
+   exactly; Q rounds to fp16: magnitudes past 65504 overflow, below 2^-14
+   lose bits) with k_scale and v_scale applied in fp32. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,18 +98,27 @@ static const op_param dec_params[] = {
 };
 #define DEC_NPARAMS (int)(sizeof dec_params / sizeof dec_params[0])
 
-/* Query rows per workgroup (4 waves of 32): the skeleton's plan
-   (attn_decode.hip.m4 static_asserts it). */
+/* Query rows per workgroup on AMD (4 waves of 32): the skeleton's plan
+   (attn_decode.hip.m4 static_asserts it); sm_90a's is the plan's "rows". */
 #define DEC_ROWS 128
 /* Keys a split takes at least: fewer would make the merge cost more than it
    saves. */
 #define DEC_MIN_SPLIT 256
 
-static const char *const dec_targets = "gfx942, gfx950";
+static const char *const dec_targets = "gfx942, gfx950, sm_90a";
+
+/* Hopper's path: mma.sync fed by cp.async (attn_decode.sm90.hip.m4). */
+static int dec_is_sm90(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
 
 static int dec_check(const op_inst *k, char *msg, size_t n) {
-  if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950")) {
+  if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950") && !dec_is_sm90(k)) {
     snprintf(msg, n, "attn_decode is not yet available for %s; allowed targets: %s", k->target, dec_targets);
+    return -1;
+  }
+  if (dec_is_sm90(k) && op_int(k, "head_dim") > 128) {
+    /* a warp holds O for all its rows: 128 registers at d256, which spill */
+    snprintf(msg, n, "head_dim %ld is not yet available for %s; allowed there: 64, 128", op_int(k, "head_dim"),
+             k->target);
     return -1;
   }
   if (!op_is_any(k, "heads_q") && !op_is_any(k, "heads_k") && op_int(k, "heads_q") % op_int(k, "heads_k")) {
@@ -134,17 +149,25 @@ static long dec_tile_keys(const op_inst *k) {
   return stage <= (long)tgt_find(k->target)->lds_unit / 2 ? 64 : 32;
 }
 
-/* The split count: up to 2 workgroups per compute unit over batch x
-   heads_k, at most one split per DEC_MIN_SPLIT keys of the table. */
-static void dec_splits(const op_inst *k, char *out) {
-  dec_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*2,%s*%s))", op_term(k, "max_blocks"),
-           op_int(k, "block_size"), DEC_MIN_SPLIT, op_term(k, "batch"), op_term(k, "heads_k"));
+/* The split count: up to the plan's "per_unit" workgroups per compute unit
+   over batch x heads_k (AMD 2, rounded up; sm_90a 1 block of 8 warps per
+   multiprocessor, rounded down, so that the splits fit in one wave: the
+   one block that merges a group reads every split's partial, so fewer,
+   larger splits), at most one split per DEC_MIN_SPLIT keys of the table. */
+static void dec_splits(const op_inst *k, const op_plan *p, char *out) {
+  if (dec_is_sm90(k)) /* rounded down: 136 blocks on 132 multiprocessors took a second wave (8B, batch 1) */
+    dec_formula(out, "min(cdiv(%s*%ld,%d),max(1,device_units/(%s*%s)))", op_term(k, "max_blocks"),
+                op_int(k, "block_size"), DEC_MIN_SPLIT, op_term(k, "batch"), op_term(k, "heads_k"));
+  else
+    dec_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*%ld,%s*%s))", op_term(k, "max_blocks"),
+                op_int(k, "block_size"), DEC_MIN_SPLIT, op_tune(p, "per_unit"), op_term(k, "batch"),
+                op_term(k, "heads_k"));
 }
 
-/* Row groups of DEC_ROWS query rows per KV head. */
-static void dec_row_groups(const op_inst *k, char *out) {
-  dec_formula(out, "cdiv(%s*(%s/%s),%d)", op_term(k, "q_tokens"), op_term(k, "heads_q"), op_term(k, "heads_k"),
-           DEC_ROWS);
+/* Row groups of `rows' query rows per KV head. */
+static void dec_row_groups(const op_inst *k, long rows, char *out) {
+  dec_formula(out, "cdiv(%s*(%s/%s),%ld)", op_term(k, "q_tokens"), op_term(k, "heads_q"), op_term(k, "heads_k"),
+              rows);
 }
 
 static int dec_fp8(const op_inst *k) { return !strcmp(op_val(k, "kv_dtype"), "fp8_e4m3"); }
@@ -182,8 +205,8 @@ static void dec_args(const op_inst *k, op_plan *p) {
   if (op_int(k, "check_tables")) op_arg_add(a, n, "unsigned *", "table_error");
 }
 
-static void dec_plan(const op_inst *k, op_plan *p) {
-  char ns[OP_FORMULA], rg[OP_FORMULA], rule[OP_FORMULA];
+/* The AMD plan: 4 waves of 32 MFMA rows, tiles of block_n keys through LDS. */
+static void dec_plan_amd(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "block_n", dec_tile_keys(k));
   op_plan_tune(p, "fp8_fnuz", dec_fp8_fnuz(k->target));
   op_plan_tune(p, "rows", DEC_ROWS);
@@ -191,10 +214,46 @@ static void dec_plan(const op_inst *k, op_plan *p) {
      gfx942, 246 on gfx950: tests/pipeline/build_attn_decode.sh); 256 holds
      its O tile and Q operands at 1 (290-354 VGPRs with AGPRs) */
   op_plan_tune(p, "waves", op_int(k, "head_dim") > 128 ? 1 : 2);
+  op_plan_tune(p, "per_unit", 2);
   p->block = 256;
+}
+
+/* sm_90a: 8 warps, each with every query row of the block (16 per m-tile)
+   and its own 16-key tiles, one block per multiprocessor. Two m-tiles (32 rows) only where the baked
+   q_tokens x GQA ratio needs them; otherwise one, more rows taking more
+   row groups.
+   A ring of about 24 KiB per warp (bf16; fp8: 16 KiB of codes plus the
+   widened tile pair): 2 tiles in flight per warp, 128 KiB per
+   multiprocessor at head_dim 128. Shared memory as the skeleton lays it out: Q, then the
+   larger of the rings and the warps' fp32 partials, 16 bytes of flags,
+   and the dynamic region's alignment slack. */
+#ifndef DEC_SM90_WARPS
+#define DEC_SM90_WARPS 8 /* warps per block (4: two blocks per multiprocessor) */
+#endif
+static void dec_plan_sm90(const op_inst *k, op_plan *p) {
+  long d = op_int(k, "head_dim"), rows = 0;
+  if (!op_is_any(k, "q_tokens") && !op_is_any(k, "heads_q") && !op_is_any(k, "heads_k"))
+    rows = op_int(k, "q_tokens") * (op_int(k, "heads_q") / op_int(k, "heads_k"));
+  long mt = rows > 16 ? 2 : 1;
+  long stage = 2 * 16 * d * (dec_fp8(k) ? 1 : 2), wide = dec_fp8(k) ? 2 * 16 * d * 2 : 0;
+  long stages = (dec_fp8(k) ? 16384 : 24576) / stage;
+  stages = stages < 2 ? 2 : stages > 8 ? 8 : stages;
+  long warp = stages * stage + wide, part = 16 * mt * (d + 6) * 4;
+  op_plan_tune(p, "m_tiles", mt);
+  op_plan_tune(p, "stages", stages);
+  op_plan_tune(p, "rows", 16 * mt);
+  op_plan_tune(p, "per_unit", 8 / DEC_SM90_WARPS);
+  p->block = 32 * DEC_SM90_WARPS;
+  p->dynamic_lds = (int)(16 * mt * d * 2 + DEC_SM90_WARPS * (warp > part ? warp : part) + 16 + 1024);
+}
+
+static void dec_plan(const op_inst *k, op_plan *p) {
+  char ns[OP_FORMULA], rg[OP_FORMULA], rule[OP_FORMULA], msg_rows[OP_FORMULA];
+  if (dec_is_sm90(k)) dec_plan_sm90(k, p);
+  else dec_plan_amd(k, p);
   dec_args(k, p);
-  dec_splits(k, ns);
-  dec_row_groups(k, rg);
+  dec_splits(k, p, ns);
+  dec_row_groups(k, op_tune(p, "rows"), rg);
   dec_formula(p->grid[0], "%s", ns);
   dec_formula(p->grid[1], "%s*%s", op_term(k, "heads_k"), rg);
   dec_formula(p->grid[2], "%s", op_term(k, "batch"));
@@ -205,7 +264,8 @@ static void dec_plan(const op_inst *k, op_plan *p) {
               op_term(k, "q_tokens"), op_int(k, "head_dim") * 4 + 8, ns);
   op_plan_check(p, rule, "the split partials: batch*heads_q*q_tokens*(head_dim*4+8) bytes per split");
   dec_formula(rule, "counters_len >= %s*%s*%s", op_term(k, "batch"), op_term(k, "heads_k"), rg);
-  op_plan_check(p, rule, "one split counter per sequence, KV head and group of 128 query rows");
+  dec_formula(msg_rows, "one split counter per sequence, KV head and group of %ld query rows", op_tune(p, "rows"));
+  op_plan_check(p, rule, msg_rows);
 }
 
 /* ---- `hkgen test` ------------------------------------------------------------ */
@@ -582,8 +642,9 @@ static int dec_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *e
 /* The estimate's work, every sequence taken as long as its table row
    (max_blocks x block_size keys, the largest problem the kernel plans
    for): 4 d FLOPs per (query row, key) pair; the matrix cores run the
-   active waves of each row group (waves without rows skip the MFMAs) over
-   whole tiles of block_n keys; bytes: the K and V pages read once per KV
+   active waves of each row group (waves without rows skip the MFMAs; on
+   sm_90a every warp all of the group's rows) over whole tiles of block_n
+   keys (sm_90a: 16); bytes: the K and V pages read once per KV
    head, Q and O once, the log-sum-exp written. */
 static int dec_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
 #define DEC_VAL(name) (double)shape[op_param_index(k->op, name)]
@@ -591,15 +652,18 @@ static int dec_work(const op_inst *k, const long *shape, op_work *w, char *msg, 
          keys = DEC_VAL("max_blocks") * (double)op_int(k, "block_size");
 #undef DEC_VAL
   double d = (double)op_int(k, "head_dim"), bn = (double)op_tune(k->plan, "block_n");
-  if (bn <= 0 || hk < 1 || fmod(hq, hk) != 0) {
+  double prow = (double)op_tune(k->plan, "rows");
+  if (dec_is_sm90(k)) bn = 16; /* every warp's tiles: 16 keys x all the block's rows */
+  if (bn <= 0 || prow <= 0 || hk < 1 || fmod(hq, hk) != 0) {
     snprintf(msg, n, "kernel %s: no attn_decode plan for this problem", k->name);
     return -1;
   }
-  double rows = qt * (hq / hk), waves = 0;
-  for (double r = rows; r > 0; r -= DEC_ROWS) waves += ceil((r < DEC_ROWS ? r : DEC_ROWS) / 32);
+  /* MFMA rows: whole waves of 32 on AMD (waves without rows skip), whole row groups on sm_90a */
+  double rows = qt * (hq / hk), mrows = 0;
+  for (double r = rows; r > 0; r -= prow) mrows += dec_is_sm90(k) ? prow : 32 * ceil((r < prow ? r : prow) / 32);
   double kv_elem = dec_fp8(k) ? 1 : 2;
   w->flops = 4 * d * b * hq * qt * keys;
-  w->mma_flops = 4 * d * b * hk * waves * 32 * ceil(keys / bn) * bn;
+  w->mma_flops = 4 * d * b * hk * mrows * ceil(keys / bn) * bn;
   w->bytes = b * (2 * hk * keys * d * kv_elem + 2 * 2 * qt * hq * d + 4 * qt * hq);
   w->trips = 0;
   return 0;

@@ -184,6 +184,8 @@ foreach(t gfx942 gfx950)
 endforeach()
 add_test(build_attn_decode sh pipeline/build_attn_decode.sh)
 set_tests_properties(build_attn_decode PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+add_test(build_attn_decode_sm90 sh pipeline/build_attn_decode_sm90.sh)
+set_tests_properties(build_attn_decode_sm90 PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 # attn_fwd's serving features (sliding windows, sinks, soft-capping, varlen)
 # on the emulator.
 foreach(t gfx942 gfx950)

@@ -59,6 +59,18 @@
  *   hk_shfl_xor_f32(x, m)     warp collective: x of lane (lane ^ m) (all 32 lanes must call it)
  *   hk_shfl_xor_u32(x, m)     the same for a 32-bit word (two packed bf16)
  *   hk_warp_any(p)            warp collective: p of any lane (all 32 lanes must call it)
+ *   hk_syncwarp()             warp barrier: the warp's shared-memory writes before it, reads after (__syncwarp)
+ *   hk_uniform_i32(x)         x (for a value every lane holds alike; hk_cdna.h's readfirstlane)
+ *   hk_global_load_i32        1 int from global
+ *   hk_global_load_b128(p)    16 bytes from global (16-byte aligned)
+ *   hk_fence_device()         device-wide fence (__threadfence): this thread's global writes before, its reads after
+ *   hk_atomic_add_i32(p, v)   *p += v on global memory, device scope; returns the old value
+ *   hk_atomic_min_u32(p, v)   *p = min(*p, v) (unsigned) on global memory, device scope; returns the old value
+ *   hk_report_fault(fmt, ...) no-op (the emulator's report of bad device data; kernels also record it in memory)
+ *   hk_f32x2_to_f16x2(lo, hi) two floats to a packed fp16 pair (lo in bits 0..15), RNE
+ *   hk_e4m3x4_to_f16x4(w)     the four OCP e4m3 codes of w (byte i = code i) as fp16 times 2^-8, exact (fp16
+ *                             holds e4m3's normals and subnormals); NaN codes give NaN; word 0 = codes 0, 1
+ *   hk_mma_16x8x16_f16(a, b0, b1, acc)  hk_mma_16x8x16 with fp16 operands
  *  Hopper-only (asynchronous copies, tensor cores):
  *   hk_async_load_b128(l, off, src, n_bytes)   cp.async 16 bytes global -> shared; bytes >= n_bytes (0..16) are 0;
  *                                              src 16-byte aligned; nothing is read when n_bytes == 0
@@ -553,6 +565,54 @@ HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
 HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE unsigned hk_shfl_xor_u32(unsigned x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE bool hk_warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+HK_DEVICE void hk_syncwarp(void) { __syncwarp(); }
+HK_DEVICE int hk_uniform_i32(int x) { return x; }
+
+/* ---- device-scope synchronisation through global memory (split-KV merges) ---------- */
+HK_DEVICE int hk_global_load_i32(const int *p) { return *p; }
+HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p) { return *(const hk_u32x4 *)p; }
+HK_DEVICE void hk_fence_device(void) { __threadfence(); }
+HK_DEVICE int hk_atomic_add_i32(int *p, int v) { return atomicAdd(p, v); }
+HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v) { return atomicMin(p, v); }
+#define hk_report_fault(...) ((void)0)
+
+/* ---- fp16 and fp8 (e4m3 caches) -------------------------------------------------------- */
+HK_DEVICE unsigned hk_f32x2_to_f16x2(float lo, float hi)
+{
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+/* Code c (s eeee mmm) at bits 8..15 of a half becomes fp16 s 0eeee mmm0000000: exponent
+ * bias 15 for e4m3's 7, so the value is exactly 2^-8 times the code's, subnormals
+ * included; a NaN code (eeee mmm all ones) gets fp16's all-ones exponent. */
+HK_DEVICE hk_u32x2 hk_e4m3x4_to_f16x4(unsigned w)
+{
+    hk_u32x2 r;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const unsigned x = __byte_perm(w, 0u, i ? 0x3424u : 0x1404u); /* codes 2i, 2i+1 at bits 8, 24 */
+        r.v[i] = ((x >> 1) & 0x3f803f80u) | (x & 0x80008000u);
+    }
+    const unsigned nan = ((w & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u; /* bit 7 of a NaN code's byte */
+    if (nan) { /* rare: one test per 4 codes */
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const unsigned n = __byte_perm(nan, 0u, i ? 0x3424u : 0x1404u);
+            r.v[i] |= n - (n >> 5); /* 0x7c00: the all-ones exponent */
+        }
+    }
+    return r;
+}
+
+HK_DEVICE void hk_mma_16x8x16_f16(hk_u32x4 a, unsigned b0, unsigned b1, hk_mma_acc_t &acc)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(acc.v[0]), "+f"(acc.v[1]), "+f"(acc.v[2]), "+f"(acc.v[3])
+                 : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "r"(b0), "r"(b1));
+}
 
 /* ---- attention primitives (sm_90a) ---------------------------------------------------
  * wgmma with A from registers (FlashAttention's O += P V: P is the S accumulator
