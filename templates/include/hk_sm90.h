@@ -63,8 +63,6 @@
  *   hk_uniform_i32(x)         x (for a value every lane holds alike; hk_cdna.h's readfirstlane)
  *   hk_global_load_i32        1 int from global
  *   hk_global_load_b128(p)    16 bytes from global (16-byte aligned)
- *   hk_fence_device()         device-wide fence (__threadfence): this thread's global writes before, its reads after
- *   hk_atomic_add_i32(p, v)   *p += v on global memory, device scope; returns the old value
  *   hk_atomic_min_u32(p, v)   *p = min(*p, v) (unsigned) on global memory, device scope; returns the old value
  *   hk_report_fault(fmt, ...) no-op (the emulator's report of bad device data; kernels also record it in memory)
  *   hk_f32x2_to_f16x2(lo, hi) two floats to a packed fp16 pair (lo in bits 0..15), RNE
@@ -571,8 +569,6 @@ HK_DEVICE int hk_uniform_i32(int x) { return x; }
 /* ---- device-scope synchronisation through global memory (split-KV merges) ---------- */
 HK_DEVICE int hk_global_load_i32(const int *p) { return *p; }
 HK_DEVICE hk_u32x4 hk_global_load_b128(const void *p) { return *(const hk_u32x4 *)p; }
-HK_DEVICE void hk_fence_device(void) { __threadfence(); }
-HK_DEVICE int hk_atomic_add_i32(int *p, int v) { return atomicAdd(p, v); }
 HK_DEVICE unsigned hk_atomic_min_u32(unsigned *p, unsigned v) { return atomicMin(p, v); }
 #define hk_report_fault(...) ((void)0)
 
