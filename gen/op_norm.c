@@ -15,6 +15,9 @@
 static const char *const norm_kinds[] = {"rmsnorm", "layernorm", NULL};
 static const char *const norm_phases[] = {"fwd", "bwd", "bwd_reduce", NULL};
 static const char *const norm_wtypes[] = {"bf16", "fp32", NULL};
+static const char *const norm_threads[] = {"128", "256", "512", "1024", NULL};
+static const char *const norm_reduces[] = {"lds", "shfl", NULL};
+static const char *const norm_statses[] = {"twopass", "welford", NULL};
 
 #define NORM_MAX_HIDDEN (1L << 20)
 
@@ -30,12 +33,25 @@ static const op_param norm_params[] = {
     {"eps", OP_FLOAT, NULL, 0, 0, "1e-5", 0, "eps", "added to the variance (mean square) before the root"},
     {"rows", OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, "r", "rows (tokens) per launch"},
     {"hidden", OP_INT, NULL, 1, NORM_MAX_HIDDEN, OP_ANY, 1, "h", "elements per row (any size)"},
+    {"threads", OP_ENUM, norm_threads, 0, 0, "256", 0, "t",
+     "threads per row (fwd) or per block of rows (bwd); default by target, phase and hidden (norm_target_default)"},
+    {"reduce", OP_ENUM, norm_reduces, 0, 0, "lds", 0, "rd",
+     "block sums: lds (two LDS stages, two barriers) or shfl (warp shuffles, one barrier; not on AMD)"},
+    {"prefetch", OP_BOOL, NULL, 0, 0, "false", 0, "pf",
+     "load weight (and bias) with the row, before the statistics, instead of after (registers for latency)"},
+    {"pack", OP_BOOL, NULL, 0, 0, "false", 0, "pk",
+     "forward: hold s (and bf16 weights) in registers as bf16 pairs (half the registers, more instructions)"},
+    {"occupancy", OP_INT, NULL, 0, 32, "0", 0, "oc",
+     "sm_90a: blocks per SM the registers are limited for (0: the compiler's choice; AMD ignores it)"},
+    {"stats", OP_ENUM, norm_statses, 0, 0, "twopass", 0, "st",
+     "layernorm statistics: twopass (mean, then squared deviations) or welford (one pass, Chan's merge; shfl)"},
 };
 
-/* Threads per block, and partial rows of the backward: fixed, not per
-   device, so that dweight is the same bits on every device too. */
-#define NORM_T_FWD 256
-#define NORM_T_BWD 512
+static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "pack", "occupancy", "stats", NULL};
+
+/* Threads of the reduction kernel and partial rows of the backward: fixed,
+   not per device, so that dweight is the same bits on every device of a
+   target too (the forward's and backward's threads are per target). */
 #define NORM_T_RED 256
 #define NORM_PARTS 512
 
@@ -44,6 +60,8 @@ static int norm_ln(const op_inst *k) { return norm_is(k, "kind", "layernorm"); }
 static int norm_drop(const op_inst *k) { return strtod(op_val(k, "dropout"), NULL) > 0; }
 static int norm_res(const op_inst *k) { return (int)op_int(k, "residual"); }
 
+static int norm_shfl(const op_inst *k) { return norm_is(k, "reduce", "shfl"); }
+
 static int norm_check(const op_inst *k, char *msg, size_t n) {
   double p = strtod(op_val(k, "dropout"), NULL);
   if (!(p < 1)) {
@@ -51,7 +69,32 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
              op_val(k, "dropout"));
     return -1;
   }
+  if (norm_shfl(k) && tgt_name_has(k->target, TGT_AMD)) {
+    snprintf(msg, n, "reduce: shfl needs the warp shuffle of hk_sm90.h, which target %s lacks (allowed "
+             "there: lds)", k->target);
+    return -1;
+  }
+  if (norm_is(k, "stats", "welford") && !norm_shfl(k)) {
+    snprintf(msg, n, "stats: welford merges in warp shuffles and needs reduce: shfl (allowed with reduce: "
+             "lds: twopass)");
+    return -1;
+  }
   return 0;
+}
+
+/* sm_90a: warp shuffles, weights loaded with the row, one-pass LayerNorm
+   statistics (docs/PERF.md's norm section). AMD keeps the LDS sums and the
+   late weight loads (fewer VGPRs; the emulator has no general lane shuffle). */
+static const char *norm_target_default(const op_inst *k, const char *param) {
+  int amd = tgt_name_has(k->target, TGT_AMD);
+  int fwd = norm_is(k, "phase", "fwd"), rt = op_is_any(k, "hidden");
+  if (!strcmp(param, "threads")) return !fwd ? "512" : !amd && rt ? "512" : NULL;
+  if (amd) return NULL;
+  if (!strcmp(param, "reduce")) return "shfl";
+  if (!strcmp(param, "prefetch")) return fwd || !rt ? "true" : NULL;
+  if (!strcmp(param, "stats")) return "welford";
+  if (!strcmp(param, "pack")) return "true";
+  return NULL;
 }
 
 static const char *norm_wptr(const op_inst *k, int is_const) {
@@ -116,14 +159,15 @@ static long norm_units(const op_inst *k, int threads, long cap) {
 
 static void norm_plan(const op_inst *k, op_plan *p) {
   const char *rows = op_term(k, "rows"), *hidden = op_term(k, "hidden");
+  int t = (int)op_int(k, "threads");
   if (norm_is(k, "phase", "fwd")) {
-    p->block = NORM_T_FWD;
-    op_plan_tune(p, "units", norm_units(k, NORM_T_FWD, op_is_any(k, "hidden") ? 4 : 8));
+    p->block = t;
+    op_plan_tune(p, "units", norm_units(k, t, op_is_any(k, "hidden") ? 4 * 256 / t : 8));
     snprintf(p->grid[0], OP_FORMULA, "%s", rows);
     norm_args_fwd(k, p);
   } else if (norm_is(k, "phase", "bwd")) {
-    p->block = NORM_T_BWD;
-    op_plan_tune(p, "units", norm_units(k, NORM_T_BWD, 2));
+    p->block = t;
+    op_plan_tune(p, "units", norm_units(k, t, 2 * 512 / t > 1 ? 2 * 512 / t : 1));
     snprintf(p->grid[0], OP_FORMULA, "min(%s, %d)", rows, NORM_PARTS);
     norm_args_bwd(k, p);
   } else {
@@ -133,6 +177,11 @@ static void norm_plan(const op_inst *k, op_plan *p) {
     norm_args_reduce(k, p);
   }
   op_plan_tune(p, "parts", NORM_PARTS);
+  op_plan_tune(p, "shfl", norm_shfl(k));
+  op_plan_tune(p, "prefetch", op_int(k, "prefetch"));
+  op_plan_tune(p, "pack", op_int(k, "pack"));
+  op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
+  op_plan_tune(p, "welford", norm_is(k, "stats", "welford"));
   norm_args_tail(k, p);
 }
 
@@ -535,7 +584,9 @@ const op_desc op_norm = {
     .skeleton = "norm.hip.m4",
     .params = norm_params,
     .nparams = (int)(sizeof norm_params / sizeof norm_params[0]),
+    .tuning = norm_tuning,
     .check = norm_check,
+    .target_default = norm_target_default,
     .plan = norm_plan,
     .emu_shapes = norm_emu_shapes,
     .emu_run = norm_emu_run,

@@ -38,6 +38,8 @@ m4_define([hkm_norm_drop], [hkm_if_param([dropout], [0], [$2], [$1])])
 # hkm_norm_s(IF, ELSE): IF when s differs from x (residual or dropout), so the forward writes it.
 m4_define([hkm_norm_s],
 [m4_ifelse(hkm_norm_res([1], [0])hkm_norm_drop([1], [0]), [00], [$2], [$1])])
+# hkm_norm_welford(IF, ELSE): IF for layernorm with one-pass statistics.
+m4_define([hkm_norm_welford], [hkm_norm_ln([m4_ifelse(hkm_tune([welford]), [1], [$1], [$2])], [$2])])
 # hkm_norm_only(PHASE): what follows reaches the output only in kernels of PHASE.
 m4_define([hkm_norm_only],
 [m4_ifelse(hkm_param([phase]), [$1], [m4_divert(0)], [m4_divert(-1)])])
@@ -49,6 +51,10 @@ hkm_file_head()[
 static constexpr int NORM_T = ]hkm_block_size[;
 static constexpr int NORM_UNITS = ]hkm_tune([units])[;   // 8-element units kept in registers
 static constexpr int NORM_PARTS = ]hkm_tune([parts])[;   // partial rows of the backward
+static constexpr bool NORM_SHFL = ]hkm_tune([shfl])[;     // block sums by warp shuffles, one barrier
+static constexpr bool NORM_PREFETCH = ]hkm_tune([prefetch])[; // weights loaded with the row
+static constexpr bool NORM_WELFORD = ]hkm_tune([welford])[;   // layernorm: one-pass statistics
+static constexpr bool NORM_PACK = ]hkm_tune([pack])[;         // held s (bf16 weights) as bf16 pairs
 static constexpr bool NORM_LN = ]hkm_norm_ln([true], [false])[;
 static constexpr bool NORM_RES = ]hkm_norm_res([true], [false])[;
 static constexpr bool NORM_DROP = ]hkm_norm_drop([true], [false])[;
@@ -57,8 +63,9 @@ static constexpr double NORM_P = ]hkm_param([dropout])[;
 static constexpr unsigned NORM_DROP_THR = (unsigned)(NORM_P * 4294967296.0);
 static constexpr float NORM_KEEP_SCALE = (float)(1.0 / (1.0 - NORM_P));
 typedef ]hkm_if_param([weight_dtype], [fp32], [[float]], [[hk_bf16]])[ norm_w_t;
-// LDS of norm_sum2: 2 x T floats, then 2 x T/8
-static constexpr int NORM_LDS = 8 * NORM_T + NORM_T;
+static constexpr int NORM_WAVES = NORM_T / HK_WAVE_SIZE;
+// LDS of norm_sum2: 2 x T floats, then 2 x T/8 (lds); two turns of 3 x WAVES floats (shfl)
+static constexpr int NORM_LDS = NORM_SHFL ? 2 * 3 * 4 * NORM_WAVES : 8 * NORM_T + NORM_T;
 static_assert(NORM_T % 32 == 0, "norm_sum2 sums T/8 values 4 at a time");
 
 // ---- Philox 4x32-10 (Salmon et al. 2011), plain integer code ----------------
@@ -134,11 +141,12 @@ HK_DEVICE float norm_round_bf16(float v) { return hk_bf16_to_f32(hk_f32_to_bf16(
 
 HK_DEVICE bool norm_al16(const void *p) { return ((unsigned long)p) % 16 == 0; }
 
-// ---- block sums: fixed order, two barriers --------------------------------------
-// Every thread gets the block's sums of a and b.  Stage 1: threads t < T/8 add
-// 8 neighbours; stage 2: every thread adds the T/8 partials in order.  A
-// second call may follow at once: its first barrier orders it after the reads.
-HK_DEVICE void norm_sum2(hk_lds_t lds, float &a, float &b)
+// ---- block sums: fixed order ----------------------------------------------------
+// Every thread gets the block's sums of a and b, the same bits in every thread.
+// lds: stage 1, threads t < T/8 add 8 neighbours; stage 2, every thread adds the
+// T/8 partials in order; two barriers (a second call may follow at once: its first
+// barrier orders it after the reads).
+HK_DEVICE void norm_sum2_lds(hk_lds_t lds, float &a, float &b)
 {
     const int tid = hk_thread_id();
     hk_lds_store_b32(lds, 4 * tid, hk_f32_as_u32(a));
@@ -171,6 +179,83 @@ HK_DEVICE void norm_sum2(hk_lds_t lds, float &a, float &b)
     a = s[0];
     b = s[1];
 }
+]m4_ifelse(hkm_tune([shfl]), [1], [[
+// shfl: a butterfly in each warp (lane pairs add the same two values: the same
+// bits), warp w's sums to LDS at turn % 2, one barrier, every thread adds the
+// WAVES sums in order.  Two turns: a warp writing turn k + 2 has passed the barrier
+// of turn k + 1, so every read of turn k is done.
+HK_DEVICE void norm_sum2_shfl(hk_lds_t lds, int &turn, float &a, float &b)
+{
+#pragma unroll
+    for (int m = HK_WAVE_SIZE / 2; m >= 1; m /= 2) {
+        a += hk_shfl_xor_f32(a, m);
+        b += hk_shfl_xor_f32(b, m);
+    }
+    const int base = 12 * NORM_WAVES * (turn & 1), w = hk_wave_id();
+    ++turn;
+    if (hk_lane_id() == 0) {
+        hk_lds_store_b32(lds, base + 4 * w, hk_f32_as_u32(a));
+        hk_lds_store_b32(lds, base + 4 * (NORM_WAVES + w), hk_f32_as_u32(b));
+    }
+    hk_barrier();
+    float sa = 0.0f, sb = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NORM_WAVES; ++i) {
+        sa += hk_u32_as_f32(hk_lds_load_b32(lds, base + 4 * i));
+        sb += hk_u32_as_f32(hk_lds_load_b32(lds, base + 4 * (NORM_WAVES + i)));
+    }
+    a = sa;
+    b = sb;
+}
+
+// Chan et al.'s merge of (count n, mean m, squared deviations q) with a second
+// set, the lower-numbered one first (so both lanes of a pair get the same bits).
+HK_DEVICE void norm_merge(float &n, float &m, float &q, float nb, float mb, float qb)
+{
+    const float nn = n + nb, d = mb - m, f = nn > 0.0f ? nb / nn : 0.0f;
+    m += d * f;
+    q += qb + d * d * n * f;
+    n = nn;
+}
+
+// The block's (n, mean, squared deviations) from each thread's, as norm_sum2_shfl.
+HK_DEVICE void norm_welford_shfl(hk_lds_t lds, int &turn, float &n, float &m, float &q)
+{
+    const int lane = hk_lane_id();
+#pragma unroll
+    for (int k = HK_WAVE_SIZE / 2; k >= 1; k /= 2) {
+        float pn = hk_shfl_xor_f32(n, k), pm = hk_shfl_xor_f32(m, k), pq = hk_shfl_xor_f32(q, k);
+        if (lane & k) { // the partner is the lower lane: it goes first
+            const float tn = n, tm = m, tq = q;
+            n = pn, m = pm, q = pq;
+            pn = tn, pm = tm, pq = tq;
+        }
+        norm_merge(n, m, q, pn, pm, pq);
+    }
+    const int base = 12 * NORM_WAVES * (turn & 1), w = hk_wave_id();
+    ++turn;
+    if (lane == 0) {
+        hk_lds_store_b32(lds, base + 4 * w, hk_f32_as_u32(n));
+        hk_lds_store_b32(lds, base + 4 * (NORM_WAVES + w), hk_f32_as_u32(m));
+        hk_lds_store_b32(lds, base + 4 * (2 * NORM_WAVES + w), hk_f32_as_u32(q));
+    }
+    hk_barrier();
+    n = m = q = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NORM_WAVES; ++i)
+        norm_merge(n, m, q, hk_u32_as_f32(hk_lds_load_b32(lds, base + 4 * i)),
+                   hk_u32_as_f32(hk_lds_load_b32(lds, base + 4 * (NORM_WAVES + i))),
+                   hk_u32_as_f32(hk_lds_load_b32(lds, base + 4 * (2 * NORM_WAVES + i))));
+}
+
+HK_DEVICE void norm_sum2(hk_lds_t lds, int &turn, float &a, float &b) { norm_sum2_shfl(lds, turn, a, b); }
+]], [[
+HK_DEVICE void norm_sum2(hk_lds_t lds, int &turn, float &a, float &b)
+{
+    (void)turn;
+    norm_sum2_lds(lds, a, b);
+}
+]])[
 
 // One row's tensors and where the thread is in it.
 struct norm_row {
@@ -214,14 +299,23 @@ HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, 
         norm_store8(s_out + col, n, r.vec, v);
 }
 
-HK_DEVICE void norm_y8(const norm_row &r, const norm_w_t *w, const norm_w_t *bias, hk_bf16 *y, int u, float mean,
-                       float rstd, const float v[8])
+// weight (and bias) of unit u; bias 0 for rmsnorm
+HK_DEVICE void norm_wb8(const norm_row &r, const norm_w_t *w, const norm_w_t *bias, int u, float wv[8], float bv[8])
 {
     const int col = 8 * u, n = r.hidden - col;
-    float wv[8], bv[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, o[8];
     norm_load_w8(w + col, n, r.vec, wv);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        bv[j] = 0.0f;
     if (NORM_LN)
         norm_load_w8(bias + col, n, r.vec, bv);
+}
+
+HK_DEVICE void norm_y8(const norm_row &r, hk_bf16 *y, int u, float mean, float rstd, const float v[8],
+                       const float wv[8], const float bv[8])
+{
+    const int col = 8 * u, n = r.hidden - col;
+    float o[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j)
         o[j] = (v[j] - mean) * rstd * wv[j] + bv[j];
@@ -240,6 +334,42 @@ HK_DEVICE float norm_dev2(const norm_row &r, int u, float mean, const float v[8]
     return d2;
 }
 
+// A held unit of bf16-exact values: 8 floats, or packed in bf16 pairs (P: half the registers).
+template <bool P> struct norm_held8 {
+    float f[P ? 1 : 8];
+    hk_u32x4 p;
+};
+static constexpr bool NORM_PACK_W = NORM_PACK && sizeof(norm_w_t) == 2; // fp32 weights stay floats
+typedef norm_held8<NORM_PACK> norm_sh8;
+typedef norm_held8<NORM_PACK_W> norm_wh8;
+
+template <bool P> HK_DEVICE void norm_hold(norm_held8<P> &h, const float v[8])
+{
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        if (!P)
+            h.f[P ? 0 : j] = v[j];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        h.p[j] = P ? hk_f32x2_to_bf16x2(v[2 * j], v[2 * j + 1]) : 0u;
+}
+
+template <bool P> HK_DEVICE void norm_unhold(const norm_held8<P> &h, float v[8])
+{
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = P ? hk_u32_as_f32(j % 2 ? h.p[j / 2] & 0xffff0000u : h.p[j / 2] << 16) : h.f[P ? 0 : j];
+}
+
+// valid elements of unit u (0 past the row)
+HK_DEVICE int norm_valid(const norm_row &r, int u)
+{
+    const int n = r.hidden - 8 * u;
+    return n < 0 ? 0 : n < 8 ? n : 8;
+}
+
+#undef HK_BLOCKS_PER_SM
+#define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
 ]hkm_kernel_begin()[
     const int tid = hk_thread_id();
     HK_LDS_DECLARE(NORM_LDS);
@@ -258,22 +388,68 @@ HK_DEVICE float norm_dev2(const norm_row &r, int u, float mean, const float v[8]
     r.vec = hidden % 8 == 0 && norm_al16(x) && norm_al16(y) && (!NORM_RES || norm_al16(res))
             && (!s_out || norm_al16(s_out)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias))));
     const int nunits = (hidden + 7) / 8;
+    // register units the row needs, the same in every thread: the loops over the held
+    // units stop there on a uniform branch instead of masking the rest lane by lane
+    const int nheld = nunits < NORM_UNITS * NORM_T ? (nunits + NORM_T - 1) / NORM_T : NORM_UNITS;
+    int turn = 0;
 
-    // s: the first NORM_UNITS units of this thread in registers, the rest re-made later
-    float v[NORM_UNITS][8];
+    // s: the first NORM_UNITS units of this thread in registers (with their weights when
+    // prefetching), the rest re-made later
+    constexpr int NW = NORM_PREFETCH ? NORM_UNITS : 1;
+    norm_sh8 v[NORM_UNITS];
+    norm_wh8 wv[NW], bv[NW];
     float sum = 0.0f, sq = 0.0f;
+    int cnt = 0;
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
+        if (i >= nheld)
+            break;
         const int u = tid + i * NORM_T;
-        if (u < nunits)
-            norm_s8(r, x, res, s_out, u, true, v[i]);
+        float t[8];
+        if (u < nunits) {
+            norm_s8(r, x, res, s_out, u, true, t);
+            if (NORM_PREFETCH) {
+                float tw[8], tb[8];
+                norm_wb8(r, w, bias, u, tw, tb);
+                norm_hold(wv[NORM_PREFETCH ? i : 0], tw);
+                norm_hold(bv[NORM_PREFETCH ? i : 0], tb);
+            }
+        }
+        cnt += norm_valid(r, u);
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            v[i][j] = u < nunits ? v[i][j] : 0.0f;
-            sum += v[i][j];
-            sq += v[i][j] * v[i][j];
+            t[j] = u < nunits ? t[j] : 0.0f;
+            sum += t[j];
+            sq += t[j] * t[j];
         }
+        norm_hold(v[i], t);
     }
+]hkm_norm_welford([[
+    // one pass: this thread's count, mean and squared deviations (its held units in
+    // two passes over registers, re-made units merged in one at a time), then the block's
+    float n = (float)cnt, m = cnt > 0 ? sum / (float)cnt : 0.0f, q = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        if (i >= nheld)
+            break;
+        float t[8];
+        norm_unhold(v[i], t);
+        q += norm_dev2(r, tid + i * NORM_T, m, t);
+    }
+    for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
+        float t[8], ts = 0.0f;
+        norm_s8(r, x, res, s_out, u, true, t);
+        const int nv = norm_valid(r, u);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            ts += t[j];
+        const float tm = ts / (float)nv;
+        norm_merge(n, m, q, (float)nv, tm, norm_dev2(r, u, tm, t));
+    }
+    norm_welford_shfl(hk_lds, turn, n, m, q);
+    const float mean = m;
+    const float rstd = 1.0f / __builtin_sqrtf(q / (float)hidden + NORM_EPS);
+]], [[
     for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
         float t[8];
         norm_s8(r, x, res, s_out, u, true, t);
@@ -287,32 +463,49 @@ HK_DEVICE float norm_dev2(const norm_row &r, int u, float mean, const float v[8]
     // statistics: layernorm in two passes (mean, then squared deviations), no cancellation
     float mean = 0.0f, spare = 0.0f;
     if (NORM_LN) {
-        norm_sum2(hk_lds, sum, spare);
+        norm_sum2(hk_lds, turn, sum, spare);
         mean = sum / (float)hidden;
         sq = 0.0f;
 #pragma unroll
-        for (int i = 0; i < NORM_UNITS; ++i)
-            sq += norm_dev2(r, tid + i * NORM_T, mean, v[i]);
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            if (i >= nheld)
+                break;
+            float t[8];
+            norm_unhold(v[i], t);
+            sq += norm_dev2(r, tid + i * NORM_T, mean, t);
+        }
         for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
             float t[8];
             norm_s8(r, x, res, s_out, u, false, t);
             sq += norm_dev2(r, u, mean, t);
         }
     }
-    norm_sum2(hk_lds, sq, spare);
+    norm_sum2(hk_lds, turn, sq, spare);
     const float rstd = 1.0f / __builtin_sqrtf(sq / (float)hidden + NORM_EPS);
-
+]])[
     // y
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
+        if (i >= nheld)
+            break;
         const int u = tid + i * NORM_T;
-        if (u < nunits)
-            norm_y8(r, w, bias, y, u, mean, rstd, v[i]);
+        if (u < nunits) {
+            float t[8], tw[8], tb[8];
+            norm_unhold(v[i], t);
+            if (NORM_PREFETCH) {
+                norm_unhold(wv[NORM_PREFETCH ? i : 0], tw);
+                norm_unhold(bv[NORM_PREFETCH ? i : 0], tb);
+            } else {
+                norm_wb8(r, w, bias, u, tw, tb);
+            }
+            norm_y8(r, y, u, mean, rstd, t, tw, tb);
+        }
     }
     for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
-        float t[8];
+        float t[8], tw[8], tb[8];
         norm_s8(r, x, res, s_out, u, false, t);
-        norm_y8(r, w, bias, y, u, mean, rstd, t);
+        norm_wb8(r, w, bias, u, tw, tb);
+        norm_y8(r, y, u, mean, rstd, t, tw, tb);
     }
     if (tid == 0) {
         hk_global_store_f32(hk_a.rstd + r.row, rstd);
@@ -331,13 +524,20 @@ HK_DEVICE void norm_bwd_load(const norm_row &r, const hk_bf16 *s, const hk_bf16 
 }
 
 // xhat = (s - mean) * rstd, d = dy and g = dy * w of unit u (d and g 0 past the row, so
-// every sum over xhat is weighted by 0 there); w is re-read in each pass rather than held
-HK_DEVICE void norm_bwd_terms(const norm_row &r, hk_bf16x8 sv, hk_bf16x8 dv, const norm_w_t *w, int u, int n, float mean,
-                              float rstd, float xh[8], float g[8], float d[8])
+// every sum over xhat is weighted by 0 there); w from held, the weights the block
+// loaded once (NORM_PREFETCH), else re-read in each pass
+HK_DEVICE void norm_bwd_terms(const norm_row &r, hk_bf16x8 sv, hk_bf16x8 dv, const norm_w_t *w, const float *held,
+                              int u, int n, float mean, float rstd, float xh[8], float g[8], float d[8])
 {
     const int col = 8 * u;
     float wv[8];
-    norm_load_w8(w + col, n, r.vec, wv);
+    if (held) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            wv[j] = held[j];
+    } else {
+        norm_load_w8(w + col, n, r.vec, wv);
+    }
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
         d[j] = hk_bf16_to_f32(dv[j]);
@@ -347,9 +547,10 @@ HK_DEVICE void norm_bwd_terms(const norm_row &r, hk_bf16x8 sv, hk_bf16x8 dv, con
 }
 
 // ds = rstd * (g - mean(g) - xhat * mean(g * xhat)) (+ the gradient of the emitted s);
-// d_residual = ds, dx = dropout'(ds)
-HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, hk_bf16 *dx, hk_bf16 *dres, int u, int n,
-                               float rstd, float ma, float mb, const float xh[8], const float g[8])
+// d_residual = ds, dx = dropout'(ds); that gradient from dsv when loaded early, else read here
+HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, const hk_bf16x8 *dsv, hk_bf16 *dx,
+                               hk_bf16 *dres, int u, int n, float rstd, float ma, float mb, const float xh[8],
+                               const float g[8])
 {
     const int col = 8 * u;
     float ds[8];
@@ -358,7 +559,13 @@ HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, hk_bf16 
         ds[j] = rstd * (g[j] - ma - xh[j] * mb);
     if (NORM_RES) {
         float q[8];
-        norm_load8(ds_in + col, n, r.vec, q);
+        if (dsv) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+                q[j] = hk_bf16_to_f32((*dsv)[j]);
+        } else {
+            norm_load8(ds_in + col, n, r.vec, q);
+        }
 #pragma unroll
         for (int j = 0; j < 8; ++j)
             ds[j] += q[j];
@@ -393,6 +600,8 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
     norm_part_put8(dwp, dbp, u, n, tw, tb);
 }
 
+#undef HK_BLOCKS_PER_SM
+#define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
 ]hkm_kernel_begin()[
     const int tid = hk_thread_id(), blk = hk_block_id_x();
     HK_LDS_DECLARE(NORM_LDS);
@@ -416,6 +625,18 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
     // masks of each held unit out of the row loop and runs out of SGPRs).
     const int held = r.vec ? NORM_UNITS : 0;
     float dw[NORM_UNITS][8], db[NORM_UNITS][8];
+    // NORM_PREFETCH: the held units' weights loaded once, the gradient of the emitted s
+    // loaded with s and dy (not after the row's sums)
+    constexpr int NP = NORM_PREFETCH ? NORM_UNITS : 1;
+    float wh[NP][8];
+    if (NORM_PREFETCH)
+#pragma unroll
+        for (int i = 0; i < NP; ++i) {
+            const int u = tid + i * NORM_T;
+            if (i < held && u < nunits)
+                norm_load_w8(w + 8 * u, 8, r.vec, wh[i]);
+        }
+    int turn = 0;
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i)
 #pragma unroll
@@ -432,7 +653,7 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
         r.row = row;
         const float rstd = hk_global_load_f32(hk_a.rstd + row);
         const float mean = ]hkm_norm_ln([[hk_global_load_f32(hk_a.mean + row)]], [[0.0f]])[;
-        hk_bf16x8 sv[NORM_UNITS], dv[NORM_UNITS];
+        hk_bf16x8 sv[NORM_UNITS], dv[NORM_UNITS], dsv[NP];
         float a = 0.0f, b = 0.0f;
 #pragma unroll
         for (int i = 0; i < NORM_UNITS; ++i) {
@@ -440,7 +661,10 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
             if (i < held && u < nunits) {
                 float xh[8], g[8], d[8];
                 norm_bwd_load(r, s, dy, u, 8, sv[i], dv[i]);
-                norm_bwd_terms(r, sv[i], dv[i], w, u, 8, mean, rstd, xh, g, d);
+                if (NORM_PREFETCH && NORM_RES)
+                    dsv[NORM_PREFETCH ? i : 0] = hk_global_load_bf16x8(ds_in + 8 * u, 8, r.vec);
+                norm_bwd_terms(r, sv[i], dv[i], w, NORM_PREFETCH ? wh[NORM_PREFETCH ? i : 0] : (const float *)0, u, 8,
+                               mean, rstd, xh, g, d);
 #pragma unroll
                 for (int j = 0; j < 8; ++j) {
                     a += g[j];
@@ -454,7 +678,7 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
             hk_bf16x8 ts, td;
             float txh[8], tg[8], d[8];
             norm_bwd_load(r, s, dy, u, hidden - 8 * u, ts, td);
-            norm_bwd_terms(r, ts, td, w, u, hidden - 8 * u, mean, rstd, txh, tg, d);
+            norm_bwd_terms(r, ts, td, w, (const float *)0, u, hidden - 8 * u, mean, rstd, txh, tg, d);
             // past the row, d, g and xhat are 0: the sums need no mask
             float pw[8], pb[8];
 #pragma unroll
@@ -466,23 +690,25 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
             }
             norm_part_add8(dwp, dbp, u, hidden - 8 * u, pw, pb);
         }
-        norm_sum2(hk_lds, a, b);
+        norm_sum2(hk_lds, turn, a, b);
         const float ma = NORM_LN ? a / (float)hidden : 0.0f, mb = b / (float)hidden;
 #pragma unroll
         for (int i = 0; i < NORM_UNITS; ++i) {
             const int u = tid + i * NORM_T;
             if (i < held && u < nunits) {
                 float xh[8], g[8], d[8];
-                norm_bwd_terms(r, sv[i], dv[i], w, u, 8, mean, rstd, xh, g, d);
-                norm_bwd_store8(r, ds_in, dx, dres, u, 8, rstd, ma, mb, xh, g);
+                norm_bwd_terms(r, sv[i], dv[i], w, NORM_PREFETCH ? wh[NORM_PREFETCH ? i : 0] : (const float *)0, u, 8,
+                               mean, rstd, xh, g, d);
+                norm_bwd_store8(r, ds_in, NORM_PREFETCH && NORM_RES ? &dsv[NORM_PREFETCH ? i : 0] : (const hk_bf16x8 *)0,
+                                dx, dres, u, 8, rstd, ma, mb, xh, g);
             }
         }
         for (int u = tid + held * NORM_T; u < nunits; u += NORM_T) {
             hk_bf16x8 ts, td;
             float txh[8], tg[8], d[8];
             norm_bwd_load(r, s, dy, u, hidden - 8 * u, ts, td);
-            norm_bwd_terms(r, ts, td, w, u, hidden - 8 * u, mean, rstd, txh, tg, d);
-            norm_bwd_store8(r, ds_in, dx, dres, u, hidden - 8 * u, rstd, ma, mb, txh, tg);
+            norm_bwd_terms(r, ts, td, w, (const float *)0, u, hidden - 8 * u, mean, rstd, txh, tg, d);
+            norm_bwd_store8(r, ds_in, (const hk_bf16x8 *)0, dx, dres, u, hidden - 8 * u, rstd, ma, mb, txh, tg);
         }
     }
 
@@ -511,6 +737,8 @@ HK_DEVICE float norm_col_sum(const float *p, long col, long stride, int parts)
     return (a0 + a1) + (a2 + a3);
 }
 
+#undef HK_BLOCKS_PER_SM
+#define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
 ]hkm_kernel_begin()[
     const long col = (long)hk_block_id_x() * NORM_T + hk_thread_id();
     if (col >= hidden)

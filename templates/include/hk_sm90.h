@@ -12,7 +12,8 @@
  * the vector types are 8/16-byte aligned structs with operator[].
  *
  * Primitives (one line each):
- *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads) (the skeleton writes `void name(...)`)
+ *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM) (the skeleton writes `void name(...)`)
+ *   HK_BLOCKS_PER_SM          blocks per SM HK_KERNEL compiles for (default 0: no limit; a skeleton may redefine it)
  *   HK_DEVICE                 qualifiers of a device helper (static, forced inline)
  *   HK_WAVE_SIZE              lanes per wave (warp): 32
  *   hk_thread_id()            thread id in the (1-D) block
@@ -89,7 +90,11 @@
 
 /* ---- qualifiers ----------------------------------------------------------- */
 #define HK_DEVICE static __device__ __forceinline__
-#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads)
+/* HK_BLOCKS_PER_SM: blocks of the kernel that must fit on an SM at once (ptxas limits
+ * registers to 64K / (threads x this)); a skeleton may #undef and redefine it before its
+ * kernel.  0 = no limit beyond the block size (the same code as no second bound). */
+#define HK_BLOCKS_PER_SM 0
+#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM)
 #define HK_WAVE_SIZE 32
 
 /* ---- types --------------------------------------------------------------- */
