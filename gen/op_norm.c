@@ -18,6 +18,8 @@ static const char *const norm_wtypes[] = {"bf16", "fp32", NULL};
 static const char *const norm_threads[] = {"128", "256", "512", "1024", NULL};
 static const char *const norm_reduces[] = {"lds", "shfl", NULL};
 static const char *const norm_statses[] = {"twopass", "welford", NULL};
+static const char *const norm_accs[] = {"regs", "lds", NULL};
+static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "8", NULL};
 
 #define NORM_MAX_HIDDEN (1L << 20)
 
@@ -41,13 +43,17 @@ static const op_param norm_params[] = {
      "load weight (and bias) with the row, before the statistics, instead of after (registers for latency)"},
     {"pack", OP_BOOL, NULL, 0, 0, "false", 0, "pk",
      "forward: hold s (and bf16 weights) in registers as bf16 pairs (half the registers, more instructions)"},
-    {"occupancy", OP_INT, NULL, 0, 32, "0", 0, "oc",
+    {"occupancy", OP_ENUM, norm_occs, 0, 0, "0", 0, "oc",
      "sm_90a: blocks per SM the registers are limited for (0: the compiler's choice; AMD ignores it)"},
+    {"pipeline", OP_BOOL, NULL, 0, 0, "false", 0, "pp",
+     "backward: load the next row (s, dy, its statistics) before this row's sums (needs prefetch)"},
+    {"acc", OP_ENUM, norm_accs, 0, 0, "regs", 0, "acc",
+     "backward: the block's partial dweight / dbias in registers or in LDS (baked hidden, LDS permitting)"},
     {"stats", OP_ENUM, norm_statses, 0, 0, "twopass", 0, "st",
      "layernorm statistics: twopass (mean, then squared deviations) or welford (one pass, Chan's merge; shfl)"},
 };
 
-static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "pack", "occupancy", "stats", NULL};
+static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
 
 /* Threads of the reduction kernel and partial rows of the backward: fixed,
    not per device, so that dweight is the same bits on every device of a
@@ -62,6 +68,18 @@ static int norm_res(const op_inst *k) { return (int)op_int(k, "residual"); }
 
 static int norm_shfl(const op_inst *k) { return norm_is(k, "reduce", "shfl"); }
 
+/* Bytes of LDS the backward keeps its partial sums in (acc: lds): dweight's
+   row, and dbias's for layernorm. */
+static long norm_acc_bytes(const op_inst *k) {
+  if (!norm_is(k, "acc", "lds") || !norm_is(k, "phase", "bwd") || op_is_any(k, "hidden")) return 0;
+  return 4 * op_int(k, "hidden") * (norm_ln(k) ? 2 : 1);
+}
+
+/* Static LDS a workgroup may have besides the sums' scratch: 48 KiB on sm_90a
+   (more needs dynamic shared memory), 64 KiB on AMD. */
+#define NORM_ACC_MAX_SM90 (46L * 1024)
+#define NORM_ACC_MAX_AMD (60L * 1024)
+
 static int norm_check(const op_inst *k, char *msg, size_t n) {
   double p = strtod(op_val(k, "dropout"), NULL);
   if (!(p < 1)) {
@@ -72,6 +90,22 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
   if (norm_shfl(k) && tgt_name_has(k->target, TGT_AMD)) {
     snprintf(msg, n, "reduce: shfl needs the warp shuffle of hk_sm90.h, which target %s lacks (allowed "
              "there: lds)", k->target);
+    return -1;
+  }
+  if (norm_is(k, "acc", "lds") && norm_is(k, "phase", "bwd")) {
+    long max = tgt_name_has(k->target, TGT_AMD) ? NORM_ACC_MAX_AMD : NORM_ACC_MAX_SM90;
+    if (op_is_any(k, "hidden")) {
+      snprintf(msg, n, "acc: lds sizes its LDS by a baked hidden (allowed with hidden: any: acc: regs)");
+      return -1;
+    }
+    if (norm_acc_bytes(k) > max) {
+      snprintf(msg, n, "acc: lds needs %ld bytes of LDS for hidden %s, more than the %ld it may take on %s "
+               "(allowed: acc: regs)", norm_acc_bytes(k), op_val(k, "hidden"), max, k->target);
+      return -1;
+    }
+  }
+  if (op_int(k, "pipeline") && !op_int(k, "prefetch")) {
+    snprintf(msg, n, "pipeline: true loads the next row's inputs early and needs prefetch: true");
     return -1;
   }
   if (norm_is(k, "stats", "welford") && !norm_shfl(k)) {
@@ -181,6 +215,8 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "prefetch", op_int(k, "prefetch"));
   op_plan_tune(p, "pack", op_int(k, "pack"));
   op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
+  op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
+  op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));
   op_plan_tune(p, "welford", norm_is(k, "stats", "welford"));
   norm_args_tail(k, p);
 }

@@ -55,6 +55,8 @@ static constexpr bool NORM_SHFL = ]hkm_tune([shfl])[;     // block sums by warp 
 static constexpr bool NORM_PREFETCH = ]hkm_tune([prefetch])[; // weights loaded with the row
 static constexpr bool NORM_WELFORD = ]hkm_tune([welford])[;   // layernorm: one-pass statistics
 static constexpr bool NORM_PACK = ]hkm_tune([pack])[;         // held s (bf16 weights) as bf16 pairs
+static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
+static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
 static constexpr bool NORM_LN = ]hkm_norm_ln([true], [false])[;
 static constexpr bool NORM_RES = ]hkm_norm_res([true], [false])[;
 static constexpr bool NORM_DROP = ]hkm_norm_drop([true], [false])[;
@@ -275,6 +277,33 @@ HK_DEVICE void norm_dropout8(const norm_row &r, int col0, float v[8])
     for (int j = 0; j < 8; ++j)
         v[j] = (keep >> j) & 1u ? v[j] * NORM_KEEP_SCALE : 0.0f;
 }
+
+// A held unit of bf16-exact values: 8 floats, or packed in bf16 pairs (P: half the registers).
+template <bool P> struct norm_held8 {
+    float f[P ? 1 : 8];
+    hk_u32x4 p;
+};
+static constexpr bool NORM_PACK_W = NORM_PACK && sizeof(norm_w_t) == 2; // fp32 weights stay floats
+typedef norm_held8<NORM_PACK> norm_sh8;
+typedef norm_held8<NORM_PACK_W> norm_wh8;
+
+template <bool P> HK_DEVICE void norm_hold(norm_held8<P> &h, const float v[8])
+{
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        if (!P)
+            h.f[P ? 0 : j] = v[j];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        h.p[j] = P ? hk_f32x2_to_bf16x2(v[2 * j], v[2 * j + 1]) : 0u;
+}
+
+template <bool P> HK_DEVICE void norm_unhold(const norm_held8<P> &h, float v[8])
+{
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = P ? hk_u32_as_f32(j % 2 ? h.p[j / 2] & 0xffff0000u : h.p[j / 2] << 16) : h.f[P ? 0 : j];
+}
 ]hkm_norm_only([fwd])[
 // ---- phase fwd ---------------------------------------------------------------
 // s of unit u: dropout(x) + residual, rounded to bf16 (what is stored is what
@@ -332,33 +361,6 @@ HK_DEVICE float norm_dev2(const norm_row &r, int u, float mean, const float v[8]
         d2 += d * d;
     }
     return d2;
-}
-
-// A held unit of bf16-exact values: 8 floats, or packed in bf16 pairs (P: half the registers).
-template <bool P> struct norm_held8 {
-    float f[P ? 1 : 8];
-    hk_u32x4 p;
-};
-static constexpr bool NORM_PACK_W = NORM_PACK && sizeof(norm_w_t) == 2; // fp32 weights stay floats
-typedef norm_held8<NORM_PACK> norm_sh8;
-typedef norm_held8<NORM_PACK_W> norm_wh8;
-
-template <bool P> HK_DEVICE void norm_hold(norm_held8<P> &h, const float v[8])
-{
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-        if (!P)
-            h.f[P ? 0 : j] = v[j];
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-        h.p[j] = P ? hk_f32x2_to_bf16x2(v[2 * j], v[2 * j + 1]) : 0u;
-}
-
-template <bool P> HK_DEVICE void norm_unhold(const norm_held8<P> &h, float v[8])
-{
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-        v[j] = P ? hk_u32_as_f32(j % 2 ? h.p[j / 2] & 0xffff0000u : h.p[j / 2] << 16) : h.f[P ? 0 : j];
 }
 
 // valid elements of unit u (0 past the row)
@@ -600,11 +602,61 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
     norm_part_put8(dwp, dbp, u, n, tw, tb);
 }
 
+// The loads of one row for the held units: s, dy, the emitted s's gradient (NORM_PREFETCH),
+// rstd and mean.
+struct norm_bwd_in {
+    hk_bf16x8 s[NORM_UNITS], dy[NORM_UNITS], ds[NORM_PREFETCH ? NORM_UNITS : 1];
+    float rstd, mean;
+};
+
+HK_DEVICE void norm_bwd_fetch(const norm_row &r, long row, int held, int tid, const hk_bf16 *s0, const hk_bf16 *dy0,
+                              const hk_bf16 *ds_in0, const float *rstd0, const float *mean0, norm_bwd_in &f)
+{
+    const long base = row * r.hidden;
+    f.rstd = hk_global_load_f32(rstd0 + row);
+    f.mean = NORM_LN ? hk_global_load_f32(mean0 + row) : 0.0f;
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        if (i >= held)
+            break;
+        const int u = tid + i * NORM_T;
+        if (8 * u < r.hidden) {
+            norm_bwd_load(r, s0 + base, dy0 + base, u, 8, f.s[i], f.dy[i]);
+            if (NORM_PREFETCH && NORM_RES)
+                f.ds[NORM_PREFETCH ? i : 0] = hk_global_load_bf16x8(ds_in0 + base + 8 * u, 8, r.vec);
+        }
+    }
+}
+
+// unit u's 8 partial sums at LDS byte off += v (only this thread touches them)
+HK_DEVICE void norm_acc_add8(hk_lds_t lds, int off, const float v[8])
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        hk_u32x4 q = hk_lds_load_b128(lds, off + 16 * h);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            q[j] = hk_f32_as_u32(hk_u32_as_f32(q[j]) + v[4 * h + j]);
+        hk_lds_store_b128(lds, off + 16 * h, q);
+    }
+}
+
+HK_DEVICE void norm_acc_get8(hk_lds_t lds, int off, float v[8])
+{
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const hk_u32x4 q = hk_lds_load_b128(lds, off + 16 * h);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            v[4 * h + j] = hk_u32_as_f32(q[j]);
+    }
+}
+
 #undef HK_BLOCKS_PER_SM
 #define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
 ]hkm_kernel_begin()[
     const int tid = hk_thread_id(), blk = hk_block_id_x();
-    HK_LDS_DECLARE(NORM_LDS);
+    HK_LDS_DECLARE(NORM_LDS + NORM_ACC_BYTES);
     const int parts = rows < NORM_PARTS ? rows : NORM_PARTS;
     const int nunits = (hidden + 7) / 8;
     const norm_w_t *w = hk_a.weight;
@@ -612,6 +664,7 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
     hk_bf16 *dres0 = ]hkm_norm_res([hkm_norm_drop([[hk_a.dres]], [[(hk_bf16 *)0]])], [[(hk_bf16 *)0]])[;
     float *dwp = hk_a.dw_part + (long)blk * hidden;
     float *dbp = ]hkm_norm_ln([[hk_a.db_part + (long)blk * hidden]], [[(float *)0]])[;
+    const float *mean0 = ]hkm_norm_ln([[hk_a.mean]], [[(const float *)0]])[;
     norm_row r;
     r.hidden = hidden;
     r.seed = ]hkm_norm_drop([[(unsigned long long)hk_a.seed]], [[0]])[;
@@ -619,58 +672,99 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
     r.vec = hidden % 8 == 0 && norm_al16(hk_a.dy) && norm_al16(hk_a.s) && norm_al16(hk_a.dx)
             && (!ds_in0 || norm_al16(ds_in0)) && (!dres0 || norm_al16(dres0)) && (sizeof(norm_w_t) == 4 || norm_al16(w));
 
-    // this block's partial dweight / dbias: registers for the first units, its scratch row for the rest
-    // Registers only on the vector path, where a unit is 8 valid elements (n = 8 folds every
-    // mask away); the element path re-reads every unit (otherwise AMD hoists the per-element
-    // masks of each held unit out of the row loop and runs out of SGPRs).
-    const int held = r.vec ? NORM_UNITS : 0;
-    float dw[NORM_UNITS][8], db[NORM_UNITS][8];
-    // NORM_PREFETCH: the held units' weights loaded once, the gradient of the emitted s
-    // loaded with s and dy (not after the row's sums)
-    constexpr int NP = NORM_PREFETCH ? NORM_UNITS : 1;
-    float wh[NP][8];
-    if (NORM_PREFETCH)
+    // this block's partial dweight / dbias: registers (or LDS, NORM_ACC_BYTES) for the held
+    // units, its scratch row for the rest.  Held units only on the vector path, where a unit
+    // is 8 valid elements (n = 8 folds every mask away); the element path re-reads every unit
+    // (otherwise AMD hoists the per-element masks of each held unit out of the row loop and
+    // runs out of SGPRs).  Held: the units the row needs, the same in every thread (the loops
+    // stop there on a uniform branch).
+    const int need = nunits < NORM_UNITS * NORM_T ? (nunits + NORM_T - 1) / NORM_T : NORM_UNITS;
+    const int held = r.vec ? need : 0;
+    constexpr bool ACC = NORM_ACC_BYTES > 0;
+    constexpr int NR = ACC ? 1 : NORM_UNITS, NP = NORM_PREFETCH ? NORM_UNITS : 1;
+    const int acc_w = NORM_LDS, acc_b = NORM_LDS + 4 * hidden; // byte offsets of the LDS partials
+    float dw[NR][8], db[NR][8];
+    // NORM_PREFETCH: the held units' weights loaded once
+    norm_wh8 wh[NP];
 #pragma unroll
-        for (int i = 0; i < NP; ++i) {
-            const int u = tid + i * NORM_T;
-            if (i < held && u < nunits)
-                norm_load_w8(w + 8 * u, 8, r.vec, wh[i]);
-        }
-    int turn = 0;
-#pragma unroll
-    for (int i = 0; i < NORM_UNITS; ++i)
+    for (int i = 0; i < NR; ++i)
 #pragma unroll
         for (int j = 0; j < 8; ++j)
             dw[i][j] = db[i][j] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        if (i >= held)
+            break;
+        const int u = tid + i * NORM_T;
+        if (NORM_PREFETCH && u < nunits) {
+            float t[8];
+            norm_load_w8(w + 8 * u, 8, r.vec, t);
+            norm_hold(wh[NORM_PREFETCH ? i : 0], t);
+        }
+    }
+    if (ACC) {
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            if (i >= held)
+                break;
+            const int u = tid + i * NORM_T;
+            if (u < nunits) {
+                hk_u32x4 q;
+                q[0] = q[1] = q[2] = q[3] = 0u;
+                hk_lds_store_b128(hk_lds, acc_w + 32 * u, q);
+                hk_lds_store_b128(hk_lds, acc_w + 32 * u + 16, q);
+                if (NORM_LN) {
+                    hk_lds_store_b128(hk_lds, acc_b + 32 * u, q);
+                    hk_lds_store_b128(hk_lds, acc_b + 32 * u + 16, q);
+                }
+            }
+        }
+    }
     for (int u = tid + held * NORM_T; u < nunits; u += NORM_T)
         norm_part_put8(dwp, dbp, u, hidden - 8 * u, dw[0], db[0]); // still zero
+    int turn = 0;
 
+    // rows blk, blk + parts, ...; NORM_PIPE: the next row's loads go out before this row's sums
+    norm_bwd_in cur, nxt;
+    if (NORM_PIPE && blk < rows)
+        norm_bwd_fetch(r, blk, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, cur);
     for (long row = blk; row < rows; row += parts) {
         const long base = row * hidden;
         const hk_bf16 *s = hk_a.s + base, *dy = hk_a.dy + base;
         const hk_bf16 *ds_in = NORM_RES ? ds_in0 + base : ds_in0;
         hk_bf16 *dx = hk_a.dx + base, *dres = dres0 ? dres0 + base : dres0;
         r.row = row;
-        const float rstd = hk_global_load_f32(hk_a.rstd + row);
-        const float mean = ]hkm_norm_ln([[hk_global_load_f32(hk_a.mean + row)]], [[0.0f]])[;
-        hk_bf16x8 sv[NORM_UNITS], dv[NORM_UNITS], dsv[NP];
+        if (!NORM_PIPE)
+            norm_bwd_fetch(r, row, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, cur);
+        const float rstd = cur.rstd, mean = cur.mean;
         float a = 0.0f, b = 0.0f;
 #pragma unroll
         for (int i = 0; i < NORM_UNITS; ++i) {
+            if (i >= held)
+                break;
             const int u = tid + i * NORM_T;
-            if (i < held && u < nunits) {
-                float xh[8], g[8], d[8];
-                norm_bwd_load(r, s, dy, u, 8, sv[i], dv[i]);
-                if (NORM_PREFETCH && NORM_RES)
-                    dsv[NORM_PREFETCH ? i : 0] = hk_global_load_bf16x8(ds_in + 8 * u, 8, r.vec);
-                norm_bwd_terms(r, sv[i], dv[i], w, NORM_PREFETCH ? wh[NORM_PREFETCH ? i : 0] : (const float *)0, u, 8,
-                               mean, rstd, xh, g, d);
+            if (u < nunits) {
+                float xh[8], g[8], d[8], pw[8], pb[8], tw[8];
+                norm_unhold(wh[NORM_PREFETCH ? i : 0], tw);
+                norm_bwd_terms(r, cur.s[i], cur.dy[i], w, NORM_PREFETCH ? tw : (const float *)0, u, 8, mean, rstd, xh,
+                               g, d);
 #pragma unroll
                 for (int j = 0; j < 8; ++j) {
                     a += g[j];
                     b += g[j] * xh[j];
-                    dw[i][j] += d[j] * xh[j];
-                    db[i][j] += d[j];
+                    pw[j] = d[j] * xh[j];
+                    pb[j] = d[j];
+                }
+                if (ACC) {
+                    norm_acc_add8(hk_lds, acc_w + 32 * u, pw);
+                    if (NORM_LN)
+                        norm_acc_add8(hk_lds, acc_b + 32 * u, pb);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 8; ++j) {
+                        dw[ACC ? 0 : i][j] += pw[j];
+                        db[ACC ? 0 : i][j] += pb[j];
+                    }
                 }
             }
         }
@@ -690,16 +784,21 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
             }
             norm_part_add8(dwp, dbp, u, hidden - 8 * u, pw, pb);
         }
+        if (NORM_PIPE && row + parts < rows)
+            norm_bwd_fetch(r, row + parts, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, nxt);
         norm_sum2(hk_lds, turn, a, b);
         const float ma = NORM_LN ? a / (float)hidden : 0.0f, mb = b / (float)hidden;
 #pragma unroll
         for (int i = 0; i < NORM_UNITS; ++i) {
+            if (i >= held)
+                break;
             const int u = tid + i * NORM_T;
-            if (i < held && u < nunits) {
-                float xh[8], g[8], d[8];
-                norm_bwd_terms(r, sv[i], dv[i], w, NORM_PREFETCH ? wh[NORM_PREFETCH ? i : 0] : (const float *)0, u, 8,
-                               mean, rstd, xh, g, d);
-                norm_bwd_store8(r, ds_in, NORM_PREFETCH && NORM_RES ? &dsv[NORM_PREFETCH ? i : 0] : (const hk_bf16x8 *)0,
+            if (u < nunits) {
+                float xh[8], g[8], d[8], tw[8];
+                norm_unhold(wh[NORM_PREFETCH ? i : 0], tw);
+                norm_bwd_terms(r, cur.s[i], cur.dy[i], w, NORM_PREFETCH ? tw : (const float *)0, u, 8, mean, rstd, xh,
+                               g, d);
+                norm_bwd_store8(r, ds_in, NORM_PREFETCH && NORM_RES ? &cur.ds[NORM_PREFETCH ? i : 0] : (const hk_bf16x8 *)0,
                                 dx, dres, u, 8, rstd, ma, mb, xh, g);
             }
         }
@@ -710,13 +809,23 @@ HK_DEVICE void norm_part_add8(float *dwp, float *dbp, int u, int n, const float 
             norm_bwd_terms(r, ts, td, w, (const float *)0, u, hidden - 8 * u, mean, rstd, txh, tg, d);
             norm_bwd_store8(r, ds_in, (const hk_bf16x8 *)0, dx, dres, u, hidden - 8 * u, rstd, ma, mb, txh, tg);
         }
+        if (NORM_PIPE)
+            cur = nxt;
     }
 
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
+        if (i >= held)
+            break;
         const int u = tid + i * NORM_T;
-        if (i < held && u < nunits)
-            norm_part_put8(dwp, dbp, u, 8, dw[i], db[i]);
+        if (u < nunits) {
+            if (ACC) {
+                norm_acc_get8(hk_lds, acc_w + 32 * u, dw[0]);
+                if (NORM_LN)
+                    norm_acc_get8(hk_lds, acc_b + 32 * u, db[0]);
+            }
+            norm_part_put8(dwp, dbp, u, 8, dw[ACC ? 0 : i], db[ACC ? 0 : i]);
+        }
     }
 }
 ]hkm_norm_only([bwd_reduce])[
