@@ -17,9 +17,9 @@ static const char *const norm_phases[] = {"fwd", "bwd", "bwd_reduce", NULL};
 static const char *const norm_wtypes[] = {"bf16", "fp32", NULL};
 static const char *const norm_threads[] = {"128", "256", "512", "1024", NULL};
 static const char *const norm_reduces[] = {"lds", "shfl", NULL};
-static const char *const norm_statses[] = {"twopass", "welford", NULL};
+static const char *const norm_statses[] = {"twopass", "welford", "shifted", NULL};
 static const char *const norm_accs[] = {"regs", "lds", NULL};
-static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "8", NULL};
+static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "8", "10", "12", "16", NULL};
 
 #define NORM_MAX_HIDDEN (1L << 20)
 
@@ -50,7 +50,8 @@ static const op_param norm_params[] = {
     {"acc", OP_ENUM, norm_accs, 0, 0, "regs", 0, "acc",
      "backward: the block's partial dweight / dbias in registers or in LDS (baked hidden, LDS permitting)"},
     {"stats", OP_ENUM, norm_statses, 0, 0, "twopass", 0, "st",
-     "layernorm statistics: twopass (mean, then squared deviations) or welford (one pass, Chan's merge; shfl)"},
+     "layernorm statistics: twopass (mean, then squared deviations), welford (one pass, Chan's merge; shfl) or "
+     "shifted (sums of s - s[0] and their squares, one block sum)"},
 };
 
 static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
@@ -110,23 +111,24 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
   }
   if (norm_is(k, "stats", "welford") && !norm_shfl(k)) {
     snprintf(msg, n, "stats: welford merges in warp shuffles and needs reduce: shfl (allowed with reduce: "
-             "lds: twopass)");
+             "lds: twopass, shifted)");
     return -1;
   }
   return 0;
 }
 
-/* sm_90a: warp shuffles, weights loaded with the row, one-pass LayerNorm
-   statistics (docs/PERF.md's norm section). AMD keeps the LDS sums and the
-   late weight loads (fewer VGPRs; the emulator has no general lane shuffle). */
+/* sm_90a: warp shuffles, s held packed, shifted one-pass LayerNorm sums,
+   the backward's weights held (docs/PERF.md's norm section). AMD keeps the
+   LDS sums and the two-pass statistics (the emulator has no general lane
+   shuffle). */
 static const char *norm_target_default(const op_inst *k, const char *param) {
   int amd = tgt_name_has(k->target, TGT_AMD);
   int fwd = norm_is(k, "phase", "fwd"), rt = op_is_any(k, "hidden");
   if (!strcmp(param, "threads")) return !fwd ? "512" : !amd && rt ? "512" : NULL;
   if (amd) return NULL;
   if (!strcmp(param, "reduce")) return "shfl";
-  if (!strcmp(param, "prefetch")) return fwd || !rt ? "true" : NULL;
-  if (!strcmp(param, "stats")) return "welford";
+  if (!strcmp(param, "prefetch")) return !fwd && !rt ? "true" : NULL;
+  if (!strcmp(param, "stats")) return "shifted";
   if (!strcmp(param, "pack")) return "true";
   return NULL;
 }
@@ -218,6 +220,7 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
   op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));
   op_plan_tune(p, "welford", norm_is(k, "stats", "welford"));
+  op_plan_tune(p, "shifted", norm_is(k, "stats", "shifted"));
   norm_args_tail(k, p);
 }
 

@@ -58,6 +58,7 @@ static constexpr bool NORM_PACK = ]hkm_tune([pack])[;         // held s (bf16 we
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
 static constexpr bool NORM_LN = ]hkm_norm_ln([true], [false])[;
+static constexpr bool NORM_SHIFT = NORM_LN && ]hkm_tune([shifted])[; // layernorm: shifted sums, one block sum
 static constexpr bool NORM_RES = ]hkm_norm_res([true], [false])[;
 static constexpr bool NORM_DROP = ]hkm_norm_drop([true], [false])[;
 static constexpr float NORM_EPS = (float)(]hkm_param([eps])[);
@@ -363,6 +364,15 @@ HK_DEVICE float norm_dev2(const norm_row &r, int u, float mean, const float v[8]
     return d2;
 }
 
+// The shift of the shifted statistics: the row's first x + residual, rounded as s is.
+HK_DEVICE float norm_shift(const hk_bf16 *x, const hk_bf16 *res)
+{
+    float v = hk_bf16_to_f32(hk_global_load_bf16(x, true));
+    if (NORM_RES)
+        v += hk_bf16_to_f32(hk_global_load_bf16(res, true));
+    return norm_round_bf16(v);
+}
+
 // valid elements of unit u (0 past the row)
 HK_DEVICE int norm_valid(const norm_row &r, int u)
 {
@@ -402,6 +412,10 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     norm_wh8 wv[NW], bv[NW];
     float sum = 0.0f, sq = 0.0f;
     int cnt = 0;
+    // NORM_SHIFT: sums of s - k0 and its squares, k0 the row's first x + residual (the same
+    // in every thread; dropout left out: any common shift will do), so one block sum gives
+    // the variance without the cancellation of sum(s^2) - n mean^2 far from 0
+    const float k0 = NORM_SHIFT ? norm_shift(x, res) : 0.0f;
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
         if (i >= nheld)
@@ -421,8 +435,9 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
             t[j] = u < nunits ? t[j] : 0.0f;
-            sum += t[j];
-            sq += t[j] * t[j];
+            const float d = NORM_SHIFT && 8 * u + j >= hidden ? 0.0f : t[j] - k0;
+            sum += d;
+            sq += d * d;
         }
         norm_hold(v[i], t);
     }
@@ -457,14 +472,21 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         norm_s8(r, x, res, s_out, u, true, t);
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            sum += t[j];
-            sq += t[j] * t[j];
+            const float d = NORM_SHIFT && 8 * u + j >= hidden ? 0.0f : t[j] - k0;
+            sum += d;
+            sq += d * d;
         }
     }
 
-    // statistics: layernorm in two passes (mean, then squared deviations), no cancellation
+    // statistics: layernorm in two passes (mean, then squared deviations), no cancellation,
+    // or shifted sums in one
     float mean = 0.0f, spare = 0.0f;
-    if (NORM_LN) {
+    if (NORM_SHIFT) {
+        norm_sum2(hk_lds, turn, sum, sq);
+        const float md = sum / (float)hidden, var = sq / (float)hidden - md * md;
+        mean = k0 + md;
+        sq = (var > 0.0f ? var : 0.0f) * (float)hidden;
+    } else if (NORM_LN) {
         norm_sum2(hk_lds, turn, sum, spare);
         mean = sum / (float)hidden;
         sq = 0.0f;
@@ -482,7 +504,8 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
             sq += norm_dev2(r, u, mean, t);
         }
     }
-    norm_sum2(hk_lds, turn, sq, spare);
+    if (!NORM_SHIFT)
+        norm_sum2(hk_lds, turn, sq, spare);
     const float rstd = 1.0f / __builtin_sqrtf(sq / (float)hidden + NORM_EPS);
 ]])[
     // y
