@@ -41,6 +41,9 @@ static const op_param norm_params[] = {
      "block sums: lds (two LDS stages, two barriers) or shfl (warp shuffles, one barrier; not on AMD)"},
     {"prefetch", OP_BOOL, NULL, 0, 0, "false", 0, "pf",
      "load weight (and bias) with the row, before the statistics, instead of after (registers for latency)"},
+    {"batch", OP_BOOL, NULL, 0, 0, "false", 0, "bt",
+     "forward: issue the loads of all held units before the first store (one memory round trip, not one a "
+     "unit: a store may alias a later load, so the compiler keeps them in order)"},
     {"pack", OP_BOOL, NULL, 0, 0, "false", 0, "pk",
      "forward: hold s (and bf16 weights) in registers as bf16 pairs (half the registers, more instructions)"},
     {"occupancy", OP_ENUM, norm_occs, 0, 0, "0", 0, "oc",
@@ -54,7 +57,7 @@ static const op_param norm_params[] = {
      "shifted (sums of s - s[0] and their squares, one block sum)"},
 };
 
-static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
+static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
 
 /* Threads of the reduction kernel and partial rows of the backward: fixed,
    not per device, so that dweight is the same bits on every device of a
@@ -130,6 +133,7 @@ static const char *norm_target_default(const op_inst *k, const char *param) {
   if (!strcmp(param, "prefetch")) return !fwd && !rt ? "true" : NULL;
   if (!strcmp(param, "stats")) return "shifted";
   if (!strcmp(param, "pack")) return "true";
+  if (!strcmp(param, "batch")) return "true";
   return NULL;
 }
 
@@ -216,6 +220,7 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "shfl", norm_shfl(k));
   op_plan_tune(p, "prefetch", op_int(k, "prefetch"));
   op_plan_tune(p, "pack", op_int(k, "pack"));
+  op_plan_tune(p, "batch", op_int(k, "batch"));
   op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
   op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
   op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));

@@ -55,6 +55,7 @@ static constexpr bool NORM_SHFL = ]hkm_tune([shfl])[;     // block sums by warp 
 static constexpr bool NORM_PREFETCH = ]hkm_tune([prefetch])[; // weights loaded with the row
 static constexpr bool NORM_WELFORD = ]hkm_tune([welford])[;   // layernorm: one-pass statistics
 static constexpr bool NORM_PACK = ]hkm_tune([pack])[;         // held s (bf16 weights) as bf16 pairs
+static constexpr bool NORM_BATCH = ]hkm_tune([batch])[;       // fwd: every held unit's loads before its stores
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
 static constexpr bool NORM_LN = ]hkm_norm_ln([true], [false])[;
@@ -309,24 +310,44 @@ template <bool P> HK_DEVICE void norm_unhold(const norm_held8<P> &h, float v[8])
 // ---- phase fwd ---------------------------------------------------------------
 // s of unit u: dropout(x) + residual, rounded to bf16 (what is stored is what
 // is normalized); stored when asked and when s differs from x.
-HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, hk_bf16 *s_out, int u, bool store,
-                       float v[8])
+// Split in two so that a thread's loads of all its units go out before its first
+// store (a store may alias a later load: the compiler keeps them in order).
+struct norm_raw8 {
+    hk_bf16x8 x, res;
+};
+
+HK_DEVICE void norm_fetch8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, int u, norm_raw8 &q)
 {
     const int col = 8 * u, n = r.hidden - col;
-    norm_load8(x + col, n, r.vec, v);
+    q.x = hk_global_load_bf16x8(x + col, n, r.vec);
+    if (NORM_RES)
+        q.res = hk_global_load_bf16x8(res + col, n, r.vec);
+}
+
+HK_DEVICE void norm_make8(const norm_row &r, const norm_raw8 &q, hk_bf16 *s_out, int u, bool store, float v[8])
+{
+    const int col = 8 * u, n = r.hidden - col;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = hk_bf16_to_f32(q.x[j]);
     norm_dropout8(r, col, v);
-    if (NORM_RES) {
-        float q[8];
-        norm_load8(res + col, n, r.vec, q);
+    if (NORM_RES)
 #pragma unroll
         for (int j = 0; j < 8; ++j)
-            v[j] += q[j];
-    }
+            v[j] += hk_bf16_to_f32(q.res[j]);
 #pragma unroll
     for (int j = 0; j < 8; ++j)
         v[j] = norm_round_bf16(v[j]);
     if (store && (NORM_RES || NORM_DROP))
         norm_store8(s_out + col, n, r.vec, v);
+}
+
+HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, hk_bf16 *s_out, int u, bool store,
+                       float v[8])
+{
+    norm_raw8 q;
+    norm_fetch8(r, x, res, u, q);
+    norm_make8(r, q, s_out, u, store, v);
 }
 
 // weight (and bias) of unit u; bias 0 for rmsnorm
@@ -416,6 +437,15 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     // in every thread; dropout left out: any common shift will do), so one block sum gives
     // the variance without the cancellation of sum(s^2) - n mean^2 far from 0
     const float k0 = NORM_SHIFT ? norm_shift(x, res) : 0.0f;
+    norm_raw8 q[NORM_UNITS];
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        if (i >= nheld)
+            break;
+        const int u = tid + i * NORM_T;
+        if (NORM_BATCH && u < nunits)
+            norm_fetch8(r, x, res, u, q[i]);
+    }
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
         if (i >= nheld)
@@ -423,7 +453,9 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         const int u = tid + i * NORM_T;
         float t[8];
         if (u < nunits) {
-            norm_s8(r, x, res, s_out, u, true, t);
+            if (!NORM_BATCH)
+                norm_fetch8(r, x, res, u, q[i]);
+            norm_make8(r, q[i], s_out, u, true, t);
             if (NORM_PREFETCH) {
                 float tw[8], tb[8];
                 norm_wb8(r, w, bias, u, tw, tb);
@@ -508,7 +540,17 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         norm_sum2(hk_lds, turn, sq, spare);
     const float rstd = 1.0f / __builtin_sqrtf(sq / (float)hidden + NORM_EPS);
 ]])[
-    // y
+    // y: the weights of every held unit loaded before the first store
+    constexpr int NL = NORM_PREFETCH ? 1 : NORM_UNITS;
+    float lw[NL][8], lb[NL][8];
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        if (i >= nheld)
+            break;
+        const int u = tid + i * NORM_T;
+        if (NORM_BATCH && !NORM_PREFETCH && u < nunits)
+            norm_wb8(r, w, bias, u, lw[NORM_PREFETCH ? 0 : i], lb[NORM_PREFETCH ? 0 : i]);
+    }
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
         if (i >= nheld)
@@ -520,8 +562,14 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
             if (NORM_PREFETCH) {
                 norm_unhold(wv[NORM_PREFETCH ? i : 0], tw);
                 norm_unhold(bv[NORM_PREFETCH ? i : 0], tb);
-            } else {
+            } else if (!NORM_BATCH) {
                 norm_wb8(r, w, bias, u, tw, tb);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    tw[j] = lw[NORM_PREFETCH ? 0 : i][j];
+                    tb[j] = lb[NORM_PREFETCH ? 0 : i][j];
+                }
             }
             norm_y8(r, y, u, mean, rstd, t, tw, tb);
         }
