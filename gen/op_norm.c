@@ -45,7 +45,7 @@ static const op_param norm_params[] = {
      "forward: issue the loads of all held units before the first store (one memory round trip, not one a "
      "unit: a store may alias a later load, so the compiler keeps them in order)"},
     {"pack", OP_BOOL, NULL, 0, 0, "false", 0, "pk",
-     "forward: hold s (and bf16 weights) in registers as bf16 pairs (half the registers, more instructions)"},
+     "hold s (forward) and bf16 weights in registers as bf16 pairs (half the registers, more instructions)"},
     {"occupancy", OP_ENUM, norm_occs, 0, 0, "0", 0, "oc",
      "sm_90a: blocks per SM the registers are limited for (0: the compiler's choice; AMD ignores it)"},
     {"pipeline", OP_BOOL, NULL, 0, 0, "false", 0, "pp",
@@ -120,20 +120,26 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
   return 0;
 }
 
-/* sm_90a: warp shuffles, s held packed, shifted one-pass LayerNorm sums,
-   the backward's weights held (docs/PERF.md's norm section). AMD keeps the
-   LDS sums and the two-pass statistics (the emulator has no general lane
-   shuffle). */
+/* sm_90a, measured on the H200 (docs/PERF.md's norm section): warp
+   shuffles, s and bf16 weights held packed, shifted LayerNorm sums, weights
+   loaded after the sums (forward); the backward holds its weights and, where
+   a baked hidden fits, keeps its partial sums in LDS, at two blocks an SM up
+   to hidden 4096 (plain bf16 kernels: more registers spill there). AMD keeps
+   the LDS sums and two-pass statistics (its emulator has no general lane
+   shuffle); both take 512 threads for the backward. */
 static const char *norm_target_default(const op_inst *k, const char *param) {
-  int amd = tgt_name_has(k->target, TGT_AMD);
   int fwd = norm_is(k, "phase", "fwd"), rt = op_is_any(k, "hidden");
-  if (!strcmp(param, "threads")) return !fwd ? "512" : !amd && rt ? "512" : NULL;
-  if (amd) return NULL;
+  if (!strcmp(param, "threads")) return fwd ? NULL : "512";
+  if (tgt_name_has(k->target, TGT_AMD)) return NULL;
+  long bytes = rt ? 0 : 4 * op_int(k, "hidden") * (norm_ln(k) ? 2 : 1);
+  int acc = !fwd && !rt && bytes <= NORM_ACC_MAX_SM90;
+  int plain = norm_is(k, "weight_dtype", "bf16") && !norm_drop(k);
   if (!strcmp(param, "reduce")) return "shfl";
-  if (!strcmp(param, "prefetch")) return !fwd && !rt ? "true" : NULL;
-  if (!strcmp(param, "stats")) return "shifted";
   if (!strcmp(param, "pack")) return "true";
-  if (!strcmp(param, "batch")) return "true";
+  if (!strcmp(param, "stats")) return "shifted";
+  if (!strcmp(param, "prefetch")) return !fwd && !rt ? "true" : NULL;
+  if (!strcmp(param, "acc")) return acc ? "lds" : NULL;
+  if (!strcmp(param, "occupancy")) return acc && plain && op_int(k, "hidden") <= 4096 ? "2" : NULL;
   return NULL;
 }
 

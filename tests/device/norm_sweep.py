@@ -1,23 +1,25 @@
 #!/usr/bin/env python3
-"""hkgen's H200 norm sweep: every norm kernel of an sm_90a catalogue built from
-tests/device/h200_norm_sweep.yaml (variants of the plan's tunables) checked
-against torch in fp64, then timed next to torch.compile of the same fused
-expression and a device copy of the same bytes, all in one run.
+"""hkgen's H200 norm sweep: every norm kernel of one or more sm_90a catalogues
+(tests/device/h200_norm.yaml's defaults, tests/device/h200_norm_sweep.yaml's
+candidates, the same suite built at main) checked against torch in fp64, then
+timed next to torch.compile of the same fused expression and a device copy of
+the same bytes, all in one run.
 
     PYTHONPATH=runtime/python HKRT_LIB=build/libhkrt.so \\
-        python3 tests/device/norm_sweep.py build/dev/sweep [build/dev/norm_main]
+        python3 tests/device/norm_sweep.py build/dev/norm build/dev/sweep [build/dev/main]
 
-(a) numerics of every kernel first: forward y, s, rstd, mean and backward dx,
-    dweight, dbias (bwd + bwd_reduce) against fp64 at its hidden (a run-time
-    hidden kernel at odd and round sizes), fresh randn inputs, outputs poisoned
-    with NaN, relative L2 <= 1e-2, NaN never passes; dweight the same bits on a
-    second run. A kernel that fails is not timed.
-(b) do_bench medians (L2 flushed) at 16384 rows x 4096 / 8192: copy, torch.compile
-    forward and backward, then every variant; then small row counts for the
-    forward variants named in SMALL. A second catalogue (the main branch's
-    h200_norm kernels) is timed the same way, for a before/after in one run.
-SWEEP_BUDGET (seconds, default 80) stops timing in time; what was skipped is
-logged. The log goes to $OUT/sweep.log.
+A kernel name that an earlier catalogue has too is shown as DIR:name.
+(a) numerics of every kernel first: forward y, s, rstd, mean (LayerNorm also
+    on rows whose first element is an outlier) and backward dx, dweight, dbias
+    (bwd + bwd_reduce) against fp64 at its hidden (a run-time hidden kernel at
+    odd and round sizes), fresh random inputs with a mean away from 0, outputs
+    poisoned with NaN, relative L2 <= 1e-2, NaN never passes; dweight the same
+    bits on a second run. A kernel that fails is not timed.
+(b) do_bench medians (L2 flushed, bound launches) at 16384 rows x 4096 / 8192:
+    copy, torch.compile forward and backward, then every kernel; then 1-1024
+    rows x 4096, forward and backward, for the keys starting with SMALL.
+SWEEP_BUDGET (seconds from the start, default 80) stops timing in time; what
+was skipped is logged. The log goes to $OUT/sweep.log.
 """
 import os
 import sys
@@ -32,8 +34,8 @@ BUDGET = float(os.environ.get("SWEEP_BUDGET", "80"))
 TARGET = "sm_90a"
 TOL = 1e-2
 PARTS = 512
-SMALL = ("sw_basef", "sw_fr_", "sw_fl_", "sw_fd_", "sw_rt_", "norm_h_")  # name prefixes timed at small row counts too
-SMALL_ROWS = (1, 64, 256)
+SMALL = ("norm_h_", "sw_")  # key prefixes timed at small row counts too (fwd and bwd)
+SMALL_ROWS = (1, 16, 64, 256, 1024)
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 out_dir = os.environ.get("OUT") or "build"
@@ -55,12 +57,13 @@ def fail(what, detail):
 
 dev = torch.device("cuda")
 cats = [hkrt.Catalog(a, backend="cuda") for a in args]
-kernels = {}  # name -> (catalog, manifest entry)
-for c in cats:
+kernels = {}  # key -> (catalog, manifest entry): the name, "DIR:name" when an earlier catalogue has it
+for d, c in zip(args, cats):
     for e in c.manifest["kernels"]:
         # dropout kernels need seed and offset: norm_bench.py checks those
         if e.get("op") == "norm" and e.get("target") == TARGET and float(e["params"].get("dropout", 0)) == 0:
-            kernels[e["name"]] = (c, e)
+            key = e["name"] if e["name"] not in kernels else os.path.basename(d.rstrip("/")) + ":" + e["name"]
+            kernels[key] = (c, e)
 
 
 def par(name, p):
@@ -68,11 +71,7 @@ def par(name, p):
 
 
 def K(name):
-    return kernels[name][0].kernel(name, TARGET)
-
-
-def has_hidden_arg(name):
-    return "hidden" in [x["name"] for x in kernels[name][1]["kernarg"]["args"]]
+    return kernels[name][0].kernel(kernels[name][1]["name"], TARGET)
 
 
 def reducer(name, kind):
@@ -81,6 +80,10 @@ def reducer(name, kind):
         if cc is c and e["params"].get("phase") == "bwd_reduce" and e["params"].get("kind") == kind:
             return n
     raise KeyError("no bwd_reduce kernel for %s in its catalogue" % name)
+
+
+def has_hidden_arg(name):
+    return "hidden" in [x["name"] for x in kernels[name][1]["kernarg"]["args"]]
 
 
 def poison(*shape, dtype=torch.bfloat16):
@@ -326,7 +329,7 @@ for H in (4096, 8192):
                 log("  bwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6, t_tcb / t,
                                                                               t_copy / t))
 
-log("\n== small row counts (fwd, bound launches; torch.compile one graph per shape)")
+log("\n== small row counts (H 4096; bound launches; torch.compile one graph per shape)")
 for H in (4096,):
     for kind in ("rmsnorm", "layernorm"):
         for R in SMALL_ROWS:
@@ -335,15 +338,27 @@ for H in (4096,):
                 continue
             x, r, w, b = inputs(R, H)
             nbytes = 4 * R * H * 2
-            t_tc = med(lambda: tf[kind](x, r, w, b)) * 1e3
             src = torch.empty(2 * R * H, device=dev, dtype=torch.bfloat16)
             dst = torch.empty_like(src)
             t_copy = med(lambda: dst.copy_(src)) * 1e3
-            log("%s H %d rows %d: torch.compile %.1f us, copy %.1f" % (kind, H, R, t_tc, t_copy))
+            t_tc = med(lambda: tf[kind](x, r, w, b)) * 1e3
+            s = (x.float() + r.float()).bfloat16()
+            _, mr, rr = ref_fwd(kind, s.float(), w.float(), b.float())
+            rstd, mean = rr.float().contiguous(), mr.float().contiguous()
+            dy, ds_in = torch.randn_like(x), torch.randn_like(x)
+            t_tcb = med(lambda: tb[kind](s, w, dy, ds_in)) * 1e3
+            log("%s H %d rows %d: copy %.1f us, torch.compile fwd %.1f, bwd %.1f" % (kind, H, R, t_copy, t_tc, t_tcb))
             for name in good:
-                if matches(name, kind, "fwd", H) and name.startswith(SMALL):
+                if not name.startswith(SMALL):
+                    continue
+                if matches(name, kind, "fwd", H):
                     t = time_fwd(name, kind, x, r, w, b) * 1e3
-                    log("  fwd %-36s %7.1f us  x%.2f tc" % (name, t, t_tc / t))
+                    log("  fwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6,
+                                                                                  t_tc / t, t_copy / t))
+                elif matches(name, kind, "bwd", H):
+                    t = time_bwd(name, kind, s, w, rstd, mean, dy, ds_in) * 1e3
+                    log("  bwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6,
+                                                                                  t_tcb / t, t_copy / t))
 
 log("\nskipped (budget %.0f s): %s" % (BUDGET, ", ".join(skipped) if skipped else "none"))
 log("%d failure(s), %.1f s" % (len(failures), time.time() - T0))
