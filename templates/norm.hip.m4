@@ -56,6 +56,7 @@ static constexpr bool NORM_PREFETCH = ]hkm_tune([prefetch])[; // weights loaded 
 static constexpr bool NORM_WELFORD = ]hkm_tune([welford])[;   // layernorm: one-pass statistics
 static constexpr bool NORM_PACK = ]hkm_tune([pack])[;         // held s (bf16 weights) as bf16 pairs
 static constexpr bool NORM_BATCH = ]hkm_tune([batch])[;       // fwd: every held unit's loads before its stores
+static constexpr bool NORM_L2PF = ]hkm_tune([l2prefetch])[;   // fwd: weights asked into L2 with the row
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
 static constexpr bool NORM_LN = ]hkm_norm_ln([true], [false])[;
@@ -445,6 +446,11 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         const int u = tid + i * NORM_T;
         if (NORM_BATCH && u < nunits)
             norm_fetch8(r, x, res, u, q[i]);
+        if (NORM_L2PF && !NORM_PREFETCH && u < nunits) { // no registers: the loads after the sums hit L2
+            hk_prefetch_l2(w + 8 * u);
+            if (NORM_LN)
+                hk_prefetch_l2(bias + 8 * u);
+        }
     }
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {

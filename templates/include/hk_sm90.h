@@ -41,6 +41,7 @@
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_prefetch_l2(p)         ask for the line holding global address p in L2 (prefetch.global.L2; no data, no registers)
  *   hk_u32_as_f32(u)          the float whose bit pattern is u
  *   hk_f32_as_u32(f)          the bit pattern of float f
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
@@ -206,6 +207,7 @@ HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
 HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
+HK_DEVICE void hk_prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __uint_as_float((unsigned)x << 16); }
