@@ -343,12 +343,25 @@ HK_DEVICE void norm_make8(const norm_row &r, const norm_raw8 &q, hk_bf16 *s_out,
         norm_store8(s_out + col, n, r.vec, v);
 }
 
+// The same in one go (the unbatched path), the residual loaded after the dropout mask.
 HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, hk_bf16 *s_out, int u, bool store,
                        float v[8])
 {
-    norm_raw8 q;
-    norm_fetch8(r, x, res, u, q);
-    norm_make8(r, q, s_out, u, store, v);
+    const int col = 8 * u, n = r.hidden - col;
+    norm_load8(x + col, n, r.vec, v);
+    norm_dropout8(r, col, v);
+    if (NORM_RES) {
+        float q[8];
+        norm_load8(res + col, n, r.vec, q);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+            v[j] += q[j];
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = norm_round_bf16(v[j]);
+    if (store && (NORM_RES || NORM_DROP))
+        norm_store8(s_out + col, n, r.vec, v);
 }
 
 // weight (and bias) of unit u; bias 0 for rmsnorm
@@ -459,9 +472,10 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         const int u = tid + i * NORM_T;
         float t[8];
         if (u < nunits) {
-            if (!NORM_BATCH)
-                norm_fetch8(r, x, res, u, q[i]);
-            norm_make8(r, q[i], s_out, u, true, t);
+            if (NORM_BATCH)
+                norm_make8(r, q[i], s_out, u, true, t);
+            else
+                norm_s8(r, x, res, s_out, u, true, t);
             if (NORM_PREFETCH) {
                 float tw[8], tb[8];
                 norm_wb8(r, w, bias, u, tw, tb);
