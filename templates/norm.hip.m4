@@ -20,10 +20,14 @@ m4_divert(-1)                                                   -*- C -*-
 #   same bits run to run.
 #
 # Each thread owns units of 8 elements u = tid, tid + T, ...; the first UNITS
-# (the plan's) stay in registers, the rest are re-read.  Vector path (16-byte
-# loads and stores) when hidden % 8 == 0 and every bf16 pointer is 16-byte
-# aligned, element loads otherwise (same code, n_valid < 8 at the row tail).
-# Block sums go through LDS in two fixed-order stages (norm_sum2).
+# (the plan's) stay in registers, as many as the row needs (a count the same
+# in every thread: the loops stop on a uniform branch), the rest are re-read.
+# Vector path (16-byte loads and stores) when hidden % 8 == 0 and every bf16
+# pointer is 16-byte aligned, element loads otherwise (same code, n_valid < 8
+# at the row tail).  Block sums in a fixed order (norm_sum2): two LDS stages,
+# or warp shuffles and one LDS stage (shfl).  The plan's other tunables (the
+# descriptor says what each does): prefetch, batch, l2prefetch, pack,
+# occupancy, pipeline, acc_bytes, welford, shifted.
 
 hkm_check_one_of([kind], [rmsnorm], [layernorm])
 hkm_check_one_of([phase], [fwd], [bwd], [bwd_reduce])
