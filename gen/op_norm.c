@@ -44,6 +44,8 @@ static const op_param norm_params[] = {
     {"batch", OP_BOOL, NULL, 0, 0, "false", 0, "bt",
      "forward: issue the loads of all held units before the first store (one memory round trip, not one a "
      "unit: a store may alias a later load, so the compiler keeps them in order)"},
+    {"wbatch", OP_BOOL, NULL, 0, 0, "false", 0, "wb",
+     "forward: the weights of all held units loaded before the first y store (batch implies it)"},
     {"l2prefetch", OP_BOOL, NULL, 0, 0, "false", 0, "l2",
      "forward without prefetch: ask for the row's weights in L2 with its loads (no registers; a no-op on AMD)"},
     {"pack", OP_BOOL, NULL, 0, 0, "false", 0, "pk",
@@ -59,7 +61,7 @@ static const op_param norm_params[] = {
      "shifted (sums of s - s[0] and their squares, one block sum)"},
 };
 
-static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "l2prefetch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
+static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
 
 /* Threads of the reduction kernel and partial rows of the backward: fixed,
    not per device, so that dweight is the same bits on every device of a
@@ -230,6 +232,7 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "pack", op_int(k, "pack"));
   op_plan_tune(p, "batch", op_int(k, "batch"));
   op_plan_tune(p, "l2prefetch", op_int(k, "l2prefetch"));
+  op_plan_tune(p, "wbatch", op_int(k, "wbatch"));
   op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
   op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
   op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));

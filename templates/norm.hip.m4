@@ -60,6 +60,7 @@ static constexpr bool NORM_PREFETCH = ]hkm_tune([prefetch])[; // weights loaded 
 static constexpr bool NORM_WELFORD = ]hkm_tune([welford])[;   // layernorm: one-pass statistics
 static constexpr bool NORM_PACK = ]hkm_tune([pack])[;         // held s (bf16 weights) as bf16 pairs
 static constexpr bool NORM_BATCH = ]hkm_tune([batch])[;       // fwd: every held unit's loads before its stores
+static constexpr bool NORM_WBATCH = NORM_BATCH || ]hkm_tune([wbatch])[; // fwd: the same for the weights only
 static constexpr bool NORM_L2PF = ]hkm_tune([l2prefetch])[;   // fwd: weights asked into L2 with the row
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
@@ -368,6 +369,28 @@ HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, 
         norm_store8(s_out + col, n, r.vec, v);
 }
 
+// 8 weights as loaded (bf16 patterns or floats), the first n valid, and one of them as a float
+template <typename T> struct norm_wraw8;
+template <> struct norm_wraw8<hk_bf16> {
+    hk_bf16x8 v;
+};
+template <> struct norm_wraw8<float> {
+    float v[8];
+};
+
+HK_DEVICE void norm_wfetch(const norm_row &r, const hk_bf16 *p, int n, norm_wraw8<hk_bf16> &q)
+{
+    q.v = hk_global_load_bf16x8(p, n, r.vec);
+}
+
+HK_DEVICE void norm_wfetch(const norm_row &r, const float *p, int n, norm_wraw8<float> &q)
+{
+    norm_load_w8(p, n, r.vec, q.v);
+}
+
+HK_DEVICE float norm_wget(const norm_wraw8<hk_bf16> &q, int j) { return hk_bf16_to_f32(q.v[j]); }
+HK_DEVICE float norm_wget(const norm_wraw8<float> &q, int j) { return q.v[j]; }
+
 // weight (and bias) of unit u; bias 0 for rmsnorm
 HK_DEVICE void norm_wb8(const norm_row &r, const norm_w_t *w, const norm_w_t *bias, int u, float wv[8], float bv[8])
 {
@@ -564,16 +587,19 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         norm_sum2(hk_lds, turn, sq, spare);
     const float rstd = 1.0f / __builtin_sqrtf(sq / (float)hidden + NORM_EPS);
 ]])[
-    // y: the weights of every held unit loaded before the first store
+    // y (NORM_WBATCH: the weights of every held unit loaded, as they are, before the first store)
     constexpr int NL = NORM_PREFETCH ? 1 : NORM_UNITS;
-    float lw[NL][8], lb[NL][8];
+    norm_wraw8<norm_w_t> lw[NL], lb[NL];
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
         if (i >= nheld)
             break;
         const int u = tid + i * NORM_T;
-        if (NORM_BATCH && !NORM_PREFETCH && u < nunits)
-            norm_wb8(r, w, bias, u, lw[NORM_PREFETCH ? 0 : i], lb[NORM_PREFETCH ? 0 : i]);
+        if (NORM_WBATCH && !NORM_PREFETCH && u < nunits) {
+            norm_wfetch(r, w + 8 * u, r.hidden - 8 * u, lw[NORM_PREFETCH ? 0 : i]);
+            if (NORM_LN)
+                norm_wfetch(r, bias + 8 * u, r.hidden - 8 * u, lb[NORM_PREFETCH ? 0 : i]);
+        }
     }
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
@@ -586,13 +612,13 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
             if (NORM_PREFETCH) {
                 norm_unhold(wv[NORM_PREFETCH ? i : 0], tw);
                 norm_unhold(bv[NORM_PREFETCH ? i : 0], tb);
-            } else if (!NORM_BATCH) {
+            } else if (!NORM_WBATCH) {
                 norm_wb8(r, w, bias, u, tw, tb);
             } else {
 #pragma unroll
                 for (int j = 0; j < 8; ++j) {
-                    tw[j] = lw[NORM_PREFETCH ? 0 : i][j];
-                    tb[j] = lb[NORM_PREFETCH ? 0 : i][j];
+                    tw[j] = norm_wget(lw[NORM_PREFETCH ? 0 : i], j);
+                    tb[j] = NORM_LN ? norm_wget(lb[NORM_PREFETCH ? 0 : i], j) : 0.0f;
                 }
             }
             norm_y8(r, y, u, mean, rstd, t, tw, tb);
