@@ -67,6 +67,7 @@ static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batc
    not per device, so that dweight is the same bits on every device of a
    target too (the forward's and backward's threads are per target). */
 #define NORM_T_RED 256
+#define NORM_RED_COLS 32 /* columns a reduction workgroup sums: 8 groups of rows a column */
 #define NORM_PARTS 512
 
 static int norm_is(const op_inst *k, const char *param, const char *v) { return !strcmp(op_val(k, param), v); }
@@ -223,10 +224,11 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   } else {
     p->block = NORM_T_RED;
     op_plan_tune(p, "units", 1);
-    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %d)", hidden, NORM_T_RED);
+    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %d)", hidden, NORM_RED_COLS);
     norm_args_reduce(k, p);
   }
   op_plan_tune(p, "parts", NORM_PARTS);
+  op_plan_tune(p, "red_cols", NORM_RED_COLS);
   op_plan_tune(p, "shfl", norm_shfl(k));
   op_plan_tune(p, "prefetch", op_int(k, "prefetch"));
   op_plan_tune(p, "pack", op_int(k, "pack"));

@@ -348,10 +348,17 @@ HK_DEVICE void norm_make8(const norm_row &r, const norm_raw8 &q, hk_bf16 *s_out,
         norm_store8(s_out + col, n, r.vec, v);
 }
 
-// The same in one go (the unbatched path), the residual loaded after the dropout mask.
+// The same in one go (the unbatched path); with dropout the residual is loaded after the
+// mask (so the MI355X model of the dropout kernel counts no load in flight across Philox).
 HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, hk_bf16 *s_out, int u, bool store,
                        float v[8])
 {
+    if (!NORM_DROP) {
+        norm_raw8 q;
+        norm_fetch8(r, x, res, u, q);
+        norm_make8(r, q, s_out, u, store, v);
+        return;
+    }
     const int col = 8 * u, n = r.hidden - col;
     norm_load8(x + col, n, r.vec, v);
     norm_dropout8(r, col, v);
@@ -951,30 +958,57 @@ HK_DEVICE void norm_acc_get8(hk_lds_t lds, int off, float v[8])
 }
 ]hkm_norm_only([bwd_reduce])[
 // ---- phase bwd_reduce --------------------------------------------------------
-// one column per thread; the partial rows added in row order (4 interleaved sums, then fixed pairs)
-HK_DEVICE float norm_col_sum(const float *p, long col, long stride, int parts)
+// A workgroup sums RED_COLS columns: thread (g, c) adds the partial rows g, g + G, ...
+// (G = T / RED_COLS groups; 4 interleaved sums, then fixed pairs) of column c, and
+// group 0 adds the G group sums in group order: a fixed order, and G times the
+// workgroups (and loads in flight) of one thread per column.
+static constexpr int NORM_RED_COLS = ]hkm_tune([red_cols])[;
+static constexpr int NORM_RED_G = NORM_T / NORM_RED_COLS;
+static_assert(NORM_T % NORM_RED_COLS == 0, "whole groups of columns");
+
+HK_DEVICE float norm_col_sum(const float *p, long col, long stride, int first, int parts)
 {
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    int q = 0;
-    for (; q + 4 <= parts; q += 4) {
-        a0 += hk_global_load_f32(p + (q + 0) * stride + col);
-        a1 += hk_global_load_f32(p + (q + 1) * stride + col);
-        a2 += hk_global_load_f32(p + (q + 2) * stride + col);
-        a3 += hk_global_load_f32(p + (q + 3) * stride + col);
+    int q = first;
+    for (; q + 3 * NORM_RED_G < parts; q += 4 * NORM_RED_G) {
+        a0 += hk_global_load_f32(p + (long)(q + 0 * NORM_RED_G) * stride + col);
+        a1 += hk_global_load_f32(p + (long)(q + 1 * NORM_RED_G) * stride + col);
+        a2 += hk_global_load_f32(p + (long)(q + 2 * NORM_RED_G) * stride + col);
+        a3 += hk_global_load_f32(p + (long)(q + 3 * NORM_RED_G) * stride + col);
     }
-    for (; q < parts; ++q)
-        a0 += hk_global_load_f32(p + q * stride + col);
+    for (; q < parts; q += NORM_RED_G)
+        a0 += hk_global_load_f32(p + (long)q * stride + col);
     return (a0 + a1) + (a2 + a3);
+}
+
+// the G group sums of column c at LDS [which][g][c], added in group order
+HK_DEVICE float norm_group_sum(hk_lds_t lds, int which, int c)
+{
+    float s = 0.0f;
+#pragma unroll
+    for (int g = 0; g < NORM_RED_G; ++g)
+        s += hk_u32_as_f32(hk_lds_load_b32(lds, 4 * ((which * NORM_RED_G + g) * NORM_RED_COLS + c)));
+    return s;
 }
 
 #undef HK_BLOCKS_PER_SM
 #define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
 ]hkm_kernel_begin()[
-    const long col = (long)hk_block_id_x() * NORM_T + hk_thread_id();
-    if (col >= hidden)
-        return;
+    HK_LDS_DECLARE(4 * 2 * NORM_T);
+    const int tid = hk_thread_id(), c = tid % NORM_RED_COLS, g = tid / NORM_RED_COLS;
+    const long col = (long)hk_block_id_x() * NORM_RED_COLS + c;
     const int parts = rows < NORM_PARTS ? rows : NORM_PARTS;
-    hk_global_store_f32(hk_a.dweight + col, norm_col_sum(hk_a.dw_part, col, hidden, parts));
-]hkm_norm_ln([[    hk_global_store_f32(hk_a.dbias + col, norm_col_sum(hk_a.db_part, col, hidden, parts));
-]])[}
+    float sw = 0.0f, sb = 0.0f;
+    if (col < hidden) {
+        sw = norm_col_sum(hk_a.dw_part, col, hidden, g, parts);
+]hkm_norm_ln([[        sb = norm_col_sum(hk_a.db_part, col, hidden, g, parts);
+]])[    }
+    hk_lds_store_b32(hk_lds, 4 * (g * NORM_RED_COLS + c), hk_f32_as_u32(sw));
+    hk_lds_store_b32(hk_lds, 4 * ((NORM_RED_G + g) * NORM_RED_COLS + c), hk_f32_as_u32(sb));
+    hk_barrier();
+    if (g == 0 && col < hidden) {
+        hk_global_store_f32(hk_a.dweight + col, norm_group_sum(hk_lds, 0, c));
+]hkm_norm_ln([[        hk_global_store_f32(hk_a.dbias + col, norm_group_sum(hk_lds, 1, c));
+]])[    }
+}
 ]m4_divert(0)m4_dnl

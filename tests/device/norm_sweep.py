@@ -19,7 +19,8 @@ A kernel name that an earlier catalogue has too is shown as DIR:name.
     copy, torch.compile forward and backward, then every kernel; then 1-1024
     rows x 4096, forward and backward, for the keys starting with SMALL.
 SWEEP_BUDGET (seconds from the start, default 80) stops timing in time; what
-was skipped is logged. The log goes to $OUT/sweep.log.
+was skipped is logged. SWEEP_PHASES (fwd,bwd) and SWEEP_SMALL_ROWS (1,16,64,256,1024)
+narrow the timings. The log goes to $OUT/sweep.log.
 """
 import os
 import sys
@@ -35,7 +36,8 @@ TARGET = "sm_90a"
 TOL = 1e-2
 PARTS = 512
 SMALL = ("norm_h_", "sw_")  # key prefixes timed at small row counts too (fwd and bwd)
-SMALL_ROWS = (1, 16, 64, 256, 1024)
+SMALL_ROWS = tuple(int(r) for r in os.environ.get("SWEEP_SMALL_ROWS", "1,16,64,256,1024").split(","))
+PHASES = os.environ.get("SWEEP_PHASES", "fwd,bwd").split(",")  # what is timed (numerics: everything)
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 out_dir = os.environ.get("OUT") or "build"
@@ -308,23 +310,23 @@ for H in (4096, 8192):
         src = torch.empty(2 * R * H, device=dev, dtype=torch.bfloat16)
         dst = torch.empty_like(src)
         t_copy = med(lambda: dst.copy_(src)) * 1e3
-        t_tc = med(lambda: tf[kind](x, r, w, b)) * 1e3
+        t_tc = med(lambda: tf[kind](x, r, w, b)) * 1e3 if "fwd" in PHASES else float("nan")
         s = (x.float() + r.float()).bfloat16()
         _, mr, rr = ref_fwd(kind, s.float(), w.float(), b.float())
         rstd, mean = rr.float().contiguous(), mr.float().contiguous()
         dy, ds_in = torch.randn_like(x), torch.randn_like(x)
-        t_tcb = med(lambda: tb[kind](s, w, dy, ds_in)) * 1e3
+        t_tcb = med(lambda: tb[kind](s, w, dy, ds_in)) * 1e3 if "bwd" in PHASES else float("nan")
         log("%s H %d rows %d: copy %.1f us (%.2f TB/s), torch.compile fwd %.1f (%.2f TB/s), bwd %.1f" %
             (kind, H, R, t_copy, nbytes / t_copy / 1e6, t_tc, nbytes / t_tc / 1e6, t_tcb))
         for name in good:
             if out_of_time():
                 skipped.append(name + " %d" % H)
                 continue
-            if matches(name, kind, "fwd", H):
+            if matches(name, kind, "fwd", H) and "fwd" in PHASES:
                 t = time_fwd(name, kind, x, r, w, b) * 1e3
                 log("  fwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6, t_tc / t,
                                                                               t_copy / t))
-            elif matches(name, kind, "bwd", H):
+            elif matches(name, kind, "bwd", H) and "bwd" in PHASES:
                 t = time_bwd(name, kind, s, w, rstd, mean, dy, ds_in) * 1e3
                 log("  bwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6, t_tcb / t,
                                                                               t_copy / t))
@@ -341,21 +343,21 @@ for H in (4096,):
             src = torch.empty(2 * R * H, device=dev, dtype=torch.bfloat16)
             dst = torch.empty_like(src)
             t_copy = med(lambda: dst.copy_(src)) * 1e3
-            t_tc = med(lambda: tf[kind](x, r, w, b)) * 1e3
+            t_tc = med(lambda: tf[kind](x, r, w, b)) * 1e3 if "fwd" in PHASES else float("nan")
             s = (x.float() + r.float()).bfloat16()
             _, mr, rr = ref_fwd(kind, s.float(), w.float(), b.float())
             rstd, mean = rr.float().contiguous(), mr.float().contiguous()
             dy, ds_in = torch.randn_like(x), torch.randn_like(x)
-            t_tcb = med(lambda: tb[kind](s, w, dy, ds_in)) * 1e3
+            t_tcb = med(lambda: tb[kind](s, w, dy, ds_in)) * 1e3 if "bwd" in PHASES else float("nan")
             log("%s H %d rows %d: copy %.1f us, torch.compile fwd %.1f, bwd %.1f" % (kind, H, R, t_copy, t_tc, t_tcb))
             for name in good:
                 if not name.startswith(SMALL):
                     continue
-                if matches(name, kind, "fwd", H):
+                if matches(name, kind, "fwd", H) and "fwd" in PHASES:
                     t = time_fwd(name, kind, x, r, w, b) * 1e3
                     log("  fwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6,
                                                                                   t_tc / t, t_copy / t))
-                elif matches(name, kind, "bwd", H):
+                elif matches(name, kind, "bwd", H) and "bwd" in PHASES:
                     t = time_bwd(name, kind, s, w, rstd, mean, dy, ds_in) * 1e3
                     log("  bwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6,
                                                                                   t_tcb / t, t_copy / t))
