@@ -15,6 +15,11 @@
 static const char *const norm_kinds[] = {"rmsnorm", "layernorm", NULL};
 static const char *const norm_phases[] = {"fwd", "bwd", "bwd_reduce", NULL};
 static const char *const norm_wtypes[] = {"bf16", "fp32", NULL};
+static const char *const norm_threads[] = {"128", "256", "512", "1024", NULL};
+static const char *const norm_reduces[] = {"lds", "shfl", NULL};
+static const char *const norm_statses[] = {"twopass", "welford", "shifted", NULL};
+static const char *const norm_accs[] = {"regs", "lds", NULL};
+static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "8", "10", "12", "16", NULL};
 
 #define NORM_MAX_HIDDEN (1L << 20)
 
@@ -30,19 +35,59 @@ static const op_param norm_params[] = {
     {"eps", OP_FLOAT, NULL, 0, 0, "1e-5", 0, "eps", "added to the variance (mean square) before the root"},
     {"rows", OP_INT, NULL, 1, 2147483647L, OP_ANY, 1, "r", "rows (tokens) per launch"},
     {"hidden", OP_INT, NULL, 1, NORM_MAX_HIDDEN, OP_ANY, 1, "h", "elements per row (any size)"},
+    {"threads", OP_ENUM, norm_threads, 0, 0, "256", 0, "t",
+     "threads per row (fwd) or per block of rows (bwd); default by target, phase and hidden (norm_target_default)"},
+    {"reduce", OP_ENUM, norm_reduces, 0, 0, "lds", 0, "rd",
+     "block sums: lds (two LDS stages, two barriers) or shfl (warp shuffles, one barrier; not on AMD)"},
+    {"prefetch", OP_BOOL, NULL, 0, 0, "false", 0, "pf",
+     "load weight (and bias) with the row, before the statistics, instead of after (registers for latency)"},
+    {"batch", OP_BOOL, NULL, 0, 0, "false", 0, "bt",
+     "forward: issue the loads of all held units before the first store (one memory round trip, not one a "
+     "unit: a store may alias a later load, so the compiler keeps them in order)"},
+    {"wbatch", OP_BOOL, NULL, 0, 0, "false", 0, "wb",
+     "forward: the weights of all held units loaded before the first y store (batch implies it)"},
+    {"l2prefetch", OP_BOOL, NULL, 0, 0, "false", 0, "l2",
+     "forward without prefetch: ask for the row's weights in L2 with its loads (no registers; a no-op on AMD)"},
+    {"pack", OP_BOOL, NULL, 0, 0, "false", 0, "pk",
+     "hold s (forward) and bf16 weights in registers as bf16 pairs (half the registers, more instructions)"},
+    {"occupancy", OP_ENUM, norm_occs, 0, 0, "0", 0, "oc",
+     "sm_90a: blocks per SM the registers are limited for (0: the compiler's choice; AMD ignores it)"},
+    {"pipeline", OP_BOOL, NULL, 0, 0, "false", 0, "pp",
+     "backward: load the next row (s, dy, its statistics) before this row's sums (needs prefetch)"},
+    {"acc", OP_ENUM, norm_accs, 0, 0, "regs", 0, "acc",
+     "backward: the block's partial dweight / dbias in registers or in LDS (baked hidden, LDS permitting)"},
+    {"stats", OP_ENUM, norm_statses, 0, 0, "twopass", 0, "st",
+     "layernorm statistics: twopass (mean, then squared deviations), welford (one pass, Chan's merge; shfl) or "
+     "shifted (sums of s - s[0] and their squares, one block sum)"},
 };
 
-/* Threads per block, and partial rows of the backward: fixed, not per
-   device, so that dweight is the same bits on every device too. */
-#define NORM_T_FWD 256
-#define NORM_T_BWD 512
+static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
+
+/* Threads of the reduction kernel and partial rows of the backward: fixed,
+   not per device, so that dweight is the same bits on every device of a
+   target too (the forward's and backward's threads are per target). */
 #define NORM_T_RED 256
+#define NORM_RED_COLS 32 /* columns a reduction workgroup sums: 8 groups of rows a column */
 #define NORM_PARTS 512
 
 static int norm_is(const op_inst *k, const char *param, const char *v) { return !strcmp(op_val(k, param), v); }
 static int norm_ln(const op_inst *k) { return norm_is(k, "kind", "layernorm"); }
 static int norm_drop(const op_inst *k) { return strtod(op_val(k, "dropout"), NULL) > 0; }
 static int norm_res(const op_inst *k) { return (int)op_int(k, "residual"); }
+
+static int norm_shfl(const op_inst *k) { return norm_is(k, "reduce", "shfl"); }
+
+/* Bytes of LDS the backward keeps its partial sums in (acc: lds): dweight's
+   row, and dbias's for layernorm. */
+static long norm_acc_bytes(const op_inst *k) {
+  if (!norm_is(k, "acc", "lds") || !norm_is(k, "phase", "bwd") || op_is_any(k, "hidden")) return 0;
+  return 4 * op_int(k, "hidden") * (norm_ln(k) ? 2 : 1);
+}
+
+/* Static LDS a workgroup may have besides the sums' scratch: 48 KiB on sm_90a
+   (more needs dynamic shared memory), 64 KiB on AMD. */
+#define NORM_ACC_MAX_SM90 (46L * 1024)
+#define NORM_ACC_MAX_AMD (60L * 1024)
 
 static int norm_check(const op_inst *k, char *msg, size_t n) {
   double p = strtod(op_val(k, "dropout"), NULL);
@@ -51,7 +96,56 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
              op_val(k, "dropout"));
     return -1;
   }
+  if (norm_shfl(k) && tgt_name_has(k->target, TGT_AMD)) {
+    snprintf(msg, n, "reduce: shfl needs the warp shuffle of hk_sm90.h, which target %s lacks (allowed "
+             "there: lds)", k->target);
+    return -1;
+  }
+  if (norm_is(k, "acc", "lds") && norm_is(k, "phase", "bwd")) {
+    long max = tgt_name_has(k->target, TGT_AMD) ? NORM_ACC_MAX_AMD : NORM_ACC_MAX_SM90;
+    if (op_is_any(k, "hidden")) {
+      snprintf(msg, n, "acc: lds sizes its LDS by a baked hidden (allowed with hidden: any: acc: regs)");
+      return -1;
+    }
+    if (norm_acc_bytes(k) > max) {
+      snprintf(msg, n, "acc: lds needs %ld bytes of LDS for hidden %s, more than the %ld it may take on %s "
+               "(allowed: acc: regs)", norm_acc_bytes(k), op_val(k, "hidden"), max, k->target);
+      return -1;
+    }
+  }
+  if (op_int(k, "pipeline") && !op_int(k, "prefetch")) {
+    snprintf(msg, n, "pipeline: true loads the next row's inputs early and needs prefetch: true");
+    return -1;
+  }
+  if (norm_is(k, "stats", "welford") && !norm_shfl(k)) {
+    snprintf(msg, n, "stats: welford merges in warp shuffles and needs reduce: shfl (allowed with reduce: "
+             "lds: twopass, shifted)");
+    return -1;
+  }
   return 0;
+}
+
+/* sm_90a, measured on the H200 (docs/PERF.md's norm section): warp
+   shuffles, s and bf16 weights held packed, shifted LayerNorm sums, weights
+   loaded after the sums (forward); the backward holds its weights and, where
+   a baked hidden fits, keeps its partial sums in LDS, at two blocks an SM up
+   to hidden 4096 (plain bf16 kernels: more registers spill there). AMD keeps
+   the LDS sums and two-pass statistics (its emulator has no general lane
+   shuffle); both take 512 threads for the backward. */
+static const char *norm_target_default(const op_inst *k, const char *param) {
+  int fwd = norm_is(k, "phase", "fwd"), rt = op_is_any(k, "hidden");
+  if (!strcmp(param, "threads")) return fwd ? NULL : "512";
+  if (tgt_name_has(k->target, TGT_AMD)) return NULL;
+  long bytes = rt ? 0 : 4 * op_int(k, "hidden") * (norm_ln(k) ? 2 : 1);
+  int acc = !fwd && !rt && bytes <= NORM_ACC_MAX_SM90;
+  int plain = norm_is(k, "weight_dtype", "bf16") && !norm_drop(k);
+  if (!strcmp(param, "reduce")) return "shfl";
+  if (!strcmp(param, "pack")) return "true";
+  if (!strcmp(param, "stats")) return "shifted";
+  if (!strcmp(param, "prefetch")) return !fwd && !rt ? "true" : NULL;
+  if (!strcmp(param, "acc")) return acc ? "lds" : NULL;
+  if (!strcmp(param, "occupancy")) return acc && plain && op_int(k, "hidden") <= 4096 ? "2" : NULL;
+  return NULL;
 }
 
 static const char *norm_wptr(const op_inst *k, int is_const) {
@@ -116,23 +210,36 @@ static long norm_units(const op_inst *k, int threads, long cap) {
 
 static void norm_plan(const op_inst *k, op_plan *p) {
   const char *rows = op_term(k, "rows"), *hidden = op_term(k, "hidden");
+  int t = (int)op_int(k, "threads");
   if (norm_is(k, "phase", "fwd")) {
-    p->block = NORM_T_FWD;
-    op_plan_tune(p, "units", norm_units(k, NORM_T_FWD, op_is_any(k, "hidden") ? 4 : 8));
+    p->block = t;
+    op_plan_tune(p, "units", norm_units(k, t, op_is_any(k, "hidden") ? 4 * 256 / t : 8));
     snprintf(p->grid[0], OP_FORMULA, "%s", rows);
     norm_args_fwd(k, p);
   } else if (norm_is(k, "phase", "bwd")) {
-    p->block = NORM_T_BWD;
-    op_plan_tune(p, "units", norm_units(k, NORM_T_BWD, 2));
+    p->block = t;
+    op_plan_tune(p, "units", norm_units(k, t, 2 * 512 / t > 1 ? 2 * 512 / t : 1));
     snprintf(p->grid[0], OP_FORMULA, "min(%s, %d)", rows, NORM_PARTS);
     norm_args_bwd(k, p);
   } else {
     p->block = NORM_T_RED;
     op_plan_tune(p, "units", 1);
-    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %d)", hidden, NORM_T_RED);
+    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %d)", hidden, NORM_RED_COLS);
     norm_args_reduce(k, p);
   }
   op_plan_tune(p, "parts", NORM_PARTS);
+  op_plan_tune(p, "red_cols", NORM_RED_COLS);
+  op_plan_tune(p, "shfl", norm_shfl(k));
+  op_plan_tune(p, "prefetch", op_int(k, "prefetch"));
+  op_plan_tune(p, "pack", op_int(k, "pack"));
+  op_plan_tune(p, "batch", op_int(k, "batch"));
+  op_plan_tune(p, "l2prefetch", op_int(k, "l2prefetch"));
+  op_plan_tune(p, "wbatch", op_int(k, "wbatch"));
+  op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
+  op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
+  op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));
+  op_plan_tune(p, "welford", norm_is(k, "stats", "welford"));
+  op_plan_tune(p, "shifted", norm_is(k, "stats", "shifted"));
   norm_args_tail(k, p);
 }
 
@@ -535,7 +642,9 @@ const op_desc op_norm = {
     .skeleton = "norm.hip.m4",
     .params = norm_params,
     .nparams = (int)(sizeof norm_params / sizeof norm_params[0]),
+    .tuning = norm_tuning,
     .check = norm_check,
+    .target_default = norm_target_default,
     .plan = norm_plan,
     .emu_shapes = norm_emu_shapes,
     .emu_run = norm_emu_run,

@@ -383,11 +383,11 @@ static void spec_check_defaults(spec_ctx *c) {
   const yt_node *d = c->defaults;
   size_t nops;
   const op_desc *const *ops = op_all(&nops);
-  const char *cands[64];
-  size_t nc = 0;
+  const char *cands[512]; /* every op's parameters: about 100 today */
+  size_t nc = 0, max = sizeof cands / sizeof cands[0];
   cands[nc++] = "target";
   for (size_t i = 0; i < nops; i++)
-    for (int j = 0; j < ops[i]->nparams && nc < 64; j++) cands[nc++] = ops[i]->params[j].name;
+    for (int j = 0; j < ops[i]->nparams && nc < max; j++) cands[nc++] = ops[i]->params[j].name;
   for (size_t i = 0; i + 1 < d->n; i += 2) {
     const yt_node *key = d->items[i];
     int known = 0;

@@ -255,6 +255,13 @@ HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v, HK_EMU_SITE)
     HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 16u);
     memcpy(p, &v, 16);
 }
+/* a prefetch moves no data; the address must lie in an allocation all the same */
+HK_DEVICE void hk_prefetch_l2(const void *p, HK_EMU_SITE)
+{
+    (void)hk_site_file;
+    (void)hk_site_line;
+    hkemu_check_global(p, 1, 0);
+}
 /* raw loads of 4, 8 and 16 bytes: misaligned faults as the stores do */
 HK_DEVICE void hk_emu_load_raw(void *v, const void *p, unsigned n)
 {

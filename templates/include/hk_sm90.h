@@ -12,8 +12,9 @@
  * the vector types are 8/16-byte aligned structs with operator[].
  *
  * Primitives (one line each):
- *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads) (the skeleton writes `void name(...)`)
- *   HK_KERNEL_BLOCKS(t, b)    the same compiled for b blocks of t threads per SM (registers); a skeleton may
+ *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM) (the skeleton writes `void name(...)`)
+ *   HK_BLOCKS_PER_SM          blocks per SM HK_KERNEL compiles for (default 0: no limit; a skeleton may redefine it)
+ *   HK_KERNEL_BLOCKS(t, b)    HK_KERNEL compiled for b blocks of t threads per SM (registers); a skeleton may
  *                             redefine HK_KERNEL(t) as HK_KERNEL_BLOCKS(t, b)
  *   HK_DEVICE                 qualifiers of a device helper (static, forced inline)
  *   HK_WAVE_SIZE              lanes per wave (warp): 32
@@ -47,6 +48,7 @@
  *                             other blocks wrote during this launch (after hk_fence_device and a count)
  *   hk_fence_device()         device-scope fence (fence.acq_rel.gpu): this thread's global writes before, reads after
  *   hk_atomic_add_i32(p, v)   *p += v on global memory, device scope, acquire-release; returns the old value
+ *   hk_prefetch_l2(p)         ask for the line holding global address p in L2 (prefetch.global.L2; no data, no registers)
  *   hk_u32_as_f32(u)          the float whose bit pattern is u
  *   hk_f32_as_u32(f)          the bit pattern of float f
  *   hk_bf16_to_f32            widen a bf16 bit pattern to float (exact)
@@ -108,7 +110,11 @@
 
 /* ---- qualifiers ----------------------------------------------------------- */
 #define HK_DEVICE static __device__ __forceinline__
-#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads)
+/* HK_BLOCKS_PER_SM: blocks of the kernel that must fit on an SM at once (ptxas limits
+ * registers to 64K / (threads x this)); a skeleton may #undef and redefine it before its
+ * kernel.  0 = no limit beyond the block size (the same code as no second bound). */
+#define HK_BLOCKS_PER_SM 0
+#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM)
 #define HK_KERNEL_BLOCKS(threads, blocks) extern "C" __global__ __launch_bounds__(threads, blocks)
 #define HK_WAVE_SIZE 32
 
@@ -249,6 +255,7 @@ HK_DEVICE int hk_atomic_add_i32(int *p, int v)
     asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
     return old;
 }
+HK_DEVICE void hk_prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
 /* ---- bf16 <-> fp32 ---------------------------------------------------------- */
 HK_DEVICE float hk_bf16_to_f32(hk_bf16 x) { return __uint_as_float((unsigned)x << 16); }
