@@ -327,6 +327,9 @@ class ArgError(HkrtError, ValueError):
     raised before anything launches; the message names the argument."""
 
 
+# HKRT_POISON=1: every output of the torch ops is filled with NaN before its
+# launch, so that a test sees any element a kernel did not write
+_POISON = os.environ.get("HKRT_POISON", "") not in ("", "0")
 _OPEN = {}        # catalogue key (its folder's real path) -> Catalog
 _DEFAULT = [""]   # the key set_default_catalog gave ("" until then)
 _TORCH = []       # [torch] once the ops are registered
@@ -631,6 +634,13 @@ def _launch(k, values):
     b.values.clear()  # holds no tensor past its launch
 
 
+def _poison(*ts):
+    if _POISON:
+        for t in ts:
+            if t.is_floating_point():
+                t.fill_(float("nan"))
+
+
 def _torch():
     """torch, with the hkrt ops registered (once)."""
     if not _TORCH:
@@ -670,6 +680,7 @@ def _attn_fwd_impl(q, k, v, causal, scale, layout, catalog):
     if dims["seqlen_k"] == 0:  # no key at all: O = 0, LSE = -inf, as for rows with none visible
         return o.zero_(), lse.fill_(float("-inf"))
     kern = _attn_select(cat, "attn_fwd", dims, causal)
+    _poison(o, lse)
     _launch(kern, _attn_fwd_args(q, k, v, o, lse, scale, dims, layout))
     return o, lse
 
@@ -700,6 +711,7 @@ def _attn_bwd_impl(do, q, k, v, o, lse, causal, scale, layout, catalog):
     if do.stride(-1) != 1 or 0 in do.stride():  # an expanded or transposed gradient
         do = do.contiguous()
     kern = _attn_select(cat, "attn_bwd", dims, causal)
+    _poison(dq, dk, dv)
     _launch(kern, _attn_bwd_args(q, k, v, o, do, lse, dq, dk, dv, scale, dims, layout))
     return dq, dk, dv
 
@@ -735,6 +747,7 @@ def _gemm_impl(a, b, layout, catalog):
     if K == 0:
         return c.zero_()
     kern = _select(cat, "hkrt.gemm", "gemm", dtype="bf16", layout=layout, M=M, N=N, K=K)
+    _poison(c)
     _launch(kern, dict(A=a, B=b, C=c, lda=lda, ldb=ldb, ldc=N, M=M, N=N, K=K))
     return c
 
@@ -763,6 +776,7 @@ def _norm_run(kind, x, weight, bias, residual, eps, catalog):
     kern = _select(cat, "hkrt.%s" % ("rms_norm" if kind == "rmsnorm" else "layer_norm"), "norm", kind=kind,
                    phase="fwd", weight_dtype="bf16" if _dtype(weight) == "bfloat16" else "fp32",
                    residual=residual is not None, dropout=0, eps=repr(float(eps)), rows=rows, hidden=H)
+    _poison(y, s, rstd, mean)
     _launch(kern, dict(x=x, residual=residual, weight=weight, bias=bias, y=y, s_out=s, rstd=rstd, mean=mean,
                        rows=rows, hidden=H))
     return y, s, rstd, mean
@@ -796,6 +810,7 @@ def _rope_impl(q, k, cos, sin, theta, style, pos_offset, catalog):
         return qo, ko
     kern = _select(cat, "hkrt.rope", "rope", dtype="bf16", style=style, inplace=False, table=cos is not None,
                    theta=repr(float(theta)), **dims)
+    _poison(qo, ko)
     a = dict(q_in=q, k_in=k, q_out=qo, k_out=ko, cos_table=cos, sin_table=sin, pos_offset=pos_offset, **dims)
     for p, t in (("q_in", q), ("k_in", k), ("q_out", qo), ("k_out", ko)):
         a.update({p + "_stride_b": t.stride(0), p + "_stride_s": t.stride(1), p + "_stride_h": t.stride(2)})
