@@ -30,7 +30,10 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=python HKRT_LIB=\$PWD/libhkrt.so HK_COMMIT=
 export OUT=\${OUT:-out}
 mkdir -p "\$OUT"
 nvidia-smi -L
-summary() { grep -E "^(FAIL|torch_ops:|train_block:|bind_bench:)|ok   (torch.compile|compiled|hkgen)|host |steps in|vs sdpa|Traceback|Error" || true; }
+summary() {  # the verdicts and figures; a traceback whole (30 lines)
+    awk '/Traceback/ {tb = 30} tb > 0 {print; tb--; next}
+         /^(FAIL|torch_ops:|train_block:|bind_bench:)|ok   (torch.compile|compiled|hkgen)|host |steps in|vs sdpa|Error/'
+}
 echo "== torch_ops.py"
 timeout 62 python3 torch_ops.py cat 2>&1 | summary
 echo "== train_block.py ($arms)"
