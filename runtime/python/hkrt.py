@@ -15,6 +15,7 @@ build or run hkgen itself.
 import ctypes
 import json
 import os
+import re
 import sys
 
 __version__ = "0.1.0"  # hkgen's VERSION (Makefile); tests/pipeline/install.sh checks they agree
@@ -661,19 +662,102 @@ def _attn_out(torch, q, layout, dims):
     return o, lse
 
 
+def _canon(t):
+    """A dense tensor viewed with the strides a fresh one of its dimension
+    order would have: a dimension of size 1 may carry any stride in torch,
+    and a kernel that takes tensor maps needs each a positive multiple of 8
+    elements (it gets the tensor's numel, which addresses nothing). Other
+    tensors as they are."""
+    if not _is_dense(t) or t.numel() == 0:
+        return t
+    st = tuple(s if n != 1 else t.numel() for n, s in zip(t.shape, t.stride()))
+    return t if st == tuple(t.stride()) else t.as_strided(tuple(t.shape), st)
+
+
 def _attn_grads(torch, q, k, v):
-    """dQ, dK, dV with the strides of Q, K, V (the kernel writes them so): a
-    tensor that is not dense is copied first, so no gradient holds gaps."""
-    q, k, v = (t if _is_dense(t) else t.contiguous() for t in (q, k, v))
+    """dQ, dK, dV with the strides of Q, K, V (the kernel writes them so),
+    decided by shapes and strides alone (the fake implementation gives the
+    same): a tensor that is not dense is copied first, so no gradient holds
+    gaps."""
+    q, k, v = (_canon(t) if _is_dense(t) else t.contiguous() for t in (q, k, v))
     grads = [torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device=t.device)
              for t in (q, k, v)]
     return (q, k, v), grads
+
+
+def _tmap_ready(torch, kern, ts):
+    """Inputs of a kernel that takes tensor maps (sm_90a attn_bwd), each with
+    a 16-byte aligned base and strides that are positive multiples of 8
+    elements: one that is not is copied, dense ones to the same strides (dQ,
+    dK and dV take Q's, K's and V's), others contiguous (the kernel traps on
+    a misaligned base). Kernels without maps take them as they are."""
+    if not any("tmap" in a for a in kern.entry["kernarg"]["args"]):
+        return ts
+    out = []
+    for t in ts:
+        if t.data_ptr() % 16 or not all(s > 0 and s % 8 == 0 for s in t.stride()[:-1]):
+            shape, st = tuple(t.shape), tuple(t.stride()) if _is_dense(t) else None
+            fresh = torch.empty_strided(shape, st, dtype=t.dtype, device=t.device) if st else \
+                _canon(torch.empty(shape, dtype=t.dtype, device=t.device))
+            t = fresh.copy_(t)
+        out.append(t)
+    return out
+
+
+# scratch a kernel leaves as it found it, zero: sized once, zeroed once, reused
+# (attn_bwd on sm_90a, attn_decode)
+_ZEROED = ("counters",)
+_SCRATCH = {}  # (name, device, stream) -> a zeroed tensor
+
+
+def _scratch_rules(kern):
+    """{pointer: (elements or bytes, formula)} from the manifest's launch rules
+    "<p>_bytes >= F" and "<p>_len >= F": the one place the sizes are written."""
+    rules = kern.entry.get("_scratch")
+    if rules is None:
+        rules = {}
+        for c in kern.entry.get("checks", ()):
+            m = re.match(r"^(\w+)_(bytes|len) >= ([\w()*+\-/, ]+)$", c["rule"])
+            if m:
+                rules[m.group(1)] = (m.group(2), m.group(3))
+        kern.entry["_scratch"] = rules
+    return rules
+
+
+def _formula(expr, names):
+    """A manifest formula of integers, names, + - * /, cdiv, min and max."""
+    if not re.match(r"^[\w()*+\-/, ]+$", expr):
+        raise HkrtError("scratch formula %r: not one hkrt.py evaluates" % expr)
+    env = dict(names, cdiv=lambda a, b: -(-a // b), min=min, max=max)
+    return int(eval(expr.replace("/", "//"), {"__builtins__": {}}, env))
+
+
+def _scratch(torch, kern, dims, device, vals):
+    """The scratch arguments of kern (pointer and its _bytes or _len), sized
+    by the manifest's rules for these dimensions, put into vals."""
+    for name, (unit, expr) in _scratch_rules(kern).items():
+        need = max(1, _formula(expr, dims))
+        arg = next((a for a in kern.entry["kernarg"]["args"] if a["name"] == name), None)
+        if arg is None:
+            continue
+        dtype = torch.int32 if arg["type"].startswith("int") else torch.float32
+        n = -(-need // 4) if unit == "bytes" else need
+        if name in _ZEROED:
+            key = (name, str(device), torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0)
+            t = _SCRATCH.get(key)
+            if t is None or t.numel() < n:
+                t = _SCRATCH[key] = torch.zeros(max(n, 4096), dtype=dtype, device=device)
+        else:
+            t = torch.empty(n, dtype=dtype, device=device)
+        vals[name] = t
+        vals[name + "_" + unit] = t.numel() * (4 if unit == "bytes" else 1)
 
 
 def _attn_fwd_impl(q, k, v, causal, scale, layout, catalog):
     torch = _TORCH[0]
     cat = _catalog(catalog)
     dims = _attn_shape(q, k, v, layout, _device_type(cat))
+    q, k, v = _canon(q), _canon(k), _canon(v)
     o, lse = _attn_out(torch, q, layout, dims)
     if o.numel() == 0:
         return o, lse
@@ -711,8 +795,11 @@ def _attn_bwd_impl(do, q, k, v, o, lse, causal, scale, layout, catalog):
     if do.stride(-1) != 1 or 0 in do.stride():  # an expanded or transposed gradient
         do = do.contiguous()
     kern = _attn_select(cat, "attn_bwd", dims, causal)
+    q, k, v, o, do = _tmap_ready(torch, kern, (q, k, v, _canon(o), _canon(do)))
     _poison(dq, dk, dv)
-    _launch(kern, _attn_bwd_args(q, k, v, o, do, lse, dq, dk, dv, scale, dims, layout))
+    vals = _attn_bwd_args(q, k, v, o, do, lse, dq, dk, dv, scale, dims, layout)
+    _scratch(torch, kern, dims, q.device, vals)
+    _launch(kern, vals)
     return dq, dk, dv
 
 
