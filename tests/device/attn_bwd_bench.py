@@ -129,10 +129,13 @@ def visible(Sq, Sk, causal):
 def forward64(q, k, v, vis, scale):
     """fp64 O [B][Hq][Sq][D] and LSE [B][Hq][Sq] (-inf: no key) from [B][H][S][D] doubles."""
     s = (q @ k.transpose(-1, -2)) * scale
-    s = s.masked_fill(~vis, float("-inf"))
+    rows = vis.any(-1)[:, None]                            # rows with a visible key
+    # masked keys -inf, rows without keys 0 (finite: no NaN in autograd's
+    # logsumexp backward; their P is 0 through vis all the same)
+    s = torch.where(rows, s.masked_fill(~vis, float("-inf")), torch.zeros_like(s))
     lse = torch.logsumexp(s, dim=-1)
-    p = torch.exp(s - torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))[..., None]) * vis
-    return p @ v, lse, p
+    p = torch.exp(s - lse[..., None]) * vis
+    return p @ v, torch.where(rows[:, 0], lse, torch.full_like(lse, float("-inf"))), p
 
 
 def bhsd64(t, G=1):
@@ -154,7 +157,7 @@ def references(q, k, v, o16, do, causal, scale):
     dk = (scale * ds.transpose(-1, -2) @ qd).view(B, Hk, G, Sk, D).sum(2)
     dv = (p.transpose(-1, -2) @ dod).view(B, Hk, G, Sk, D).sum(2)
     ops = tuple(x.transpose(1, 2) for x in (dq, dk, dv))
-    qa, ka, va = (bhsd64(t).requires_grad_() for t in (q, k, v))
+    qa, ka, va = (bhsd64(t).contiguous().requires_grad_() for t in (q, k, v))
     oa, _, _ = forward64(qa, ka.repeat_interleave(G, 1), va.repeat_interleave(G, 1), vis, scale)
     ga = torch.autograd.grad(oa, (qa, ka, va), dod)
     return ops, tuple(x.transpose(1, 2) for x in ga)

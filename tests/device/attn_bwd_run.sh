@@ -17,7 +17,9 @@ rc=$?
 left=$((budget - ($(date +%s) - start)))
 san=/usr/local/cuda/bin/compute-sanitizer
 [ -x "$san" ] || san=$(command -v compute-sanitizer)
-if [ -z "$san" ]; then
+if ! grep -q "numerics failures" "$OUT/bwd.log" 2>/dev/null; then
+  echo "compute-sanitizer: skipped, the suite did not finish (a hang or a crash: see above)"
+elif [ -z "$san" ]; then
   echo "compute-sanitizer: not found on this machine, memcheck skipped"
 elif [ "$left" -lt 30 ]; then
   echo "compute-sanitizer: skipped, $left s left of the budget"
