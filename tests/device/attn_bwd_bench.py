@@ -24,7 +24,8 @@ more catalogues: variants of the same attn_bwd kernels (numerics and timing each
     [B][H][S][D] contiguous; TFLOP/s = 2.5 x 4 B Hq S^2 D (halved when causal)
     / time. Peak device memory of one backward (outputs and scratch included)
     for each.
---one: one small case per kernel only (for compute-sanitizer).
+--one: one small case per kernel only (for compute-sanitizer); --variant: a
+variant catalogue (four numerics shapes per kernel, no baselines in the bench).
 Logs to $OUT/bwd.log. Exit status 1 on any numerics failure.
 """
 import ctypes
@@ -190,7 +191,7 @@ def bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, e):
 def scratch(shape, D):
     B, Sq, Sk, Hq, Hk = shape
     nq = (Sq + 63) // 64
-    ws = torch.empty(B * Hq * nq * 64 * D, device=dev, dtype=torch.float32)
+    ws = torch.zeros(B * Hq * nq * 64 * D, device=dev, dtype=torch.float32)
     cnt = torch.zeros(B * Hq * nq, device=dev, dtype=torch.int32)
     return dict(workspace=ws, workspace_bytes=ws.numel() * 4, counters=cnt, counters_len=cnt.numel())
 
@@ -263,7 +264,7 @@ def numerics(cat_name, cat):
     ks = kernels(cat, "attn_bwd")
     log("== numerics %s: %d attn_bwd kernels" % (cat_name, len(ks)))
     for k in ks:
-        shapes = NUM_SHAPES[:2] if "--one" in flags else NUM_SHAPES
+        shapes = NUM_SHAPES[:2] if "--one" in flags else NUM_SHAPES[:4] if "--variant" in flags else NUM_SHAPES
         for i, (shape, order, pads) in enumerate(shapes):
             try:
                 numerics_case(k, shape, order, pads, again=shape[0] == 2)
@@ -361,7 +362,7 @@ def bench():
                             " NaN/Inf in outputs" if bad else ""))
             except Exception as ex:
                 log("%s: hkgen %s failed: %s" % (label, cname, ex))
-        for be in (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION):
+        for be in (() if "--variant" in flags else (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION)):
             try:
                 qq, kk2, vv = (t.clone().requires_grad_() for t in (qb, kb, vb))
                 with sdpa_kernel([be]):
