@@ -92,9 +92,13 @@ static void attn_bwd_list(char *out, size_t n, const attn_bwd_row *row) {
   }
 }
 
+/* Hopper's path: wgmma fed by bulk tensor copies (attn_bwd.sm90.hip.m4). */
+static int attn_bwd_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
+
 static int attn_bwd_check(const op_inst *k, char *msg, size_t n) {
   const attn_bwd_row *row = attn_bwd_row_for(k->target);
   char allowed[128];
+  if (attn_bwd_is_wgmma(k)) return attn_check(k, msg, n); /* head_dim 64 or 128 there */
   if (!row) {
     attn_bwd_list(allowed, sizeof allowed, NULL);
     snprintf(msg, n, "attn_bwd is not yet available for %s; allowed targets: %s", k->target, allowed);
@@ -164,16 +168,97 @@ static void attn_bwd_grid(const op_inst *k, op_plan *p) {
   snprintf(p->grid[2], OP_FORMULA, "1");
 }
 
+/* Hopper: a block per 128 keys of one KV head (kv_block), two consumer
+   warpgroups of 64 keys and a producer warpgroup (384 threads), steps of 64
+   queries (q_step) through a ring of `stages' Q, dO and O tiles. Shared
+   memory: K and V (2 x 128 x d), the ring (stages x 3 x 64 x d), dS^T (128 x
+   64), the row terms (2 x 64 floats), bar_bytes of mbarriers and 1024 bytes
+   for the skeleton's alignment: 177 KiB at d128, 97 KiB at d64 (one block
+   per multiprocessor either way: the registers). k_step and q_block are the
+   estimate's names for the same sizes. */
+static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
+  long d = op_int(k, "head_dim");
+  op_plan_tune(p, "kv_block", 128);
+  op_plan_tune(p, "q_step", 64);
+  op_plan_tune(p, "k_step", 128);
+  op_plan_tune(p, "q_block", 64);
+  op_plan_tune(p, "stages", 2);
+  op_plan_tune(p, "bar_bytes", 256);
+  p->block = 384;
+  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 128 * 64 * 2 + 2 * 64 * 4 +
+                         op_tune(p, "bar_bytes") + 1024);
+}
+
+/* The dQ scratch of the Hopper kernel (attn_bwd.sm90.hip.m4): an fp32 row of
+   head_dim per query, padded to whole 64-query steps, and a counter per step,
+   zeroed once by the caller (every launch leaves them zero); the arguments,
+   their launch rules, then the tensor maps: Q, dO and O in boxes of 64
+   columns x 64 queries, K and V of 64 columns x 128 keys, one head each, the
+   128-byte swizzle. */
+static void attn_bwd_scratch(const op_inst *k, op_plan *p) {
+  char rule[OP_FORMULA];
+  const char *b = op_term(k, "batch"), *hq = op_term(k, "heads_q"), *sq = op_term(k, "seqlen_q");
+  op_arg_add(p->args, &p->nargs, "float *", "workspace");
+  op_arg_add(p->args, &p->nargs, "long", "workspace_bytes");
+  op_arg_add(p->args, &p->nargs, "int *", "counters");
+  op_arg_add(p->args, &p->nargs, "long", "counters_len");
+  snprintf(rule, sizeof rule, "workspace_bytes >= %s*%s*cdiv(%s,64)*%ld", b, hq, sq, 64 * op_int(k, "head_dim") * 4);
+  op_plan_check(p, rule, "dQ's fp32 sums: batch*heads_q*cdiv(seqlen_q,64)*64*head_dim*4 bytes");
+  snprintf(rule, sizeof rule, "counters_len >= %s*%s*cdiv(%s,64)", b, hq, sq);
+  op_plan_check(p, rule, "one counter per batch, query head and 64 queries");
+  static const char *const qd[] = {"head_dim", "seqlen_q", "heads_q", "batch"};
+  static const char *const kd[] = {"head_dim", "seqlen_k", "heads_k", "batch"};
+  static const int qbox[] = {64, 64, 1, 1}, kbox[] = {64, 128, 1, 1};
+  static const char *const names[] = {"tmap_q", "tmap_k", "tmap_v", "tmap_o", "tmap_do"};
+  static const char *const tensors[] = {"Q", "K", "V", "O", "dO"};
+  for (int i = 0; i < 5; i++) {
+    char ss[3][24];
+    const char *st[3] = {ss[0], ss[1], ss[2]};
+    snprintf(ss[0], sizeof ss[0], "%s_stride_s", attn_bwd_tensors[i]);
+    snprintf(ss[1], sizeof ss[1], "%s_stride_h", attn_bwd_tensors[i]);
+    snprintf(ss[2], sizeof ss[2], "%s_stride_b", attn_bwd_tensors[i]);
+    int kv = i == 1 || i == 2;
+    op_tmap t = op_tmap_make(tensors[i], 4, kv ? kd : qd, st, kv ? kbox : qbox, 128);
+    op_arg_tmap(p->args, &p->nargs, names[i], &t);
+  }
+}
+
+/* Hopper: a block per key block and KV head (at least one per KV head, so
+   that a launch without keys still zeroes dQ). */
+static void attn_bwd_grid_wgmma(const op_inst *k, op_plan *p) {
+  snprintf(p->grid[0], OP_FORMULA, "max(cdiv(%s,128),1)*%s*%s", op_term(k, "seqlen_k"), op_term(k, "heads_k"),
+           op_term(k, "batch"));
+  snprintf(p->grid[1], OP_FORMULA, "1");
+  snprintf(p->grid[2], OP_FORMULA, "1");
+}
+
 static void attn_bwd_plan(const op_inst *k, op_plan *p) {
-  attn_bwd_plan_amd(k, p);
+  int wg = attn_bwd_is_wgmma(k);
+  if (wg) attn_bwd_plan_wgmma(k, p);
+  else attn_bwd_plan_amd(k, p);
   attn_bwd_args(k, p);
-  attn_bwd_grid(k, p);
+  if (wg) {
+    attn_bwd_scratch(k, p);
+    attn_bwd_grid_wgmma(k, p);
+  } else {
+    attn_bwd_grid(k, p);
+  }
   op_plan_check(p, "heads_q % heads_k == 0", "heads_q must be a multiple of heads_k (GQA groups)");
   for (int i = 0; i < 5; i++) {
     char rule[OP_FORMULA];
     const char *t = attn_bwd_tensors[i];
     snprintf(rule, sizeof rule, "%s_stride_b >= 0 && %s_stride_s >= 0 && %s_stride_h >= 0", t, t, t);
     op_plan_check(p, rule, "strides are element counts, not negative");
+  }
+  for (int i = 0; wg && i < 5; i++) {
+    char rule[OP_FORMULA], why[96];
+    const char *t = attn_bwd_tensors[i];
+    snprintf(rule, sizeof rule, "%s_stride_b%%8==0 && %s_stride_s%%8==0 && %s_stride_h%%8==0", t, t, t);
+    snprintf(why, sizeof why, "%s strides must be multiples of 8 elements on %s (bulk tensor copies)", t, k->target);
+    op_plan_check(p, rule, why);
+    snprintf(rule, sizeof rule, "%s_stride_b > 0 && %s_stride_s > 0 && %s_stride_h > 0", t, t, t);
+    snprintf(why, sizeof why, "%s strides must be positive on %s (bulk tensor copies)", t, k->target);
+    op_plan_check(p, rule, why);
   }
 }
 
