@@ -705,7 +705,7 @@ def _tmap_ready(torch, kern, ts):
 
 
 # scratch a kernel leaves as it found it, zero: sized once, zeroed once, reused
-# (attn_bwd on sm_90a, attn_decode)
+# (attn_bwd on sm_90a, attn_decode); other scratch is allocated per launch
 _ZEROED = ("counters",)
 _SCRATCH = {}  # (name, device, stream) -> a zeroed tensor
 
@@ -747,8 +747,8 @@ def _scratch(torch, kern, dims, device, vals):
             t = _SCRATCH.get(key)
             if t is None or t.numel() < n:
                 t = _SCRATCH[key] = torch.zeros(max(n, 4096), dtype=dtype, device=device)
-        else:
-            t = torch.empty(n, dtype=dtype, device=device)
+        else:  # zeroed although the kernels need not: a few microseconds against a stale-sum hazard
+            t = torch.zeros(n, dtype=dtype, device=device)
         vals[name] = t
         vals[name + "_" + unit] = t.numel() * (4 if unit == "bytes" else 1)
 

@@ -32,14 +32,16 @@ mkdir -p "\$OUT"
 nvidia-smi -L
 summary() {  # the verdicts and figures; a traceback whole (30 lines)
     awk '/Traceback/ {tb = 30} tb > 0 {print; tb--; next}
-         /^(FAIL|torch_ops:|train_block:|bind_bench:)|ok   (torch.compile|compiled|hkgen)|host |steps in|vs sdpa|Error/'
+         /^(FAIL|torch_ops|train_block:|bind_bench:)|ok   (torch.compile|compiled|hkgen)|host |steps in|vs sdpa|Error/'
 }
-echo "== torch_ops.py"
-timeout 62 python3 torch_ops.py cat 2>&1 | summary
+echo "== torch_ops.py fwd"
+timeout 45 python3 torch_ops.py cat fwd 2>&1 | summary
+echo "== torch_ops.py bwd"
+timeout 25 python3 torch_ops.py cat bwd 2>&1 | summary
 echo "== train_block.py ($arms)"
-timeout 38 python3 train_block.py cat $arms 2>&1 | summary
+timeout 32 python3 train_block.py cat $arms 2>&1 | summary
 echo "== bind_bench.py"
-timeout 15 python3 bind_bench.py cat >"\$OUT/bind.log" 2>&1; echo "bind_bench exit \$?"; tail -n 12 "\$OUT/bind.log"
+timeout 12 python3 bind_bench.py cat >"\$OUT/bind.log" 2>&1; echo "bind_bench exit \$?"; tail -n 12 "\$OUT/bind.log"
 EOR
 du -sh "$b"
 echo "bundle $b ready to mark: echo PURPOSE > $b/READY"

@@ -28,9 +28,10 @@ import torch.nn.functional as F
 import hkrt
 
 CAT = sys.argv[1]
+PART = sys.argv[2] if len(sys.argv) > 2 else "all"  # fwd: all but the backward; bwd: the backward only
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
-LOG = open(os.path.join(out_dir, "torch_ops.log"), "w")
+LOG = open(os.path.join(out_dir, "torch_ops.log"), "a" if PART == "bwd" else "w")
 fails = []
 dev = "cuda"
 
@@ -173,6 +174,12 @@ def attn_backward():
         ro, _ = ref_attention(q64, k64, v64, causal, D ** -0.5, layout)
         ro.backward(do.double())
         errs = [rel(a.grad, b.grad) for a, b in ((q, q64), (k, k64), (v, v64))]
+        first = [t.grad.clone() for t in (q, k, v)]
+        for t in (q, k, v):
+            t.grad = None
+        hkrt.attention(q, k, v, causal=causal, layout=layout).backward(do)
+        same = all(torch.equal(a, t.grad) for a, t in zip(first, (q, k, v)))
+        check(same, "  backward run twice: the same bits (deterministic)")
         check(all(e < 1e-2 for e in errs), "attention backward %s%s B%d Sq%d Sk%d %d:%d d%d causal %d: "
               "dQ %.2e dK %.2e dV %.2e" % (lay, " packed" if packed else "", B, Sq, Sk, Hq, Hk, D, causal, *errs))
 
@@ -323,20 +330,45 @@ def compiled():
     args2 = (x2, w_qkv, w_o, g, cos[:256], sin[:256], Hq, Hk, D)
     e2 = rel(fi(*args2), block(*args2))
     check(e2 < 1e-3, "compiled block at seq 256 (recompiled or dynamic): rel L2 to eager %.2e" % e2)
-    if HAVE_BWD:
-        def loss(x, w_qkv, w_o):
-            return block(x, w_qkv, w_o, g, cos, sin, Hq, Hk, D).float().square().mean()
-        ws = [t.detach().clone().requires_grad_() for t in (x, w_qkv, w_o)]
-        loss(*ws).backward()
-        ge = [t.grad.clone() for t in ws]
-        for t in ws:
-            t.grad = None
-        torch._dynamo.reset()
-        lc = torch.compile(loss, fullgraph=True)
-        lc(*ws).backward()
-        errs = [rel(t.grad, r) for t, r in zip(ws, ge)]
-        check(max(errs) < 1e-3, "compiled training step (attn_bwd in the backward graph): gradients vs eager %s"
-              % " ".join("%.1e" % e for e in errs))
+
+
+def compiled_training():
+    """A training step of the block through torch.compile(fullgraph=True):
+    attn_bwd in the backward graph; gradients against eager's."""
+    if not HAVE_BWD:
+        log("     (no attn_bwd in the catalogue: no compiled training step)")
+        return
+    B, S, Dm, Hq, Hk, D = 2, 512, 1024, 8, 2, 128
+    x = torch.randn(B, S, Dm, device=dev, dtype=torch.bfloat16)
+    w_qkv = torch.randn((Hq + 2 * Hk) * D, Dm, device=dev, dtype=torch.bfloat16) * Dm ** -0.5
+    w_o = torch.randn(Dm, Hq * D, device=dev, dtype=torch.bfloat16) * (Hq * D) ** -0.5
+    g = torch.ones(Dm, device=dev, dtype=torch.bfloat16)
+    pos = torch.arange(S, device=dev, dtype=torch.float64)[:, None]
+    ang = pos * 10000.0 ** (-2.0 * torch.arange(D // 2, device=dev, dtype=torch.float64)[None, :] / D)
+    cos, sin = torch.cos(ang).float(), torch.sin(ang).float()
+
+    def loss(x, w_qkv, w_o):  # differentiable ops only: attention (hkgen) and torch's own
+        h = F.rms_norm(x.float(), (Dm,)).to(torch.bfloat16)
+        qkv = (h @ w_qkv.t()).view(B, S, Hq + 2 * Hk, D)
+        o = hkrt.attention(qkv[:, :, :Hq], qkv[:, :, Hq:Hq + Hk], qkv[:, :, Hq + Hk:], causal=True)
+        return (o.reshape(B, S, Hq * D) @ w_o.t()).float().square().mean()
+    ws = [t.detach().clone().requires_grad_() for t in (x, w_qkv, w_o)]
+    loss(*ws).backward()
+    ge = [t.grad.clone() for t in ws]
+    for t in ws:
+        t.grad = None
+    torch._dynamo.reset()
+    torch.compile(loss, fullgraph=True, backend="aot_eager")(*ws).backward()
+    errs = [rel(t.grad, r) for t, r in zip(ws, ge)]
+    check(max(errs) < 1e-2, "compiled training step (aot_eager: attn_bwd in the backward graph): gradients vs "
+          "eager %s" % " ".join("%.1e" % e for e in errs))
+    for t in ws:
+        t.grad = None
+    torch._dynamo.reset()
+    torch.compile(loss, fullgraph=True)(*ws).backward()
+    errs = [rel(t.grad, r) for t, r in zip(ws, ge)]
+    check(max(errs) < 1e-2, "compiled training step (inductor, fullgraph): gradients vs eager %s"
+          % " ".join("%.1e" % e for e in errs))
 
 
 def host_time():
@@ -363,11 +395,15 @@ def host_time():
 
 
 torch.manual_seed(0)
-section("attention forward", attn_forward)
-section("attention backward", attn_backward)
-section("gemm, norm, rope", other_ops)
-section("errors", errors)
-section("torch.compile", compiled)
-section("host time", host_time)
-log("torch_ops: %d failed%s" % (len(fails), (": " + "; ".join(fails)) if fails else ""))
+if PART != "bwd":
+    section("attention forward", attn_forward)
+    section("gemm, norm, rope", other_ops)
+    section("errors", errors)
+    section("host time", host_time)
+    section("torch.compile", compiled)
+if PART != "fwd":
+    section("attention backward", attn_backward)
+    section("torch.compile, a training step", compiled_training)
+log("torch_ops%s: %d failed%s" % ("" if PART == "all" else " " + PART, len(fails),
+                                  (": " + "; ".join(fails)) if fails else ""))
 sys.exit(1 if fails else 0)
