@@ -38,7 +38,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import hkrt
 
 CAT = sys.argv[1]
-ARMS = sys.argv[2:] or ["hkgen", "sdpa", "sdpa_cudnn"]
+ARMS = sys.argv[2:] or ["sdpa", "sdpa_cudnn", "hkgen"]
 STEPS = int(os.environ.get("TRAIN_STEPS", "300"))
 LOSS_TOL, FINAL_TOL, GRAD_TOL = 0.05, 0.02, 1e-2
 VOCAB, DM, HQ, HK, HD, FF, B, S = 2048, 1024, 16, 4, 64, 4096, 8, 1024
@@ -195,7 +195,8 @@ def smooth(x, w=20):
 def run():
     log("== one step's gradients (step 0: same parameters, same batch), relative L2 per parameter")
     g = {}
-    for arm in sorted(set(ARMS) | {"sdpa", "fp32_math"}):
+    order = ["sdpa", "fp32_math"] + [a for a in ARMS if a not in ("sdpa", "fp32_math")]  # hkgen after SDPA
+    for arm in order:
         try:
             g[arm] = grads(arm)
         except Exception:
@@ -217,7 +218,7 @@ def run():
     log("== the loss of step 0 through each arm's forward (no backward)")
     with torch.no_grad():
         m = model()
-        l0 = {arm: loss_of(m, arm, 0).item() for arm in sorted(set(ARMS) | {"sdpa", "fp32_math"})}
+        l0 = {arm: loss_of(m, arm, 0).item() for arm in order}
     for arm, v in l0.items():
         if arm != "sdpa":
             check(abs(v - l0["sdpa"]) < 1e-2, "%s forward loss %.5f, sdpa %.5f (|diff| < 1e-2)" % (arm, v, l0["sdpa"]))
