@@ -11,6 +11,26 @@ build or run hkgen itself.
     k(A=a, B=b, C=c, lda=4096, ldb=4096, ldc=6144, M=m)   # grid from the manifest
     run = k.bind(A=a, B=b, C=c, lda=4096, ldb=4096, ldc=6144, M=m)  # checked and packed once
     run(A=a2, C=c2)                                        # patches pointers, launches
+    k = cat.select("gemm", layout="nt", M=m, N=6144, K=4096)  # hkrt_select: the best fit
+
+torch ops (docs/TORCH.md). One op namespace, torch.ops.hkrt: attn_fwd,
+attn_bwd (attn_fwd's autograd formula), gemm, rms_norm, layer_norm and rope,
+each a torch.library custom op with a fake implementation, so
+torch.compile(fullgraph=True) keeps them in its graph. Each takes its
+catalogue as its last argument, a string: a catalogue folder, or "" for the
+module's default, which set_default_catalog(path) names; a catalogue is
+opened once per process, and each call picks its kernel with hkrt_select
+(a launch of a shape seen before only patches pointers). The Python faces:
+
+    hkrt.set_default_catalog("build/torchcat")
+    o = hkrt.attention(q, k, v, causal=True)   # [B, S, H, D] bf16, GQA; autograd through attn_bwd
+    c = hkrt.gemm(a, w)                        # a w^T
+    y = hkrt.rms_norm(x, weight); q, k = hkrt.rope(q, k, cos, sin)
+
+A tensor no kernel can take (dtype, device, shape, heads ratio, strides) or a
+problem the catalogue has no kernel for raises ArgError naming the argument
+or the parameter, before anything launches. hkrt imports torch only for
+these ops (at import when torch is loaded already, else at first use).
 """
 import ctypes
 import json
@@ -179,10 +199,6 @@ class Kernel:
                            "launching " + self.name)
 
 
-def _problem_text(params):
-    return ", ".join("%s %s" % (n, _param_text(v)) for n, v in params.items())
-
-
 def _stream(cat, stream):
     """torch's current CUDA stream when none is given (CUDA backend only)."""
     if stream is None and cat.backend == "cuda":
@@ -303,7 +319,7 @@ class Catalog:
         pb = _Problem(op.encode(), target.encode() if target else None, arr, len(pairs))
         k = ctypes.c_void_p()
         self.lib.check(self.lib.c.hkrt_select(self.cat, ctypes.byref(pb), ctypes.byref(k)),
-                       "no %s kernel in %s for %s" % (op, self.dir, _problem_text(params)))
+                       "catalogue " + self.dir)
         return self.kernel(self.lib.c.hkrt_kernel_name(k).decode(), self.lib.c.hkrt_kernel_target(k).decode())
 
     def kernels(self, target=None):
