@@ -307,9 +307,10 @@ def compiled():
     fn = torch.compile(block, fullgraph=True, backend=record)
     got = fn(*args)
     targets = [str(n.target) for gm in graphs for n in gm.graph.nodes if n.op == "call_function"]
-    ours = sorted({t for t in targets if "hkrt" in t})
-    check(len(graphs) == 1 and len(ours) >= 5, "torch.compile(fullgraph=True) traced %d graph(s); hkrt ops in it: %s"
-          % (len(graphs), ", ".join(ours)))
+    ours = [t for t in targets if "hkrt" in t]
+    check(len(graphs) == 1 and len(ours) == 5 and len(set(ours)) == 4,
+          "torch.compile(fullgraph=True) traced %d graph(s); its %d hkrt calls: %s"
+          % (len(graphs), len(ours), ", ".join(ours)))
     check(torch.equal(got, eager), "dynamo graph (recording backend) = eager, bit for bit")
     try:
         expl = torch._dynamo.explain(block)(*args)
