@@ -861,6 +861,31 @@ def _gemm_fake(a, b, layout, catalog):
     return torch.empty((M, N), dtype=a.dtype, device=a.device)
 
 
+def _gemm_setup(ctx, inputs, output):
+    a, b, layout, catalog = inputs
+    ctx.save_for_backward(a, b)
+    ctx.args = (layout, catalog)
+
+
+def _gemm_backward(ctx, dc):
+    """nt (C = A B^T): dA = dC B (nn), dB = dC^T A (nn); nn (C = A B): dA =
+    dC B^T (nt), dB = A^T dC (nn). The transposed operand is copied to rows."""
+    torch = _TORCH[0]
+    a, b = ctx.saved_tensors
+    layout, catalog = ctx.args
+    dc = dc.to(torch.bfloat16)
+    if dc.stride(-1) != 1 or 0 in dc.stride():
+        dc = dc.contiguous()
+    gemm = torch.ops.hkrt.gemm
+    if layout == "nt":
+        da = gemm(dc, b, "nn", catalog) if ctx.needs_input_grad[0] else None
+        db = gemm(dc.t().contiguous(), a, "nn", catalog) if ctx.needs_input_grad[1] else None
+    else:
+        da = gemm(dc, b, "nt", catalog) if ctx.needs_input_grad[0] else None
+        db = gemm(a.t().contiguous(), dc, "nn", catalog) if ctx.needs_input_grad[1] else None
+    return da, db, None, None
+
+
 def _norm_out(torch, x, residual, kind, rows):
     y = torch.empty(tuple(x.shape), dtype=x.dtype, device=x.device)
     s = torch.empty(tuple(x.shape) if residual is not None else (0,), dtype=x.dtype, device=x.device)
@@ -945,13 +970,15 @@ _OPS = (
 
 
 def _register_ops(torch):
-    """torch.ops.hkrt.<name> for each of _OPS, attn_fwd differentiable through attn_bwd."""
+    """torch.ops.hkrt.<name> for each of _OPS; attn_fwd differentiable through
+    attn_bwd, gemm through gemm."""
     defs = {}
     for name, schema, impl, fake in _OPS:
         d = torch.library.custom_op("hkrt::" + name, impl, mutates_args=(), schema=schema)
         d.register_fake(fake)
         defs[name] = d
     defs["attn_fwd"].register_autograd(_attn_backward, setup_context=_attn_setup)
+    defs["gemm"].register_autograd(_gemm_backward, setup_context=_gemm_setup)
 
 
 def attention(q, k, v, causal=False, scale=None, layout="bshd", catalog=None, return_lse=False):
@@ -976,7 +1003,8 @@ def attention(q, k, v, causal=False, scale=None, layout="bshd", catalog=None, re
 
 def gemm(a, b, layout="nt", catalog=None):
     """C = a b^T (layout nt: a [M, K], b [N, K]) or a b (nn: b [K, N]), bf16,
-    rows contiguous, as torch.ops.hkrt.gemm; C is [M, N], contiguous."""
+    rows contiguous, as torch.ops.hkrt.gemm; C is [M, N], contiguous.
+    Differentiable through the same op (the backward takes both layouts)."""
     return _torch().ops.hkrt.gemm(a, b, layout, _catalog_key(catalog))
 
 

@@ -184,6 +184,19 @@ def attn_backward():
               "dQ %.2e dK %.2e dV %.2e" % (lay, " packed" if packed else "", B, Sq, Sk, Hq, Hk, D, causal, *errs))
 
 
+def gemm_backward():
+    for layout, (M, N, K) in (("nt", (1000, 768, 512)), ("nn", (333, 1024, 264))):
+        a = torch.randn(M, K, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        b = (torch.randn(N, K, device=dev, dtype=torch.bfloat16) if layout == "nt" else
+             torch.randn(K, N, device=dev, dtype=torch.bfloat16)).requires_grad_()
+        dc = torch.randn(M, N, device=dev, dtype=torch.bfloat16)
+        hkrt.gemm(a, b, layout).backward(dc)
+        a64, b64 = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+        (a64 @ (b64.t() if layout == "nt" else b64)).backward(dc.double())
+        ea, eb = rel(a.grad, a64.grad), rel(b.grad, b64.grad)
+        check(max(ea, eb) < 1e-2, "gemm %s backward M%d N%d K%d: dA %.2e, dB %.2e" % (layout, M, N, K, ea, eb))
+
+
 def other_ops():
     for layout, (M, N, K) in (("nt", (1000, 768, 512)), ("nn", (333, 1024, 257)), ("nt", (64, 96, 64))):
         a = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
@@ -404,6 +417,7 @@ if PART != "bwd":
     section("torch.compile", compiled)
 if PART != "fwd":
     section("attention backward", attn_backward)
+    section("gemm backward", gemm_backward)
     section("torch.compile, a training step", compiled_training)
 log("torch_ops%s: %d failed%s" % ("" if PART == "all" else " " + PART, len(fails),
                                   (": " + "; ".join(fails)) if fails else ""))
