@@ -154,10 +154,13 @@ class Kernel:
                            "kernel " + self.name)
         self._fn = None
         self._bound = {}  # hkrt's torch ops: scalar arguments -> Bound (_launch)
+        self._names = None
 
     def arg_names(self):
         """The arguments a caller gives (tensor maps are libhkrt's)."""
-        return {a["name"] for a in self.entry["kernarg"]["args"] if "tmap" not in a}
+        if self._names is None:
+            self._names = frozenset(a["name"] for a in self.entry["kernarg"]["args"] if "tmap" not in a)
+        return self._names
 
     def bound_cache(self):
         return self._bound
@@ -297,6 +300,7 @@ class Catalog:
         self.lib.check(self.lib.c.hkrt_catalog_open(self.dev, path.encode(), ctypes.byref(self.cat)),
                        "opening the catalogue " + path)
         self._kernels = {}
+        self._selected = {}  # (op, target, params) -> the Kernel hkrt_select chose
 
     def kernel(self, name, target):
         key = (name, target)
@@ -314,6 +318,16 @@ class Catalog:
         ...) and parameters by name (numbers, text, booleans); target None is
         the device's. HkrtError with libhkrt's reasons (the nearest kernels and
         what does not fit) when none fits."""
+        key = (op, target, tuple(params.items()))
+        k = self._selected.get(key)
+        if k is not None:
+            return k
+        if len(self._selected) >= 4096:
+            self._selected.clear()
+        k = self._selected[key] = self._select(op, target, params)
+        return k
+
+    def _select(self, op, target, params):
         pairs = [(n.encode(), _param_text(v).encode()) for n, v in params.items()]
         arr = (_Param * max(1, len(pairs)))(*pairs)
         pb = _Problem(op.encode(), target.encode() if target else None, arr, len(pairs))
@@ -375,10 +389,14 @@ def _catalog(key, backend="cuda", lib=None):
         if not _DEFAULT[0]:
             raise HkrtError("no catalogue: call hkrt.set_default_catalog(PATH) first, or pass catalog=")
         key = _DEFAULT[0]
+    cat = _OPEN.get(key)  # a key as given before (the default's is its real path)
+    if cat is not None:
+        return cat
     real = _key_of(key)
     cat = _OPEN.get(real)
     if cat is None:
         cat = _OPEN[real] = Catalog(key, backend=backend, lib=lib)
+    _OPEN[key] = cat
     return cat
 
 

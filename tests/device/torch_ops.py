@@ -386,11 +386,27 @@ def compiled_training():
 
 
 def host_time():
+    """Host time per call of hkrt.attention and of its parts, poisoning off (benchmark, not a test)."""
+    hkrt._POISON = False
     q, k, v = make_qkv("bshd", 1, 128, 128, 8, 8, 64)
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+    cat = hkrt._catalog("")
+    dims = hkrt._attn_shape(q, k, v, "bshd", "cuda")
+    kern = hkrt._attn_select(cat, "attn_fwd", dims, False)
+    o, lse = hkrt._attn_out(torch, q, "bshd", dims)
+    args = hkrt._attn_fwd_args(q, k, v, o, lse, 0.125, dims, "bshd")
+    x = torch.empty(8, device=dev)
 
-    def us(fn, n=3000):
-        for _ in range(100):
+    @torch.library.custom_op("hkrt_probe::noop", mutates_args=())
+    def noop(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(x)
+    lib = torch.library.Library("hkrt_probe", "FRAGMENT")
+    lib.define("noop2(Tensor x) -> Tensor")
+    lib.impl("noop2", lambda x: torch.empty_like(x), "CompositeExplicitAutograd")
+    qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
+
+    def us(fn, n=2000):
+        for _ in range(50):
             fn()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -400,12 +416,28 @@ def host_time():
         torch.cuda.synchronize()
         return (t1 - t0) / n * 1e6, (time.perf_counter() - t0) / n * 1e6
     rows = [("hkrt.attention (bound launch)", lambda: hkrt.attention(q, k, v)),
+            ("hkrt.attention, inputs requiring grad", lambda: hkrt.attention(qg, kg, vg)),
             ("torch.ops.hkrt.attn_fwd", lambda: torch.ops.hkrt.attn_fwd(q, k, v, False, 0.125, "bshd", "")),
+            ("  _attn_fwd_impl (no dispatcher)", lambda: hkrt._attn_fwd_impl(q, k, v, False, 0.125, "bshd", "")),
+            ("  _catalog('')", lambda: hkrt._catalog("")),
+            ("  _attn_shape", lambda: hkrt._attn_shape(q, k, v, "bshd", "cuda")),
+            ("  _canon x3", lambda: (hkrt._canon(q), hkrt._canon(k), hkrt._canon(v))),
+            ("  _attn_select (memo)", lambda: hkrt._attn_select(cat, "attn_fwd", dims, False)),
+            ("  _attn_out (2 torch.empty)", lambda: hkrt._attn_out(torch, q, "bshd", dims)),
+            ("  _attn_fwd_args", lambda: hkrt._attn_fwd_args(q, k, v, o, lse, 0.125, dims, "bshd")),
+            ("  _launch (bound)", lambda: hkrt._launch(kern, args)),
+            ("  Kernel.__call__ (packs)", lambda: kern(**{n: a for n, a in args.items() if n in kern.arg_names()})),
+            ("custom_op noop (dispatch only)", lambda: noop(x)),
+            ("Library.define noop (dispatch only)", lambda: torch.ops.hkrt_probe.noop2(x)),
             ("torch SDPA (same problem, BHSD view)", lambda: F.scaled_dot_product_attention(qt, kt, vt))]
     log("host time per call, 1x128x8x64 bf16 (H200; benchmark, not a test):")
     for name, fn in rows:
-        h, w = us(fn)
-        log("     %-40s host %7.2f us   wall %7.2f us" % (name, h, w))
+        try:
+            h, w = us(fn)
+            log("     %-40s host %7.2f us   wall %7.2f us" % (name, h, w))
+        except Exception as e:
+            log("     %-40s failed: %s" % (name, str(e)[:200]))
+    hkrt._POISON = os.environ.get("HKRT_POISON", "") not in ("", "0")
 
 
 torch.manual_seed(0)
