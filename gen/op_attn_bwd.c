@@ -98,7 +98,14 @@ static int attn_bwd_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, 
 static int attn_bwd_check(const op_inst *k, char *msg, size_t n) {
   const attn_bwd_row *row = attn_bwd_row_for(k->target);
   char allowed[128];
-  if (attn_bwd_is_wgmma(k)) return attn_check(k, msg, n); /* head_dim 64 or 128 there */
+  if (attn_bwd_is_wgmma(k)) { /* the wgmma tiles: head_dim 64 or 128 */
+    long d = op_int(k, "head_dim");
+    if (d != 64 && d != 128) {
+      snprintf(msg, n, "head_dim %ld is not available for attn_bwd on %s; allowed there: 64, 128", d, k->target);
+      return -1;
+    }
+    return attn_check(k, msg, n);
+  }
   if (!row) {
     attn_bwd_list(allowed, sizeof allowed, NULL);
     snprintf(msg, n, "attn_bwd is not yet available for %s; allowed targets: %s", k->target, allowed);
