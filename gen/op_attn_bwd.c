@@ -18,7 +18,13 @@
    products per tile pair instead of FlashAttention-2's 5; what it buys: no
    float atomics (run to run the same bits), no fp32 dQ buffer, no second
    kernel for D and nothing for the caller to size. Skeleton:
-   templates/attn_bwd.hip.m4. */
+   templates/attn_bwd.hip.m4.
+
+   sm_90a (templates/attn_bwd.sm90.hip.m4) takes FlashAttention-3's 5
+   products instead: only KV blocks, each summing its dQ share into an fp32
+   workspace in key-block order (a counter per 64 queries says whose turn it
+   is; the last writes bf16), so it stays deterministic at the price of a
+   caller-sized workspace and counter array (attn_bwd_scratch). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,7 +564,7 @@ static int attn_bwd_work(const op_inst *k, const long *shape, op_work *w, char *
 
 const op_desc op_attn_bwd = {
     .name = "attn_bwd",
-    .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic, no scratch)",
+    .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic; sm_90a: dQ scratch)",
     .skeleton = "attn_bwd.hip.m4",
     .params = attn_params,
     .nparams = ATTN_NPARAMS,
