@@ -18,7 +18,13 @@
    products per tile pair instead of FlashAttention-2's 5; what it buys: no
    float atomics (run to run the same bits), no fp32 dQ buffer, no second
    kernel for D and nothing for the caller to size. Skeleton:
-   templates/attn_bwd.hip.m4. */
+   templates/attn_bwd.hip.m4.
+
+   sm_90a (templates/attn_bwd.sm90.hip.m4) takes FlashAttention-3's 5
+   products instead: only KV blocks, each summing its dQ share into an fp32
+   workspace in key-block order (a counter per 64 queries says whose turn it
+   is; the last writes bf16), so it stays deterministic at the price of a
+   caller-sized workspace and counter array (attn_bwd_scratch). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +104,14 @@ static int attn_bwd_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, 
 static int attn_bwd_check(const op_inst *k, char *msg, size_t n) {
   const attn_bwd_row *row = attn_bwd_row_for(k->target);
   char allowed[128];
-  if (attn_bwd_is_wgmma(k)) return attn_check(k, msg, n); /* head_dim 64 or 128 there */
+  if (attn_bwd_is_wgmma(k)) { /* the wgmma tiles: head_dim 64 or 128 */
+    long d = op_int(k, "head_dim");
+    if (d != 64 && d != 128) {
+      snprintf(msg, n, "head_dim %ld is not available for attn_bwd on %s; allowed there: 64, 128", d, k->target);
+      return -1;
+    }
+    return attn_check(k, msg, n);
+  }
   if (!row) {
     attn_bwd_list(allowed, sizeof allowed, NULL);
     snprintf(msg, n, "attn_bwd is not yet available for %s; allowed targets: %s", k->target, allowed);
@@ -172,8 +185,8 @@ static void attn_bwd_grid(const op_inst *k, op_plan *p) {
    warpgroups of 64 keys and a producer warpgroup (384 threads), steps of 64
    queries (q_step) through a ring of `stages' Q, dO and O tiles. Shared
    memory: K and V (2 x 128 x d), the ring (stages x 3 x 64 x d), dS^T (128 x
-   64), the row terms (2 x 64 floats), bar_bytes of mbarriers and 1024 bytes
-   for the skeleton's alignment: 177 KiB at d128, 97 KiB at d64 (one block
+   64, two), the row terms (2 x 64 floats per consumer warpgroup), bar_bytes of mbarriers and 1024 bytes
+   for the skeleton's alignment: 194 KiB at d128, 114 KiB at d64 (one block
    per multiprocessor either way: the registers). k_step and q_block are the
    estimate's names for the same sizes. */
 static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
@@ -185,7 +198,7 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "stages", 2);
   op_plan_tune(p, "bar_bytes", 256);
   p->block = 384;
-  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 128 * 64 * 2 + 2 * 64 * 4 +
+  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 2 * 128 * 64 * 2 + 2 * 2 * 64 * 4 +
                          op_tune(p, "bar_bytes") + 1024);
 }
 
@@ -551,7 +564,7 @@ static int attn_bwd_work(const op_inst *k, const long *shape, op_work *w, char *
 
 const op_desc op_attn_bwd = {
     .name = "attn_bwd",
-    .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic, no scratch)",
+    .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic; sm_90a: dQ scratch)",
     .skeleton = "attn_bwd.hip.m4",
     .params = attn_params,
     .nparams = ATTN_NPARAMS,

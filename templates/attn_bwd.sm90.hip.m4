@@ -88,9 +88,10 @@ static constexpr int K_OFF = 0, V_OFF = KV_TILE;
 static constexpr int ST_OFF = 2 * KV_TILE;                 // stage s: Q, dO, O
 static constexpr int STAGE_BYTES = 3 * Q_TILE;
 static constexpr int DS_OFF = ST_OFF + STAGES * STAGE_BYTES;  // dS^T [key][query]
-static constexpr int DS_BYTES = BLOCK_N * BLOCK_M * 2;
+static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
+static constexpr int DS_BYTES = 2 * DS_TILE;               // (room for one per step parity)
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // LSE log2 e, then D, per query of the step
-static constexpr int ROW_BYTES = 2 * BLOCK_M * 4;
+static constexpr int ROW_BYTES = 2 * 2 * BLOCK_M * 4;      // (room for a copy per warpgroup)
 static constexpr int BAR_OFF = ROW_OFF + ROW_BYTES;
 ]hkm_attn_limits()[
 
@@ -99,7 +100,7 @@ static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
 static_assert((2 * STAGES + 1) * 8 <= BAR_BYTES, "two mbarriers per stage and one for K and V");
-static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_BYTES % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
+static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
 static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= ATTN_THREADS * LAUNCH_REGS,
               "the registers handed over fit the block's launch allocation");

@@ -198,6 +198,9 @@ foreach(t gfx942 gfx950)
 endforeach()
 add_test(build_attn_bwd sh pipeline/build_attn_bwd.sh)
 set_tests_properties(build_attn_bwd PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
+# sm_90a attn_bwd: compiles with nvcc without spills; manifest plan, scratch rules, tensor maps.
+add_test(build_attn_bwd_sm90 sh pipeline/build_attn_bwd_sm90.sh)
+set_tests_properties(build_attn_bwd_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
 add_test(build_attn sh pipeline/build_attn.sh)

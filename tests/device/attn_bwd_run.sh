@@ -15,7 +15,7 @@ echo "attn_bwd sm_90a round: $(nvidia-smi --query-gpu=name --format=csv,noheader
 # cat2_*, ...: variants, each in a process of its own (a hang there costs only
 # its own time); *_probe: timing only (a variant that leaves dQ out, say)
 nvar=$(ls -d cat[1-9]* 2>/dev/null | wc -l)
-BWD_BUDGET_S=$((budget - 35 - 22 * nvar)) python3 attn_bwd_bench.py cat0
+BWD_BUDGET_S=$((budget - 8 - 22 * nvar)) python3 attn_bwd_bench.py cat0
 rc=$?
 for c in $(ls -d cat[1-9]* 2>/dev/null | sort); do
   case $c in *_probe) f="--variant --no-numerics" ;; *) f=--variant ;; esac
