@@ -650,12 +650,13 @@ def _launch(k, values):
     """Launches k on torch's current stream with the arguments it takes out
     of values (a baked dimension is left out). Each shape is checked and
     packed once (Kernel.bind) and later calls only patch the pointers;
-    tensors a bound launch cannot patch safely go through Kernel.__call__."""
+    tensors a bound launch cannot patch safely go through Kernel.__call__.
+    Returns the Bound that launched (None for Kernel.__call__)."""
     names = k.arg_names()
     vals = {n: v for n, v in values.items() if n in names}
     if not _tmap_safe(k, vals):
         k(**vals)
-        return
+        return None
     key = tuple(sorted((n, v) for n, v in vals.items() if not hasattr(v, "data_ptr")))
     cache = k.bound_cache()
     b = cache.get(key)
@@ -667,6 +668,7 @@ def _launch(k, values):
     else:
         b(**{n: v for n, v in vals.items() if hasattr(v, "data_ptr")})
     b.values.clear()  # holds no tensor past its launch
+    return b
 
 
 def _poison(*ts):
@@ -787,8 +789,30 @@ def _scratch(torch, kern, dims, device, vals):
         vals[name + "_" + unit] = t.numel() * (4 if unit == "bytes" else 1)
 
 
+# attn_fwd calls seen before: everything the checks, the selection and the
+# packing depend on (catalogue, mode, scale, layout, each tensor's dtype,
+# device, shape, strides and base alignment) -> (dimensions, Bound), so that
+# a call of a known signature allocates O and LSE and patches five pointers
+_FWD_PLANS = {}
+
+
+def _attn_signature(q, k, v, causal, scale, layout, catalog):
+    return (catalog or _DEFAULT[0], causal, scale, layout, q.dtype, k.dtype, v.dtype, q.device, k.device, v.device,
+            tuple(q.shape), q.stride(), tuple(k.shape), k.stride(), tuple(v.shape), v.stride(),
+            q.data_ptr() % 16, k.data_ptr() % 16, v.data_ptr() % 16)
+
+
 def _attn_fwd_impl(q, k, v, causal, scale, layout, catalog):
     torch = _TORCH[0]
+    sig = _attn_signature(q, k, v, causal, scale, layout, catalog)
+    plan = _FWD_PLANS.get(sig)
+    if plan is not None:
+        dims, b = plan
+        o, lse = _attn_out(torch, q, layout, dims)
+        _poison(o, lse)
+        b(Q=q, K=k, V=v, O=o, LSE=lse)  # q's base is _canon(q)'s
+        b.values.clear()
+        return o, lse
     cat = _catalog(catalog)
     dims = _attn_shape(q, k, v, layout, _device_type(cat))
     q, k, v = _canon(q), _canon(k), _canon(v)
@@ -799,7 +823,11 @@ def _attn_fwd_impl(q, k, v, causal, scale, layout, catalog):
         return o.zero_(), lse.fill_(float("-inf"))
     kern = _attn_select(cat, "attn_fwd", dims, causal)
     _poison(o, lse)
-    _launch(kern, _attn_fwd_args(q, k, v, o, lse, scale, dims, layout))
+    b = _launch(kern, _attn_fwd_args(q, k, v, o, lse, scale, dims, layout))
+    if b is not None:
+        if len(_FWD_PLANS) >= 1024:
+            _FWD_PLANS.clear()
+        _FWD_PLANS[sig] = (dims, b)
     return o, lse
 
 
@@ -987,6 +1015,30 @@ _OPS = (
 )
 
 
+_ATTENTION = []  # [the torch.autograd.Function of eager hkrt.attention]
+
+
+def _attention_function(torch):
+    """hkrt.attention's torch.autograd.Function, for eager calls: the same
+    implementations as the ops (attn_fwd, attn_bwd), without the dispatcher
+    and the generated autograd layer of a custom op between them."""
+    class Attention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, causal, scale, layout, catalog):
+            o, lse = _attn_fwd_impl(q, k, v, causal, scale, layout, catalog)
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.args = (causal, scale, layout, catalog)
+            ctx.mark_non_differentiable(lse)
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, do, dlse):
+            q, k, v, o, lse = ctx.saved_tensors
+            dq, dk, dv = _attn_bwd_impl(do, q, k, v, o, lse, *ctx.args)
+            return dq, dk, dv, None, None, None, None
+    return Attention
+
+
 def _register_ops(torch):
     """torch.ops.hkrt.<name> for each of _OPS; attn_fwd differentiable through
     attn_bwd, gemm through gemm."""
@@ -997,12 +1049,16 @@ def _register_ops(torch):
         defs[name] = d
     defs["attn_fwd"].register_autograd(_attn_backward, setup_context=_attn_setup)
     defs["gemm"].register_autograd(_gemm_backward, setup_context=_gemm_setup)
+    _ATTENTION.append(_attention_function(torch))
 
 
 def attention(q, k, v, causal=False, scale=None, layout="bshd", catalog=None, return_lse=False):
     """softmax(scale q k^T + causal mask) v with hkgen's attn_fwd, differentiable
-    through attn_bwd (torch.ops.hkrt.attn_fwd / attn_bwd, picked from the
-    catalogue by hkrt_select at each shape).
+    through attn_bwd, both picked from the catalogue by hkrt_select at each
+    shape. Eager calls go through a torch.autograd.Function over the kernels;
+    under torch.compile (or on tensor subclasses such as fake tensors) the
+    same work is the custom op torch.ops.hkrt.attn_fwd, whose autograd
+    formula is torch.ops.hkrt.attn_bwd.
 
     q [batch, seqlen_q, heads_q, head_dim], k and v [batch, seqlen_k, heads_k,
     head_dim] (layout "bshd"; "bhsd" is [batch, heads, seq, head_dim] as SDPA
@@ -1015,7 +1071,13 @@ def attention(q, k, v, causal=False, scale=None, layout="bshd", catalog=None, re
     torch = _torch()
     if scale is None:
         scale = q.shape[-1] ** -0.5
-    o, lse = torch.ops.hkrt.attn_fwd(q, k, v, bool(causal), float(scale), layout, _catalog_key(catalog))
+    args = (q, k, v, bool(causal), float(scale), layout, _catalog_key(catalog))
+    if torch.compiler.is_compiling() or not (type(q) is type(k) is type(v) is torch.Tensor):
+        o, lse = torch.ops.hkrt.attn_fwd(*args)  # traced: the custom op, its fake and its autograd formula
+    elif torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        o, lse = _ATTENTION[0].apply(*args)
+    else:
+        o, lse = _attn_fwd_impl(*args)
     return (o, lse) if return_lse else o
 
 

@@ -5,7 +5,7 @@
 # (cat/), tests/device/torch_ops.py, train_block.py, bind_bench.py and run.sh.
 # On the GPU machine:  cd BUNDLE && OUT=<dir> bash run.sh
 # (logs: $OUT/torch_ops.log, $OUT/train.log, $OUT/bind.log; a summary on stdout).
-#   TORCH_ARMS   the training arms (default: sdpa sdpa_cudnn hkgen when the
+#   TORCH_ARMS   the training arms (default: sdpa sdpa_cudnn sdpa_efficient hkgen when the
 #                catalogue has attn_bwd, else the SDPA backends only)
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,7 +20,7 @@ cp runtime/python/hkrt.py "$b/python/"
 cp tests/device/torch_ops.py tests/device/train_block.py tests/device/bind_bench.py "$b/"
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "$(git rev-parse --short HEAD)$dirty" >"$b/COMMIT"
-if grep -q '"op": "attn_bwd"' "$b/cat/manifest.json"; then arms=${TORCH_ARMS:-sdpa sdpa_cudnn hkgen}
+if grep -q '"op": "attn_bwd"' "$b/cat/manifest.json"; then arms=${TORCH_ARMS:-sdpa sdpa_cudnn sdpa_efficient hkgen}
 else arms=${TORCH_ARMS:-sdpa sdpa_cudnn sdpa_efficient}; fi
 cat >"$b/run.sh" <<EOR
 #!/usr/bin/env bash
