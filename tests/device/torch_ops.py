@@ -154,6 +154,15 @@ def attn_forward():
         check(e2 < 1e-2, "  second call, new tensors (bound launch): O %.2e" % e2)
 
 
+def catalog_forms():
+    """catalog= as the default, an open Catalog and a folder: the same kernels, the same bits."""
+    q, k, v = make_qkv("bshd", 2, 200, 300, 8, 2, 128)
+    ref = hkrt.attention(q, k, v, causal=True)
+    for what, c in (("a Catalog", cat), ("a folder", CAT), ("an absolute folder", os.path.abspath(CAT))):
+        o = hkrt.attention(q, k, v, causal=True, catalog=c)
+        check(torch.equal(o, ref), "catalog= %s: the default's bits" % what)
+
+
 def attn_backward():
     if not HAVE_BWD:
         q, k, v = make_qkv("bshd", 1, 128, 128, 4, 2, 128, grad=True)
@@ -441,6 +450,7 @@ def host_time():
 torch.manual_seed(0)
 if PART != "bwd":
     section("attention forward", attn_forward)
+    section("catalog=", catalog_forms)
     section("gemm, norm, rope", other_ops)
     section("errors", errors)
     section("torch.compile", compiled)

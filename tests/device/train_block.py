@@ -151,7 +151,8 @@ TOK, TGT = batches()
 
 def model():
     torch.manual_seed(0)
-    return Block().to(dev)
+    with torch.device(dev):  # initialised on the GPU: the same parameters for every arm, quickly
+        return Block()
 
 
 def loss_of(m, arm, i):
