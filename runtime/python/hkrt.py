@@ -429,6 +429,9 @@ def _check_tensor(name, t, ndim, dtypes, device, what):
         raise ArgError("%s: dtype %s is not served (the kernels take %s)" % (name, _dtype(t), " or ".join(dtypes)))
     if device is not None and t.device.type != device:
         raise ArgError("%s: on device %s; the catalogue's kernels run on %s tensors" % (name, t.device, device))
+    if device == "cuda" and t.device.index not in (0, None):
+        raise ArgError("%s: on device %s; libhkrt launches on the process's GPU 0 (cuda:0) only: choose the GPU "
+                       "with CUDA_VISIBLE_DEVICES" % (name, t.device))
 
 
 def _check_same_device(named):

@@ -131,6 +131,8 @@ expect_error(lambda: shape(q, k, k, "sbhd", None), "layout: 'sbhd'; allowed: bsh
 dev2 = T((B, S, 2, D), alloc=False)
 dev2.device = Device("cuda", 1)
 expect_error(lambda: shape(q, dev2, dev2, "bshd", None), "k: on device cuda:1, q on cuda:0", "two devices")
+expect_error(lambda: shape(q, dev2, dev2, "bshd", "cuda"), "k: on device cuda:1; libhkrt launches on the process's "
+             "GPU 0", "GPU 1")
 check(shape(T((B, H, S, D), alloc=False), T((B, 2, 40, D), alloc=False), T((B, 2, 40, D), alloc=False), "bhsd",
             None) == dict(batch=B, seqlen_q=S, seqlen_k=40, heads_q=H, heads_k=2, head_dim=D), "bhsd dimensions")
 expect_error(lambda: hkrt._gemm_shape(T((8, 16), alloc=False), T((8, 24), alloc=False), "nt", None),
