@@ -14,7 +14,8 @@ build or run hkgen itself.
     k = cat.select("gemm", layout="nt", M=m, N=6144, K=4096)  # hkrt_select: the best fit
 
 torch ops (docs/TORCH.md). One op namespace, torch.ops.hkrt: attn_fwd,
-attn_bwd (attn_fwd's autograd formula), gemm, rms_norm, layer_norm and rope,
+attn_bwd (attn_fwd's autograd formula), gemm, rms_norm, layer_norm, norm_bwd
+(the norms' autograd formula) and rope,
 each a torch.library custom op with a fake implementation, so
 torch.compile(fullgraph=True) keeps them in its graph. Each takes its
 catalogue as its last argument, a string: a catalogue folder, or "" for the
@@ -977,6 +978,90 @@ def _layer_norm_fake(x, weight, bias, residual, eps, catalog):
     return _norm_out(_TORCH[0], x, residual, "layernorm", rows)
 
 
+def _norm_bwd_out(torch, s, weight, kind):
+    """dx (s's shape), dweight and dbias (weight's dtype; dbias empty for RMSNorm)."""
+    H = s.shape[-1]
+    return (torch.empty(tuple(s.shape), dtype=s.dtype, device=s.device),
+            torch.empty((H,), dtype=weight.dtype, device=s.device),
+            torch.empty((H if kind == "layernorm" else 0,), dtype=weight.dtype, device=s.device))
+
+
+def _rows_of(torch, t):
+    """A gradient as bf16 contiguous rows."""
+    if _dtype(t) != "bfloat16":
+        t = t.to(torch.bfloat16)
+    return t if _is_contiguous(t) else t.contiguous()
+
+
+def _norm_bwd_impl(dy, ds, s, weight, rstd, mean, kind, residual, eps, catalog):
+    """The norm's backward: its bwd kernel (dx and per-part weight sums),
+    then bwd_reduce (the sums in part order: the same bits every run)."""
+    torch = _TORCH[0]
+    cat = _catalog(catalog)
+    rows, H = _norm_shape(s, weight, None, None, _device_type(cat))
+    dx, dw, db = _norm_bwd_out(torch, s, weight, kind)
+    if dx.numel() == 0:
+        return dx, dw.zero_(), db.zero_()
+    dy = _rows_of(torch, dy).view(tuple(s.shape))
+    if residual:
+        ds = _rows_of(torch, ds).view(tuple(s.shape)) if ds is not None and ds.numel() else torch.zeros_like(s)
+    what = "hkrt.%s backward" % ("rms_norm" if kind == "rmsnorm" else "layer_norm")
+    params = dict(kind=kind, weight_dtype="bf16" if _dtype(weight) == "bfloat16" else "fp32", residual=bool(residual),
+                  dropout=0, eps=repr(float(eps)), rows=rows, hidden=H)
+    kb = _select(cat, what, "norm", phase="bwd", **params)
+    kr = _select(cat, what, "norm", phase="bwd_reduce", **params)
+    parts = min(rows, int(kb.entry.get("tunables", {}).get("parts", 512)))
+    f32 = dict(dtype=torch.float32, device=s.device)
+    dwp, dbp = torch.empty((parts, H), **f32), torch.empty((parts, H) if kind == "layernorm" else (0,), **f32)
+    dw32, db32 = torch.empty((H,), **f32), torch.empty((H,) if kind == "layernorm" else (0,), **f32)
+    _poison(dx, dwp, dbp, dw32, db32)
+    _launch(kb, dict(dy=dy, s=s, weight=weight, rstd=rstd, mean=mean, ds_in=ds, dx=dx, dw_part=dwp, db_part=dbp,
+                     rows=rows, hidden=H))
+    _launch(kr, dict(dw_part=dwp, db_part=dbp, dweight=dw32, dbias=db32, rows=rows, hidden=H))
+    dw.copy_(dw32)
+    if kind == "layernorm":
+        db.copy_(db32)
+    return dx, dw, db
+
+
+def _norm_bwd_fake(dy, ds, s, weight, rstd, mean, kind, residual, eps, catalog):
+    _norm_shape(s, weight, None, None, None)
+    return _norm_bwd_out(_TORCH[0], s, weight, kind)
+
+
+def _rms_setup(ctx, inputs, output):
+    x, weight, residual, eps, catalog = inputs
+    y, s, rstd = output
+    ctx.save_for_backward(s if residual is not None else x, weight, rstd)
+    ctx.args = (residual is not None, eps, catalog)
+
+
+def _rms_backward(ctx, dy, ds, drstd):
+    """x and the residual get the same gradient (s = x + residual); rstd none."""
+    torch = _TORCH[0]
+    s, weight, rstd = ctx.saved_tensors
+    residual, eps, catalog = ctx.args
+    dx, dw, _ = torch.ops.hkrt.norm_bwd(dy, ds if residual else None, s, weight, rstd, None, "rmsnorm", residual,
+                                        eps, catalog)
+    return dx, dw, dx if residual else None, None, None
+
+
+def _ln_setup(ctx, inputs, output):
+    x, weight, bias, residual, eps, catalog = inputs
+    y, s, rstd, mean = output
+    ctx.save_for_backward(s if residual is not None else x, weight, rstd, mean)
+    ctx.args = (residual is not None, eps, catalog)
+
+
+def _ln_backward(ctx, dy, ds, drstd, dmean):
+    torch = _TORCH[0]
+    s, weight, rstd, mean = ctx.saved_tensors
+    residual, eps, catalog = ctx.args
+    dx, dw, db = torch.ops.hkrt.norm_bwd(dy, ds if residual else None, s, weight, rstd, mean, "layernorm",
+                                         residual, eps, catalog)
+    return dx, dw, db, dx if residual else None, None, None
+
+
 def _rope_impl(q, k, cos, sin, theta, style, pos_offset, catalog):
     torch = _TORCH[0]
     cat = _catalog(catalog)
@@ -1013,6 +1098,8 @@ _OPS = (
                  " -> (Tensor, Tensor, Tensor)", _rms_norm_impl, _rms_norm_fake),
     ("layer_norm", "(Tensor x, Tensor weight, Tensor bias, Tensor? residual, float eps, str catalog)"
                    " -> (Tensor, Tensor, Tensor, Tensor)", _layer_norm_impl, _layer_norm_fake),
+    ("norm_bwd", "(Tensor dy, Tensor? ds, Tensor s, Tensor weight, Tensor rstd, Tensor? mean, str kind,"
+                 " bool residual, float eps, str catalog) -> (Tensor, Tensor, Tensor)", _norm_bwd_impl, _norm_bwd_fake),
     ("rope", "(Tensor q, Tensor k, Tensor? cos, Tensor? sin, float theta, str style, int pos_offset, str catalog)"
              " -> (Tensor, Tensor)", _rope_impl, _rope_fake),
 )
@@ -1052,6 +1139,8 @@ def _register_ops(torch):
         defs[name] = d
     defs["attn_fwd"].register_autograd(_attn_backward, setup_context=_attn_setup)
     defs["gemm"].register_autograd(_gemm_backward, setup_context=_gemm_setup)
+    defs["rms_norm"].register_autograd(_rms_backward, setup_context=_rms_setup)
+    defs["layer_norm"].register_autograd(_ln_backward, setup_context=_ln_setup)
     _ATTENTION.append(_attention_function(torch))
 
 
@@ -1094,7 +1183,8 @@ def gemm(a, b, layout="nt", catalog=None):
 def rms_norm(x, weight, residual=None, eps=1e-5, catalog=None):
     """RMSNorm of the rows of x (bf16, contiguous; weight bf16 or fp32 [hidden])
     with hkgen's norm kernel (phase fwd), as torch.ops.hkrt.rms_norm. With a
-    residual, normalizes s = x + residual and returns (y, s); else y."""
+    residual, normalizes s = x + residual and returns (y, s); else y.
+    Differentiable through the norm's bwd and bwd_reduce kernels (norm_bwd)."""
     y, s, _ = _torch().ops.hkrt.rms_norm(x, weight, residual, float(eps), _catalog_key(catalog))
     return (y, s) if residual is not None else y
 

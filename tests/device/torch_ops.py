@@ -212,6 +212,44 @@ def gemm_backward():
         check(max(ea, eb) < 1e-2, "gemm %s backward M%d N%d K%d: dA %.2e, dB %.2e" % (layout, M, N, K, ea, eb))
 
 
+def norm_backward():
+    """Gradients of x, weight, bias and residual through hkrt.rms_norm / layer_norm (the norm's bwd and
+    bwd_reduce kernels) against fp64 autograd; the loss uses both y and the new residual s."""
+    for kind in ("rmsnorm", "layernorm"):
+        for wdt in (torch.bfloat16, torch.float32):
+            for R, H, res in ((4096, 1024, True), (77, 4096, False), (600, 1000, True)):
+                x = torch.randn(R, H, device=dev, dtype=torch.bfloat16, requires_grad=True)
+                r = torch.randn(R, H, device=dev, dtype=torch.bfloat16, requires_grad=True) if res else None
+                w = (1 + 0.1 * torch.randn(H, device=dev)).to(wdt).requires_grad_()
+                b = (0.1 * torch.randn(H, device=dev)).to(wdt).requires_grad_()
+                gy = torch.randn(R, H, device=dev, dtype=torch.bfloat16)
+                gs = torch.randn(R, H, device=dev, dtype=torch.bfloat16)
+                if kind == "rmsnorm":
+                    out = hkrt.rms_norm(x, w, residual=r)
+                else:
+                    out = hkrt.layer_norm(x, w, b, residual=r)
+                y, s = out if res else (out, None)
+                loss = (y.float() * gy.float()).sum() + ((s.float() * gs.float()).sum() if res else 0)
+                loss.backward()
+                x6, w6, b6 = (t.detach().double().requires_grad_() for t in (x, w, b))
+                r6 = r.detach().double().requires_grad_() if res else None
+                s6 = x6 + r6 if res else x6
+                if kind == "rmsnorm":
+                    y6 = s6 * torch.rsqrt((s6 * s6).mean(-1, keepdim=True) + 1e-5) * w6
+                else:
+                    y6 = F.layer_norm(s6, (H,), w6, b6, 1e-5)
+                l6 = (y6 * gy.double()).sum() + ((s6 * gs.double()).sum() if res else 0)
+                l6.backward()
+                pairs = [("dx", x.grad, x6.grad), ("dweight", w.grad, w6.grad)]
+                if kind == "layernorm":
+                    pairs.append(("dbias", b.grad, b6.grad))
+                if res:
+                    pairs.append(("dresidual", r.grad, r6.grad))
+                errs = [(n, rel(a, b_)) for n, a, b_ in pairs]
+                check(all(e < 1e-2 for _, e in errs), "%s backward %dx%d weight %s residual %d: %s" % (
+                    kind, R, H, str(wdt)[6:], res, ", ".join("%s %.2e" % ne for ne in errs)))
+
+
 def other_ops():
     for layout, (M, N, K) in (("nt", (1000, 768, 512)), ("nn", (333, 1024, 257)), ("nt", (64, 96, 64))):
         a = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
@@ -458,6 +496,7 @@ if PART != "bwd":
 if PART != "fwd":
     section("attention backward", attn_backward)
     section("gemm backward", gemm_backward)
+    section("norm backward", norm_backward)
     section("torch.compile, a training step", compiled_training)
 log("torch_ops%s: %d failed%s" % ("" if PART == "all" else " " + PART, len(fails),
                                   (": " + "; ".join(fails)) if fails else ""))
