@@ -54,6 +54,12 @@ class Device:
     def __str__(self):
         return "%s:%d" % (self.type, self.index) if self.type == "cuda" else self.type
 
+    def __eq__(self, other):
+        return str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
 
 class T:
     """A strided tensor over emulator memory (bf16 or fp32 elements)."""
@@ -97,6 +103,73 @@ class T:
 
     def off(self, idx):
         return sum(i * s for i, s in zip(idx, self.strides))
+
+    # what hkrt.py's op implementations call on a torch tensor (TorchStandIn below)
+    def _dt(self):
+        return self.dtype.replace("torch.", "")
+
+    def _like(self, shape, strides):
+        t = T(shape, self._dt(), self.device.type, strides=strides, alloc=False)
+        t.p = self.p
+        return t
+
+    def values(self):
+        raw = self.raw()
+        return [raw[self.off(i)] for i in iter_index(self.shape)]
+
+    def set_values(self, vals):
+        raw = self.raw()
+        for i, v in zip(iter_index(self.shape), vals):
+            raw[self.off(i)] = v
+        self.put(raw)
+        return self
+
+    def is_floating_point(self):
+        return True
+
+    def fill_(self, v):
+        return self.set_values([v] * self.numel())
+
+    def zero_(self):
+        return self.fill_(0.0)
+
+    def copy_(self, src):
+        return self.set_values(src.values())
+
+    def view(self, shape):
+        assert hkrt._is_contiguous(self)
+        return self._like(tuple(shape), T(shape, alloc=False).strides)
+
+    def as_strided(self, shape, strides):
+        return self._like(tuple(shape), tuple(strides))
+
+    def contiguous(self):
+        return self if hkrt._is_contiguous(self) else T(self.shape, self._dt()).set_values(self.values())
+
+    def to(self, dtype):
+        name = str(dtype).replace("torch.", "")
+        return self if name == self._dt() else T(self.shape, name).set_values(self.values())
+
+
+class TorchStandIn:
+    """The few torch calls hkrt.py's op implementations make, over emulator memory."""
+    bfloat16, float32, int32 = "torch.bfloat16", "torch.float32", "torch.int32"
+
+    @staticmethod
+    def _shape(shape):
+        return (shape,) if isinstance(shape, int) else tuple(shape)
+
+    def empty(self, shape, dtype="torch.float32", device=None):
+        return T(self._shape(shape), str(dtype).replace("torch.", ""))
+
+    def empty_strided(self, shape, strides, dtype="torch.float32", device=None):
+        return T(self._shape(shape), str(dtype).replace("torch.", ""), strides=tuple(strides))
+
+    def zeros(self, shape, dtype="torch.float32", device=None):
+        return self.empty(shape, dtype).zero_()
+
+    def zeros_like(self, t):
+        return T(t.shape, t._dt()).zero_()
 
 
 def expect_error(fn, want, what):
@@ -167,7 +240,7 @@ except hkrt.HkrtError as e:
 
 # ---- launches through the ops' argument builders, against fp64 ------------------------------
 def rand_tensor(shape, layout_strides):
-    t = T(shape, strides=layout_strides, fill=None)
+    t = T(shape, strides=layout_strides, fill=None)  # layout_strides None: contiguous
     vals = [float("nan")] * t.n
     for idx in iter_index(shape):
         vals[t.off(idx)] = f16(bf16(random.uniform(-1, 1)))
@@ -312,5 +385,93 @@ forward_case("bhsd", 1, 21, 13, 3, 1, True, 0)    # MQA, Sq > Sk: causal rows wi
 forward_case("bhsd", 1, 9, 30, 2, 2, False, 5)
 backward_case("bshd", 1, 19, 23, 4, 2, 2)
 backward_case("bhsd", 1, 20, 11, 2, 1, 0)          # rows with no visible key: dQ 0
+# ---- the ops' own implementations (hkrt._attn_fwd_impl and friends) over the torch stand-in ----
+hkrt._TORCH[:] = [TorchStandIn()]
+hkrt._OPEN["emu"] = cat
+hkrt._POISON = True  # every output NaN before its launch
+
+
+def impl_attention(layout, B, Sq, Sk, Hq, Hk, causal):
+    D = 64
+    lq = (B, Sq, Hq, D) if layout == "bshd" else (B, Hq, Sq, D)
+    lk = (B, Sk, Hk, D) if layout == "bshd" else (B, Hk, Sk, D)
+    q, k, v = rand_tensor(lq, None), rand_tensor(lk, None), rand_tensor(lk, None)
+    dims = hkrt._attn_shape(q, k, v, layout, None)
+    scale = D ** -0.5
+    qr, kr, vr = q.raw(), k.raw(), v.raw()
+    ro, rl = ref_attention(q, k, v, qr, kr, vr, dims, causal, scale, layout)
+    plans = len(hkrt._FWD_PLANS)
+    for call in range(2):  # the second call: the signature seen before (no checks, no selection)
+        o, lse = hkrt._attn_fwd_impl(q, k, v, causal, scale, layout, "emu")
+        cat.synchronize()
+        orw = o.raw()
+        eo = rel_l2((at(o, orw, layout, b, i, h, d), ro[b, i, h, d]) for (b, i, h, d) in ro)
+        check(eo < 1e-2, "_attn_fwd_impl %s call %d: O rel L2 %.3e" % (layout, call, eo))
+        print("_attn_fwd_impl %s B%d Sq%d Sk%d %d:%d causal %d, call %d: O rel L2 %.2e" % (
+            layout, B, Sq, Sk, Hq, Hk, causal, call, eo))
+    check(len(hkrt._FWD_PLANS) == plans + 1, "_attn_fwd_impl: the shape's plan was not kept")
+    if not causal:
+        return
+    do = rand_tensor(o.shape, None)
+    dq, dk, dv = hkrt._attn_bwd_impl(do, q, k, v, o, lse, True, scale, layout, "emu")
+    cat.synchronize()
+    # the reference: the launch-argument path checked above (backward_case), here only agreement with it
+    dq2, dk2, dv2 = T(q.shape, strides=q.strides), T(k.shape, strides=k.strides), T(v.shape, strides=v.strides)
+    kern = hkrt._attn_select(cat, "attn_bwd", dims, True)
+    hkrt._launch(kern, hkrt._attn_bwd_args(q, k, v, o, do, lse, dq2, dk2, dv2, scale, dims, layout))
+    cat.synchronize()
+    for name, a, b_ in (("dQ", dq, dq2), ("dK", dk, dk2), ("dV", dv, dv2)):
+        va, vb = a.values(), b_.values()
+        check(va == vb and all(x == x for x in va), "_attn_bwd_impl %s %s: not the launch path's bits" % (layout, name))
+    print("_attn_bwd_impl %s: dQ, dK, dV the bits of the checked launch path" % layout)
+
+
+def impl_norm(R, H):
+    x, r = rand_tensor((R, H), None), rand_tensor((R, H), None)
+    w = T((H,), fill=[f16(bf16(1 + 0.2 * random.uniform(-1, 1))) for _ in range(H)])
+    y, s_, rstd = hkrt._rms_norm_impl(x, w, r, 1e-5, "emu")
+    cat.synchronize()
+    xs, rs_, ws = x.values(), r.values(), w.values()
+    sv = [f16(bf16(a + b_)) for a, b_ in zip(xs, rs_)]  # s is written (and normalized) in bf16
+    ref_y, rr = [], []
+    for i in range(R):
+        row = sv[i * H:(i + 1) * H]
+        inv = 1 / math.sqrt(sum(a * a for a in row) / H + 1e-5)
+        rr.append(inv)
+        ref_y += [a * inv * ws[j] for j, a in enumerate(row)]
+    ey, es = rel_l2(zip(y.values(), ref_y)), rel_l2(zip(s_.values(), sv))
+    check(ey < 1e-2 and es < 1e-2, "_rms_norm_impl %dx%d: y %.3e, s %.3e" % (R, H, ey, es))
+    dy, ds = rand_tensor((R, H), None), rand_tensor((R, H), None)
+    dx, dw, db = hkrt._norm_bwd_impl(dy, ds, s_, w, rstd, None, "rmsnorm", True, 1e-5, "emu")
+    cat.synchronize()
+    dyv, dsv = dy.values(), ds.values()
+    ref_dx, ref_dw = [], [0.0] * H
+    for i in range(R):
+        row, g = sv[i * H:(i + 1) * H], [dyv[i * H + j] * ws[j] for j in range(H)]
+        inv = rr[i]
+        dot = sum(a * b_ for a, b_ in zip(g, row)) / H
+        ref_dx += [inv * g[j] - row[j] * inv ** 3 * dot + dsv[i * H + j] for j in range(H)]
+        for j in range(H):
+            ref_dw[j] += dyv[i * H + j] * row[j] * inv
+    ex, ew = rel_l2(zip(dx.values(), ref_dx)), rel_l2(zip(dw.values(), ref_dw))
+    check(ex < 1e-2 and ew < 1e-2 and db.numel() == 0, "_norm_bwd_impl %dx%d: dx %.3e, dweight %.3e" % (R, H, ex, ew))
+    print("_rms_norm_impl %dx%d: y %.2e s %.2e; _norm_bwd_impl: dx %.2e dweight %.2e" % (R, H, ey, es, ex, ew))
+
+
+def impl_gemm(M, N, K):
+    a, b = rand_tensor((M, K), None), rand_tensor((N, K), None)
+    c_ = hkrt._gemm_impl(a, b, "nt", "emu")
+    cat.synchronize()
+    av, bv = a.values(), b.values()
+    ref = [sum(av[i * K + q] * bv[j * K + q] for q in range(K)) for i in range(M) for j in range(N)]
+    e = rel_l2(zip(c_.values(), ref))
+    check(e < 1e-2, "_gemm_impl M%d N%d K%d: %.3e" % (M, N, K, e))
+    print("_gemm_impl M%d N%d K%d: rel L2 %.2e" % (M, N, K, e))
+
+
+impl_attention("bshd", 1, 19, 23, 4, 2, True)
+impl_attention("bhsd", 2, 9, 14, 2, 1, False)
+impl_norm(5, 72)
+impl_gemm(37, 29, 45)
 print("rt_torchops: %d failed" % failures)
 sys.exit(1 if failures else 0)
