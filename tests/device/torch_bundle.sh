@@ -31,15 +31,15 @@ export OUT=\${OUT:-out}
 mkdir -p "\$OUT"
 nvidia-smi -L
 summary() {  # the verdicts and figures; a traceback whole (30 lines)
-    awk '/Traceback/ {tb = 30} tb > 0 {print; tb--; next}
+    awk '/Traceback|^Timeout/ {tb = 30} tb > 0 {print; tb--; next}
          /^(FAIL|torch_ops|train_block:|bind_bench:)|ok   (torch.compile|compiled|hkgen)|host |steps in|vs sdpa|Error/'
 }
 echo "== torch_ops.py fwd (\$(date -u +%T))"
-timeout 26 python3 torch_ops.py cat fwd 2>&1 | summary
+HANG_S=19 timeout 24 python3 torch_ops.py cat fwd 2>&1 | summary
 echo "== torch_ops.py bwd (\$(date -u +%T))"
-timeout 22 python3 torch_ops.py cat bwd 2>&1 | summary
+HANG_S=21 timeout 26 python3 torch_ops.py cat bwd 2>&1 | summary
 echo "== train_block.py ($arms) (\$(date -u +%T))"
-HKRT_POISON=0 timeout 30 python3 train_block.py cat $arms 2>&1 | summary  # unpoisoned: its ms/step are figures
+HKRT_POISON=0 HANG_S=25 timeout 30 python3 train_block.py cat $arms 2>&1 | summary  # unpoisoned: its ms/step are figures
 echo "== bind_bench.py (\$(date -u +%T))"
 timeout 9 python3 bind_bench.py cat >"\$OUT/bind.log" 2>&1; echo "bind_bench exit \$?"; tail -n 12 "\$OUT/bind.log"
 EOR

@@ -17,6 +17,7 @@ tests/device/torch_ops.yaml.
 (d) the host time of an hkrt.attention call against SDPA at a small problem.
 Logs to $OUT/torch_ops.log; exit status 1 on any failure."""
 import datetime
+import faulthandler
 import os
 import sys
 import time
@@ -32,6 +33,9 @@ PART = sys.argv[2] if len(sys.argv) > 2 else "all"  # fwd: all but the backward;
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "torch_ops.log"), "a" if PART == "bwd" else "w")
+# $HANG_S seconds after the start (a hung kernel), every thread's stack to stderr and exit 1
+if os.environ.get("HANG_S"):
+    faulthandler.dump_traceback_later(float(os.environ["HANG_S"]), exit=True)
 fails = []
 dev = "cuda"
 

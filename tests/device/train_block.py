@@ -30,6 +30,7 @@ Checks (each arm against the reference sdpa):
   than half again as far as SDPA drifts from itself.
 Logs to $OUT/train.log; exit status 1 on any failure."""
 import datetime
+import faulthandler
 import math
 import os
 import sys
@@ -51,6 +52,9 @@ VOCAB, DM, HQ, HK, HD, FF, B, S, PERIOD = 2048, 1024, 16, 4, 64, 4096, 8, 1024, 
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "train.log"), "w")
+# $HANG_S seconds after the start (a hung kernel), every thread's stack to stderr and exit 1
+if os.environ.get("HANG_S"):
+    faulthandler.dump_traceback_later(float(os.environ["HANG_S"]), exit=True)
 fails = []
 dev = "cuda"
 
