@@ -92,7 +92,9 @@ static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
 static constexpr int DS_BYTES = 2 * DS_TILE;               // (room for one per step parity)
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // LSE log2 e, then D, per query of the step
 static constexpr int ROW_BYTES = 2 * 2 * BLOCK_M * 4;      // (room for a copy per warpgroup)
-static constexpr int BAR_OFF = ROW_OFF + ROW_BYTES;
+static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // (room for a 64 x 64 fp32 dQ tile per warpgroup)
+static constexpr int DQ_BYTES = 2 * 64 * 64 * 4;
+static constexpr int BAR_OFF = DQ_OFF + DQ_BYTES;
 ]hkm_attn_limits()[
 
 static_assert(BLOCK_N == 2 * WG_N && BLOCK_M == 64, "two warpgroups of 64 keys, steps of 64 queries");

@@ -75,6 +75,10 @@
  *   hk_load_acquire_gpu(p), hk_atomic_add_release_gpu(p, v), hk_store_relaxed_gpu(p, v), hk_fence_gpu(), hk_sleep_ns(n)
  *                                    device-scope flags between blocks (ordered accumulation), and a short back-off
  *   hk_trap()                         stop the kernel with an error (a launch the kernel cannot serve)
+ *   hk_bulk_store(g, l, off, n), hk_bulk_reduce_add_f32(g, l, off, n), hk_bulk_commit(), hk_bulk_wait<N>(),
+ *   hk_bulk_wait_read<N>(), hk_fence_proxy_async_global()
+ *                                    bulk copies shared -> global (plain, or an fp32 add at the destination), their
+ *                                    groups, and the fence that orders them with ordinary global accesses
  *
  * mma.sync m16n8k16 lane layouts (lane l, g = l / 4, t = l % 4), 32-bit words of bf16 pairs (low half first):
  *   A (16 x 16, hk_u32x4): word 0 = A[g][2t..2t+1], 1 = A[g+8][2t..], 2 = A[g][2t+8..], 3 = A[g+8][2t+8..]
@@ -592,5 +596,28 @@ HK_DEVICE void hk_store_relaxed_gpu(unsigned *p, unsigned v)
 HK_DEVICE void hk_fence_gpu(void) { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 HK_DEVICE void hk_sleep_ns(unsigned n) { asm volatile("nanosleep.u32 %0;\n" ::"r"(n)); }
 HK_DEVICE void hk_trap(void) { asm volatile("trap;\n"); }
+/* n bytes (a multiple of 16; both addresses 16-byte aligned) of shared memory at off to global g, issued by
+ * one thread: a plain copy or an fp32 add into g (cp.async.bulk / cp.reduce.async.bulk, bulk groups).  The
+ * shared memory written by ordinary stores needs hk_fence_proxy_async() in each writer first;
+ * hk_bulk_wait_read<N>() frees the source, hk_bulk_wait<N>() completes the writes, and
+ * hk_fence_proxy_async_global() then orders them before the thread's later ordinary accesses (a flag). */
+HK_DEVICE void hk_bulk_store(float *g, hk_lds_t l, int off, int n)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(g), "r"(l.addr + (unsigned)off), "r"(n)
+                 : "memory");
+}
+HK_DEVICE void hk_bulk_reduce_add_f32(float *g, hk_lds_t l, int off, int n)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(g),
+                 "r"(l.addr + (unsigned)off), "r"(n)
+                 : "memory");
+}
+HK_DEVICE void hk_bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N> HK_DEVICE void hk_bulk_wait(void) { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
+template <int N> HK_DEVICE void hk_bulk_wait_read(void)
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+HK_DEVICE void hk_fence_proxy_async_global(void) { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
 
 #endif /* HK_SM90_H */
