@@ -8,18 +8,18 @@ cd "$(dirname "$0")" || exit 2
 export PYTHONPATH=$PWD HKRT_LIB=$PWD/libhkrt.so PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-budget=${BWD_BUDGET_S:-140}
+budget=${BWD_BUDGET_S:-135}
 start=$(date +%s)
 echo "attn_bwd sm_90a round: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u), commit $(cat COMMIT)"
 # cat0: the kernels under test (numerics, bench against cuDNN and FLASH); cat1_*,
 # cat2_*, ...: variants, each in a process of its own (a hang there costs only
 # its own time); *_probe: timing only (a variant that leaves dQ out, say)
 nvar=$(ls -d cat[1-9]* 2>/dev/null | wc -l)
-BWD_BUDGET_S=$((budget - 8 - 22 * nvar)) python3 attn_bwd_bench.py cat0
+BWD_BUDGET_S=$((budget - 8 - 20 * nvar)) python3 attn_bwd_bench.py cat0
 rc=$?
 for c in $(ls -d cat[1-9]* 2>/dev/null | sort); do
   case $c in *_probe) f="--variant --no-numerics" ;; *) f=--variant ;; esac
-  BWD_BUDGET_S=20 timeout 30 python3 attn_bwd_bench.py $f "$c" || echo "variant $c: exit $?"
+  BWD_BUDGET_S=18 timeout 24 python3 attn_bwd_bench.py $f "$c" || echo "variant $c: exit $?"
 done
 left=$((budget - ($(date +%s) - start)))
 san=/usr/local/cuda/bin/compute-sanitizer
