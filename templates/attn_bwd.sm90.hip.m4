@@ -294,26 +294,30 @@ HK_DEVICE void bwd_issue_dq(unsigned long long dsd, unsigned long long kd, s_acc
 
 // P^T and dS^T of the warpgroup's 64 keys (rows) x 64 queries (columns) as
 // bf16 A fragments (k step ks = n8 tiles 2 ks, 2 ks + 1).  Lane (g, t) of
-// warp w holds keys 16 w + g (+ 8) and queries 8 i + 2 t (+ 1).  MASKED: keys
-// past seqlen_k or past the query's last visible key give P = 0.
+// warp w holds keys 16 w + g (+ 8) and queries 8 i + 2 t (+ 1); the row
+// terms are at byte ro of shared memory.  MASKED: keys past seqlen_k or past
+// the query's last visible key give P = 0.
 template <bool MASKED>
 HK_DEVICE void bwd_softmax(hk_lds_t lds, s_acc_t &s, s_acc_t &dp, float c, int key0, int q0, const bwd_grid &g,
-                           hk_u32x4 (&p)[M_STEPS], hk_u32x4 (&ds)[M_STEPS])
+                           int ro, hk_u32x4 (&p)[M_STEPS], hk_u32x4 (&ds)[M_STEPS])
 {
     const int lane = hk_lane_id();
     const int krow = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
+    // row h of the lane (key krow + 8 h) sees query column col + e iff
+    // 8 h < kend and 8 h - col - e <= kdiag (two registers for the mask)
+    const int kend = g.Sk - krow, kdiag = q0 + g.Sk - g.Sq - krow;
 #pragma unroll
     for (int i = 0; i < S_TILES; ++i) {
         const int col = 8 * i + 2 * (lane & 3);
-        const hk_u32x2 l2 = hk_lds_load_b64(lds, ROW_OFF + col * 4);
-        const hk_u32x2 dd = hk_lds_load_b64(lds, ROW_OFF + BLOCK_M * 4 + col * 4);
+        const hk_u32x2 l2 = hk_lds_load_b64(lds, ro + col * 4);
+        const hk_u32x2 dd = hk_lds_load_b64(lds, ro + BLOCK_M * 4 + col * 4);
         float pv[4], dv[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             float x = hk_exp2f(s[4 * i + e] * c - hk_u32_as_f32(l2[e & 1]));
             if (MASKED) {
-                const int key = krow + 8 * (e >> 1), q = q0 + col + (e & 1);
-                if (key >= g.Sk || (CAUSAL && key > q + g.Sk - g.Sq))
+                const int dk = 8 * (e >> 1);
+                if (dk >= kend || (CAUSAL && dk - col - (e & 1) > kdiag))
                     x = 0.0f;
             }
             pv[e] = x;
@@ -326,10 +330,10 @@ HK_DEVICE void bwd_softmax(hk_lds_t lds, s_acc_t &s, s_acc_t &dp, float c, int k
     }
 }
 
-// dS^T of the warpgroup's keys into the [key][query] tile (one 128-byte
+// dS^T of the warpgroup's keys into [key][query] tile buf (one 128-byte
 // swizzled row per key): lane (g, t) writes word t of chunk i of keys
 // key0 + 16 w + g and + 8.
-HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS])
+HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS], int buf)
 {
     const int lane = hk_lane_id();
     const int r0 = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
@@ -338,7 +342,7 @@ HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int r = r0 + 8 * h;
-            hk_lds_store_b32(lds, DS_OFF + r * 128 + ((i ^ (r & 7)) << 4) + (lane & 3) * 4, ds[i / 2][(i % 2) * 2 + h]);
+            hk_lds_store_b32(lds, DS_OFF + buf * DS_TILE + r * 128 + ((i ^ (r & 7)) << 4) + (lane & 3) * 4, ds[i / 2][(i % 2) * 2 + h]);
         }
 }
 
@@ -474,14 +478,14 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_u32x4 p[M_STEPS], ds[M_STEPS];
         const int kb = w.j * BLOCK_N + key0;
         if (kb + WG_N > g.Sk || (CAUSAL && kb + WG_N - 1 > q0 + g.Sk - g.Sq))
-            bwd_softmax<true>(lds, sa, dpa, c, kb, q0, g, p, ds);
+            bwd_softmax<true>(lds, sa, dpa, c, kb, q0, g, ROW_OFF, p, ds);
         else
-            bwd_softmax<false>(lds, sa, dpa, c, kb, q0, g, p, ds);
+            bwd_softmax<false>(lds, sa, dpa, c, kb, q0, g, ROW_OFF, p, ds);
         hk_wgmma_fence();
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto + Q_TILE), p, dv);   // dV += P^T dO
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto), ds, dk);            // dK += dS^T Q
         hk_wgmma_commit();
-        bwd_store_ds(lds, key0, ds);
+        bwd_store_ds(lds, key0, ds, 0);
         hk_fence_proxy_async();
         bwd_sync();                                     // dS^T of both warpgroups written
         s_acc_t dq;
