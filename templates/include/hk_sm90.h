@@ -76,9 +76,10 @@
  *                                    device-scope flags between blocks (ordered accumulation), and a short back-off
  *   hk_trap()                         stop the kernel with an error (a launch the kernel cannot serve)
  *   hk_bulk_store(g, l, off, n), hk_bulk_reduce_add_f32(g, l, off, n), hk_bulk_commit(), hk_bulk_wait<N>(),
- *   hk_bulk_wait_read<N>(), hk_fence_proxy_async_global()
+ *   hk_bulk_wait_read<N>(), hk_fence_proxy_async_global(), hk_bulk_load(l, off, g, n, bar_off)
  *                                    bulk copies shared -> global (plain, or an fp32 add at the destination), their
- *                                    groups, and the fence that orders them with ordinary global accesses
+ *                                    groups, the fence that orders them with ordinary global accesses, and a bulk
+ *                                    copy global -> shared counted on an mbarrier
  *
  * mma.sync m16n8k16 lane layouts (lane l, g = l / 4, t = l % 4), 32-bit words of bf16 pairs (low half first):
  *   A (16 x 16, hk_u32x4): word 0 = A[g][2t..2t+1], 1 = A[g+8][2t..], 2 = A[g][2t+8..], 3 = A[g+8][2t+8..]
@@ -619,5 +620,14 @@ template <int N> HK_DEVICE void hk_bulk_wait_read(void)
     asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
 }
 HK_DEVICE void hk_fence_proxy_async_global(void) { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+/* n bytes (a multiple of 16) of global g to shared memory at off, their bytes counted against the mbarrier at
+ * bar_off (hk_mbar_arrive_expect_tx first), issued by one thread. */
+HK_DEVICE void hk_bulk_load(hk_lds_t l, int off, const float *g, int n, int bar_off)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     l.addr + (unsigned)off),
+                 "l"(g), "r"(n), "r"(l.addr + (unsigned)bar_off)
+                 : "memory");
+}
 
 #endif /* HK_SM90_H */

@@ -24,6 +24,8 @@ more catalogues: variants of the same attn_bwd kernels (numerics and timing each
     [B][H][S][D] contiguous; TFLOP/s = 2.5 x 4 B Hq S^2 D (halved when causal)
     / time. Peak device memory of one backward (outputs and scratch included)
     for each.
+The main catalogue also runs HipKittens' published backward shapes (d128, GQA
+64:8, batch 16 at 1K and 4K, batch 15 at 16K, causal and not).
 --one: one small case per kernel only (for compute-sanitizer); --variant: a
 variant catalogue (four numerics shapes per kernel, no baselines in the bench).
 Logs to $OUT/bwd.log. Exit status 1 on any numerics failure.
@@ -204,6 +206,7 @@ NUM_SHAPES = [  # (B, Sq, Sk, Hq, Hk), order, pads (q, k, v, o, do)
     ((1, 1, 1, 1, 1), "bshd", (0, 0, 0, 0, 0)),
     ((2, 1000, 1000, 4, 2), "bshd", (0, 0, 0, 0, 0)),
     ((1, 64, 700, 2, 2), "bhsd", (0, 0, 0, 0, 0)),
+    ((1, 1500, 3000, 4, 4), "bshd", (0, 0, 0, 0, 0)),
 ]
 
 
@@ -276,15 +279,19 @@ def numerics(cat_name, cat):
                 return
 
 
-BENCH = [  # (seq, head_dim, heads_q, heads_k, causal, label)
-    (8192, 128, 16, 16, True, "causal d128 8K"),
-    (2048, 128, 16, 16, True, "causal d128 2K"),
-    (32768, 128, 16, 16, True, "causal d128 32K"),
-    (8192, 128, 16, 16, False, "non-causal d128 8K"),
-    (8192, 128, 32, 8, True, "GQA 32:8 8K causal"),
-    (8192, 128, 12, 4, True, "GQA 12:4 8K causal"),
-    (8192, 64, 32, 32, True, "d64 8K causal (32 heads)"),
+BENCH = [  # (seq, head_dim, heads_q, heads_k, causal, label, batch or 0: 16384 / seq)
+    (8192, 128, 16, 16, True, "causal d128 8K", 0),
+    (2048, 128, 16, 16, True, "causal d128 2K", 0),
+    (32768, 128, 16, 16, True, "causal d128 32K", 0),
+    (8192, 128, 16, 16, False, "non-causal d128 8K", 0),
+    (8192, 128, 32, 8, True, "GQA 32:8 8K causal", 0),
+    (8192, 128, 12, 4, True, "GQA 12:4 8K causal", 0),
+    (8192, 64, 32, 32, True, "d64 8K causal (32 heads)", 0),
 ]
+# HipKittens' published backward shapes (d128, GQA 64:8): batch 16 at 1K and
+# 4K, 15 at 16K, causal and not (the main catalogue only, after the rest)
+HK_BENCH = [(S, 128, 64, 8, c, "HK GQA 64:8 %dK %s" % (S // 1024, "causal" if c else "non-causal"), B)
+            for S, B in ((1024, 16), (4096, 16), (16384, 15)) for c in (True, False)]
 
 
 def peak(fn):
@@ -304,11 +311,11 @@ def bench():
     fwds = {(int(k.entry["params"]["head_dim"]), k.entry["params"]["causal"] in ("true", "1")): k
             for k in kernels(main, "attn_fwd")}
     log("== bench: TFLOP/s (2.5 x forward FLOPs), median ms, peak MiB of one backward")
-    for S, D, Hq, Hk, causal, label in BENCH:
+    for S, D, Hq, Hk, causal, label, B in BENCH + ([] if "--variant" in flags else HK_BENCH):
         if time.time() - T0 > BUDGET * 0.9:
             log("bench stopped: time budget")
             return
-        B = max(1, 16384 // S)
+        B = B or max(1, 16384 // S)
         fl = 2.5 * 4 * B * Hq * S * S * D / (2 if causal else 1)
         scale = 1.0 / math.sqrt(D)
         qb = torch.randn(B, Hq, S, D, device=dev, dtype=torch.bfloat16)
