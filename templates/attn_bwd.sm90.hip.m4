@@ -43,20 +43,22 @@ m4_divert(-1)                                                   -*- C -*-
 #                         d64, all columns over its own 64 keys
 # and hands its 64 x 64 fp32 dQ share to its writer through a shared tile
 # (dq_full / dq_empty), so the consumers go on to the next step at once.
-# dQ is summed over the key blocks in the fp32 workspace in key-block order
-# (d64: and warpgroup order within a block): a writer waits until the step's
-# counter says that every earlier share has been added, adds its share with
-# one bulk fp32 reduce (the first share: a bulk copy), completes it, fences
-# and adds 1 to the counter; the last share's writer then loads the finished
-# sum back into the tile, its 32 lanes write bf16 dQ, and its increment (the
-# counter's last) puts the counter back to 0.  So the sums have one order
-# whatever the schedule: the same bits run to run.  A writer only waits for
-# blocks of lower index (earlier key blocks of its own head; d64: also its
-# own block's warpgroup 0), which the hardware starts no later than its own,
-# so no schedule deadlocks.  The workspace tile of a step is the shared
-# tile's image: [column half][64 rows][64 columns] with 16-byte chunks XOR
-# row % 8 (bwd_dq_off).  Scratch: batch x heads_q x cdiv(seqlen_q, 64) x 64 x
-# head_dim floats and batch x heads_q x cdiv(seqlen_q, 64) counters.
+# dQ is summed over the key blocks in the fp32 workspace in key-block order:
+# the step's workspace tile has a half per consumer warpgroup (d128: its 64
+# columns; d64: its keys' partial sum of all 64), and each writer waits until
+# the step's counter says that every earlier key block's shares are in, adds
+# its share to its half with one bulk fp32 reduce (the first: a bulk copy),
+# completes it, fences and adds 1 to the counter; at the last key block the
+# finished sum is loaded back into shared memory and written as bf16 dQ
+# (d64: both halves added, in a fixed order), and the counter goes back to 0.
+# So the sums have one order whatever the schedule: the same bits run to
+# run.  A writer only waits for blocks of lower index (earlier key blocks of
+# its own head; d64 at the last key block: also its block's writer 0), which
+# the hardware starts no later than its own, so no schedule deadlocks.  The
+# workspace tile is the shared tiles' image: [half][64 rows][64 columns] with
+# 16-byte chunks XOR row % 8 (bwd_dq_off).  Scratch: batch x heads_q x
+# cdiv(seqlen_q, 64) x 64 x 128 floats (both head dims) and batch x heads_q x
+# cdiv(seqlen_q, 64) counters.
 #
 # Measured on the H200 (docs/PERF.md): the same kernel with the dQ epilogue
 # in the consumers (wait, fp32 reds, fence, count) ran at 0.45-0.5x cuDNN;
@@ -117,7 +119,7 @@ static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
 static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
-static_assert((3 * STAGES + 7) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per warpgroup for dQ");
+static_assert((3 * STAGES + 8) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per warpgroup for dQ");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
 static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= ATTN_THREADS * LAUNCH_REGS,
@@ -140,7 +142,7 @@ HK_DEVICE void bwd_sync(void) { hk_barrier_part(1, CONS_THREADS); }
 // bytes), q_empty (one arrival per consumer warp) and rows_full (the row
 // warp's 32 lanes); kv_full for K and V; per consumer warpgroup dq_full (its
 // 128 threads wrote a dQ share), dq_empty (its writer is done with the tile)
-// and dq_load (the finished sum landed back in the tile).
+// and dq_load (the finished sum landed back in shared memory); half0_done.
 HK_DEVICE int q_full(int s) { return BAR_OFF + 8 * s; }
 HK_DEVICE int q_empty(int s) { return BAR_OFF + 8 * (STAGES + s); }
 HK_DEVICE int rows_full(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
@@ -148,6 +150,7 @@ HK_DEVICE int kv_full() { return BAR_OFF + 8 * (3 * STAGES); }
 HK_DEVICE int dq_full(int wg) { return BAR_OFF + 8 * (3 * STAGES + 1 + wg); }
 HK_DEVICE int dq_empty(int wg) { return BAR_OFF + 8 * (3 * STAGES + 3 + wg); }
 HK_DEVICE int dq_load(int wg) { return BAR_OFF + 8 * (3 * STAGES + 5 + wg); }
+HK_DEVICE int half0_done() { return BAR_OFF + 8 * (3 * STAGES + 7); }   // d64: writer 0 added its final half
 // Float offset of dQ element (row, col) in a 64 x 64 tile (col 0 .. 63 of the
 // warpgroup's columns): 16-byte chunks XOR row % 8.
 HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (row & 7))) << 2) + (col & 3); }
@@ -377,11 +380,15 @@ HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS
 
 // The dQ writer of consumer warpgroup wg (a warp; lane 0 but for the final
 // conversion): per step, wait until the consumers wrote the share (dq_full)
-// and its turn came, add it to the workspace with one bulk fp32 reduce (the
-// first share: a bulk copy; a single share: none) and complete the writes.
-// The final share's sum is loaded back into the tile and all 32 lanes write
-// it as bf16 dQ.  Then free the tile (dq_empty) and count the share in (the
-// counter's last increment, from 2 j + 1, puts it back to 0).
+// and its turn came (every earlier key block's shares are in), add it to its
+// half of the workspace tile with one bulk fp32 reduce (the first share: a
+// bulk copy) and complete the writes.  At the step's last key block the
+// finished sum goes back into shared memory and all 32 lanes write it as
+// bf16 dQ: d128, each writer its columns (a single share: straight from its
+// tile); d64, writer 1 adds both halves (writer 0 only adds its own and
+// tells it, half0_done) and frees both tiles.  Then free the tile (dq_empty)
+// and count the share in; the last key block puts the counter back to 0
+// (d128: the second increment, from 2 j + 1; d64: writer 1, no increments).
 HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int wg)
 {
     const int lane = hk_lane_id(), tile_off = DQ_OFF + wg * 16384;
@@ -389,43 +396,63 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
-        const bool final = w.j == bwd_last_block(g, qi) && (DQ_SPLIT || wg == 1);
-        const bool first = w.j == 0 && (DQ_SPLIT || wg == 0);
+        const bool final = w.j == bwd_last_block(g, qi), first = w.j == 0;
+        const bool convert = final && (DQ_SPLIT || wg == 1);
+        const bool single = DQ_SPLIT && first && final;  // d128, one share: no workspace
         const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
         unsigned *cnt = (unsigned *)a.counters + tile;
-        const unsigned want = (unsigned)(2 * w.j + (DQ_SPLIT ? 0 : wg));
-        float *dst = a.workspace + tile * (BLOCK_M * D) + (DQ_SPLIT ? wg * 4096 : 0);
+        float *ws = a.workspace + tile * (BLOCK_M * 128);
         hk_mbar_wait(lds, dq_full(wg), s & 1);
         if (lane == 0) {
-            if (want > 0)
-                while (hk_load_acquire_gpu(cnt) < want)
+            if (w.j > 0)
+                while (hk_load_acquire_gpu(cnt) < 2u * (unsigned)w.j)
                     hk_sleep_ns(32);
             hk_fence_proxy_async_global();
-            if (!(first && final)) {
+            if (!single) {
                 if (first)
-                    hk_bulk_store(dst, lds, tile_off, 16384);
+                    hk_bulk_store(ws + wg * 4096, lds, tile_off, 16384);
                 else
-                    hk_bulk_reduce_add_f32(dst, lds, tile_off, 16384);
+                    hk_bulk_reduce_add_f32(ws + wg * 4096, lds, tile_off, 16384);
                 hk_bulk_commit();
                 hk_bulk_wait<0>();
                 hk_fence_proxy_async_global();
             }
-            if (final && !first) {                      // the sum is complete: back into the tile
-                hk_mbar_arrive_expect_tx(lds, dq_load(wg), 16384);
-                hk_bulk_load(lds, tile_off, dst, 16384, dq_load(wg));
+            if (!DQ_SPLIT && final && wg == 0)
+                hk_mbar_arrive(lds, half0_done());
+            if (convert && !single) {                   // the sum is complete: back into shared memory
+                if (!DQ_SPLIT)
+                    hk_mbar_wait(lds, half0_done(), nfin & 1);
+                hk_mbar_arrive_expect_tx(lds, dq_load(wg), DQ_SPLIT ? 16384 : 32768);
+                if (DQ_SPLIT) {
+                    hk_bulk_load(lds, tile_off, ws + wg * 4096, 16384, dq_load(wg));
+                } else {
+                    hk_bulk_load(lds, DQ_OFF, ws, 16384, dq_load(wg));
+                    hk_bulk_load(lds, DQ_OFF + 16384, ws + 4096, 16384, dq_load(wg));
+                }
             }
         }
-        if (final) {
-            if (!first)
+        if (convert) {
+            if (!single)
                 hk_mbar_wait(lds, dq_load(wg), nfin & 1);
             ++nfin;
-            // bf16 dQ from the tile: lane l takes 8-column groups l, l + 32, ...
-            const int col0 = DQ_SPLIT ? wg * DQ_N : 0;
+            // bf16 dQ: lane l takes 8-column groups l, l + 32, ... (d64: the
+            // two halves' sum)
+            const int col0 = DQ_SPLIT ? wg * DQ_N : 0, src = DQ_SPLIT ? tile_off : DQ_OFF;
             for (int e = lane; e < BLOCK_M * (DQ_N / 8); e += 32) {
                 const int row = e / (DQ_N / 8), c8 = e % (DQ_N / 8), q = qi * BLOCK_M + row;
-                const hk_u32x4 x = hk_lds_load_b128(lds, tile_off + 4 * bwd_dq_off(row, 8 * c8));
-                const hk_u32x4 y = hk_lds_load_b128(lds, tile_off + 4 * bwd_dq_off(row, 8 * c8 + 4));
+                hk_u32x4 x = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8));
+                hk_u32x4 y = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8 + 4));
+                if (!DQ_SPLIT) {
+                    const hk_u32x4 x1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8));
+                    const hk_u32x4 y1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8 + 4));
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) {
+                        x[k] = hk_f32_as_u32(hk_u32_as_f32(x[k]) + hk_u32_as_f32(x1[k]));
+                        y[k] = hk_f32_as_u32(hk_u32_as_f32(y[k]) + hk_u32_as_f32(y1[k]));
+                    }
+                }
                 hk_u32x4 o;
+#pragma unroll
                 for (int k = 0; k < 2; ++k) {
                     o[k] = hk_f32x2_to_bf16x2(hk_u32_as_f32(x[2 * k]) * a.scale, hk_u32_as_f32(x[2 * k + 1]) * a.scale);
                     o[k + 2] = hk_f32x2_to_bf16x2(hk_u32_as_f32(y[2 * k]) * a.scale, hk_u32_as_f32(y[2 * k + 1]) * a.scale);
@@ -434,14 +461,24 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
                     hk_global_store_b128(a.dQ + (long)w.b * a.q_stride_b + (long)hq * a.q_stride_h +
                                              (long)q * a.q_stride_s + col0 + 8 * c8, o);
             }
-            __syncwarp();
+            hk_warp_sync();
         }
         if (lane == 0) {
-            hk_mbar_arrive(lds, dq_empty(wg));
-            hk_fence_gpu();
-            const unsigned old = hk_atomic_add_release_gpu(cnt, 1);
-            if (final && old == 2 * (unsigned)w.j + 1)
+            if (DQ_SPLIT) {
+                hk_mbar_arrive(lds, dq_empty(wg));
+                hk_fence_gpu();
+                const unsigned old = hk_atomic_add_release_gpu(cnt, 1);
+                if (final && old == 2 * (unsigned)w.j + 1)
+                    hk_store_relaxed_gpu(cnt, 0);
+            } else if (!final) {
+                hk_mbar_arrive(lds, dq_empty(wg));
+                hk_fence_gpu();
+                hk_atomic_add_release_gpu(cnt, 1);
+            } else if (wg == 1) {                       // both tiles are free, the counter done
+                hk_mbar_arrive(lds, dq_empty(0));
+                hk_mbar_arrive(lds, dq_empty(1));
                 hk_store_relaxed_gpu(cnt, 0);
+            }
         }
     }
 }
@@ -600,6 +637,7 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
             hk_mbar_init(hk_lds, dq_empty(i), 1);
             hk_mbar_init(hk_lds, dq_load(i), 1);
         }
+        hk_mbar_init(hk_lds, half0_done(), 1);
         hk_mbar_init_fence();
     }
     hk_barrier();

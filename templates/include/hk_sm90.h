@@ -52,6 +52,7 @@
  *   hk_shfl_xor_f32(x, m)     warp collective: x of lane (lane ^ m) (all 32 lanes must call it)
  *   hk_shfl_xor_u32(x, m)     the same for a 32-bit word (two packed bf16)
  *   hk_warp_any(p)            warp collective: p of any lane (all 32 lanes must call it)
+ *   hk_warp_sync()            the warp's lanes meet (__syncwarp), and their shared-memory accesses are ordered
  *  Hopper-only (asynchronous copies, tensor cores):
  *   hk_async_load_b128(l, off, src, n_bytes)   cp.async 16 bytes global -> shared; bytes >= n_bytes (0..16) are 0;
  *                                              src 16-byte aligned; nothing is read when n_bytes == 0
@@ -504,6 +505,7 @@ HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
 HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE unsigned hk_shfl_xor_u32(unsigned x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE bool hk_warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+HK_DEVICE void hk_warp_sync(void) { __syncwarp(); }
 
 /* ---- attention primitives (sm_90a) ---------------------------------------------------
  * wgmma with A from registers (FlashAttention's O += P V: P is the S accumulator

@@ -193,7 +193,7 @@ def bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, e):
 def scratch(shape, D):
     B, Sq, Sk, Hq, Hk = shape
     nq = (Sq + 63) // 64
-    ws = torch.zeros(B * Hq * nq * 64 * D, device=dev, dtype=torch.float32)
+    ws = torch.zeros(B * Hq * nq * 64 * 128, device=dev, dtype=torch.float32)   # 32 KiB per 64 queries
     cnt = torch.zeros(B * Hq * nq, device=dev, dtype=torch.int32)
     return dict(workspace=ws, workspace_bytes=ws.numel() * 4, counters=cnt, counters_len=cnt.numel())
 
