@@ -266,27 +266,28 @@ HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int st = s % STAGES, off = ST_OFF + st * STAGE_BYTES;
+        float lse[2];                                   // loaded before the tiles land
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int q = qi * BLOCK_M + lane + 32 * k;
+            lse[k] = q < g.Sq ? hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q) : -__builtin_huge_valf();
+        }
         hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
-#pragma unroll 1
-        for (int r = lane; r < BLOCK_M; r += 32) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int r = lane + 32 * k;
             float sum = 0.0f;
 #pragma unroll 2
             for (int c = 0; c < CHUNKS; ++c) {
                 const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
                 const hk_u32x4 y = hk_lds_load_b128(lds, off + 2 * Q_TILE + swz_q(r, c));
 #pragma unroll
-                for (int k = 0; k < 4; ++k) {
-                    sum += hk_u32_as_f32(x[k] << 16) * hk_u32_as_f32(y[k] << 16);
-                    sum += hk_u32_as_f32(x[k] & 0xffff0000u) * hk_u32_as_f32(y[k] & 0xffff0000u);
+                for (int e = 0; e < 4; ++e) {
+                    sum += hk_u32_as_f32(x[e] << 16) * hk_u32_as_f32(y[e] << 16);
+                    sum += hk_u32_as_f32(x[e] & 0xffff0000u) * hk_u32_as_f32(y[e] & 0xffff0000u);
                 }
             }
-            const int q = qi * BLOCK_M + r;
-            float l2 = __builtin_huge_valf();
-            if (q < g.Sq) {
-                const float l = hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q);
-                if (l != -__builtin_huge_valf())
-                    l2 = l * LOG2E;
-            }
+            const float l2 = lse[k] == -__builtin_huge_valf() ? __builtin_huge_valf() : lse[k] * LOG2E;
             hk_lds_store_b32(lds, ROW_OFF + st * 512 + r * 4, hk_f32_as_u32(l2));
             hk_lds_store_b32(lds, ROW_OFF + st * 512 + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sum));
         }
@@ -487,10 +488,10 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
 // keys 16 w + g (+ 8), columns 8 i + 2 t (+ 1) of each n8 tile i.
 HK_DEVICE void bwd_store_g(hk_bf16 *head, long ss, int key0, int Sk, float mul, const g_acc_t &acc)
 {
-    const int lane = hk_lane_id();
+    const int lane = hk_lane_id(), row0 = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const int key = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2) + 8 * h;
+        const int key = row0 + 8 * h;
         if (key >= Sk)
             continue;
         hk_bf16 *row = head + (long)key * ss + 2 * (lane & 3);
@@ -641,13 +642,16 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
         hk_mbar_init_fence();
     }
     hk_barrier();
-    if (hk_wave_id() >= WARPS) {
+    // the warp, read while the warp is converged: hk_wave_id is a warp
+    // collective, and lane 0 of the producer's warp 0 leaves for the copies
+    const int warp = hk_wave_id();
+    if (warp >= WARPS) {
         hk_regs_shrink<PROD_REGS>();
         if (hk_thread_id() == CONS_THREADS)
             bwd_produce(hk_lds, hk_a, g, w);
-        else if (hk_wave_id() == WARPS + 1 || hk_wave_id() == WARPS + 2)
-            bwd_dq_writer(hk_lds, hk_a, g, w, hk_wave_id() - WARPS - 1);
-        else if (hk_wave_id() == WARPS + 3)
+        else if (warp == WARPS + 1 || warp == WARPS + 2)
+            bwd_dq_writer(hk_lds, hk_a, g, w, warp - WARPS - 1);
+        else if (warp == WARPS + 3)
             bwd_rows(hk_lds, hk_a, g, w);
         return;
     }

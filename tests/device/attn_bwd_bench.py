@@ -24,10 +24,11 @@ more catalogues: variants of the same attn_bwd kernels (numerics and timing each
     [B][H][S][D] contiguous; TFLOP/s = 2.5 x 4 B Hq S^2 D (halved when causal)
     / time. Peak device memory of one backward (outputs and scratch included)
     for each.
-The main catalogue also runs HipKittens' published backward shapes (d128, GQA
-64:8, batch 16 at 1K and 4K, batch 15 at 16K, causal and not).
---one: one small case per kernel only (for compute-sanitizer); --variant: a
-variant catalogue (four numerics shapes per kernel, no baselines in the bench).
+HipKittens' published backward shapes (d128, GQA 64:8, batch 16 at 1K and 4K,
+batch 15 at 16K, causal and not) with --hk.
+--one: one small case per kernel only (for compute-sanitizer); --subset: four
+numerics shapes per kernel; --variant: no baselines in the bench; --hk: the
+HipKittens shapes too.
 Logs to $OUT/bwd.log. Exit status 1 on any numerics failure.
 """
 import ctypes
@@ -49,7 +50,7 @@ flags = {a for a in sys.argv[1:] if a.startswith("--")}
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "bwd_one.log" if "--one" in flags else "bwd.log"), "a")
-HANG_S = float(os.environ.get("BWD_HANG_S", "40"))
+HANG_S = float(os.environ.get("BWD_HANG_S", "15"))
 T0 = time.time()
 BUDGET = float(os.environ.get("BWD_BUDGET_S", "1e9"))
 GUARD = 64
@@ -79,8 +80,9 @@ for c in args:
     except Exception as ex:
         log("catalogue %s not opened: %s" % (c, ex))
 commit = open("COMMIT").read().strip() if os.path.exists("COMMIT") else "?"
-log("device %s, %s, commit %s, torch %s, cudnn %s" % (torch.cuda.get_device_name(), datetime.datetime.utcnow()
-    .strftime("%Y-%m-%d %H:%M UTC"), commit, torch.__version__, torch.backends.cudnn.version()))
+log("device %s, %s, commit %s, torch %s, cudnn %s, catalogues %s" % (
+    torch.cuda.get_device_name(), datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    commit, torch.__version__, torch.backends.cudnn.version(), " ".join(args)))
 DIMS = ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k")
 
 
@@ -267,7 +269,7 @@ def numerics(cat_name, cat):
     ks = kernels(cat, "attn_bwd")
     log("== numerics %s: %d attn_bwd kernels" % (cat_name, len(ks)))
     for k in ks:
-        shapes = NUM_SHAPES[:2] if "--one" in flags else NUM_SHAPES[:4] if "--variant" in flags else NUM_SHAPES
+        shapes = NUM_SHAPES[:2] if "--one" in flags else NUM_SHAPES[:4] if "--subset" in flags else NUM_SHAPES
         for i, (shape, order, pads) in enumerate(shapes):
             try:
                 numerics_case(k, shape, order, pads, again=shape[0] == 2)
@@ -311,7 +313,7 @@ def bench():
     fwds = {(int(k.entry["params"]["head_dim"]), k.entry["params"]["causal"] in ("true", "1")): k
             for k in kernels(main, "attn_fwd")}
     log("== bench: TFLOP/s (2.5 x forward FLOPs), median ms, peak MiB of one backward")
-    for S, D, Hq, Hk, causal, label, B in BENCH + ([] if "--variant" in flags else HK_BENCH):
+    for S, D, Hq, Hk, causal, label, B in BENCH + (HK_BENCH if "--hk" in flags else []):
         if time.time() - T0 > BUDGET * 0.9:
             log("bench stopped: time budget")
             return
