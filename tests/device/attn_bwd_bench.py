@@ -79,7 +79,7 @@ for c in args:
         cats.append((c, hkrt.Catalog(c, backend="cuda")))
     except Exception as ex:
         log("catalogue %s not opened: %s" % (c, ex))
-commit = open("COMMIT").read().strip() if os.path.exists("COMMIT") else "?"
+commit = open("COMMIT").readline().strip() if os.path.exists("COMMIT") else "?"
 log("device %s, %s, commit %s, torch %s, cudnn %s, catalogues %s" % (
     torch.cuda.get_device_name(), datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     commit, torch.__version__, torch.backends.cudnn.version(), " ".join(args)))
