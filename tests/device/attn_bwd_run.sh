@@ -4,8 +4,8 @@
 # COMMIT and the catalogues (built here with hkgen; nothing builds there):
 #   OUT=<dir> timeout SECONDS bash run.sh
 # cat0: a reference catalogue, timed against cuDNN and FLASH (torch SDPA
-# backward) with numerics on a subset; cat1: the kernels under test, full
-# numerics and timing; cat2_*...: variants (numerics subset, timing); then
+# backward), no numerics (checked in earlier rounds); cat1: the kernels under test, full
+# numerics and timing; cat2_*...: variants (numerics subset, timing; the highest number first); then
 # compute-sanitizer memcheck on cat1 if time is left.  Each in a process of
 # its own, so that a hang costs only its own time (BWD_HANG_S per launch).
 # Logs: $OUT/bwd.log, $OUT/bwd_one.log, $OUT/sanitizer.log.
@@ -29,9 +29,9 @@ run() {
   fi
   BWD_BUDGET_S=$((t - 3)) timeout "$t" python3 attn_bwd_bench.py "$@" || echo "exit $?: $*"
 }
-[ -d cat0 ] && run 40 --subset --hk cat0
+[ -d cat0 ] && run 32 --no-numerics --hk cat0
 [ -d cat1 ] && run 36 --variant --hk cat1
-for c in $(ls -d cat[2-9]* 2>/dev/null | sort); do run 16 --variant --subset "$c"; done
+for c in $(ls -d cat[2-9]* 2>/dev/null | sort -r); do run 14 --variant --subset "$c"; done
 san=/usr/local/cuda/bin/compute-sanitizer
 [ -x "$san" ] || san=$(command -v compute-sanitizer)
 sc=cat1
