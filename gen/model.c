@@ -241,13 +241,13 @@ static void model_attn(const yt_node *m, const char *base, const yt_node *target
   }
 }
 
-/* attn_bwd, attn_decode and the serving prefill (varlen) have no sm_90a kernel yet: a
+/* attn_decode and the serving prefill (varlen) have no sm_90a kernel yet: a
    model's such kernels go to its AMD targets only (the spec reader drops the
    others, and the entry when none is left). */
 unsigned model_entry_needs(const yt_node *entry) {
   const yt_node *op = yt_map_get(entry, "op");
   if (!op || op->kind != YT_SCALAR) return 0;
-  if (!strcmp(op->value, "attn_bwd") || !strcmp(op->value, "attn_decode")) return TGT_AMD;
+  if (!strcmp(op->value, "attn_decode")) return TGT_AMD;
   return !strcmp(op->value, "attn_fwd") && yt_map_get(entry, "varlen") ? TGT_AMD : 0;
 }
 

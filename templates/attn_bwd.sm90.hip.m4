@@ -18,36 +18,52 @@ m4_divert(-1)                                                   -*- C -*-
 # aligned and every stride a positive multiple of 8 elements (the launch rules
 # check the strides; a misaligned base traps).
 #
-# FlashAttention-3's scheme made deterministic.  A block per KV_BLOCK = 128
+# FlashAttention-3's scheme made deterministic.  A block per BLOCK_N = 128
 # keys of one KV head (grid x = key block fastest, then KV head, then batch):
 # two consumer warpgroups, warpgroup w owning keys 64 w .. 64 w + 63 of the
 # block, keep dK and dV in registers and walk every query head of the group
-# and every 64-query step that sees the block, from the last step down.  A
-# producer warpgroup (one thread; setmaxnreg hands its registers over, as in
-# attn_fwd.sm90.hip.m4) copies K and V once and the steps' Q, dO and O tiles
-# into a ring of STAGES stages.  Per step and warpgroup, wgmma bf16 -> fp32:
+# and every 64-query step that sees the block, from the last step down.  The
+# producer warpgroup (setmaxnreg hands most of its registers to the
+# consumers, as in attn_fwd.sm90.hip.m4) has four jobs: warp 0 (one thread)
+# copies K and V once and each step's Q, dO and O tiles into a ring of STAGES
+# stages (bwd_produce); warp 3 computes each stage's row terms D =
+# rowsum(dO * O) and LSE log2 e (bwd_rows); warps 1 and 2 are the dQ writers
+# of consumer warpgroups 0 and 1 (bwd_dq_writer).  Per step and consumer
+# warpgroup, wgmma bf16 -> fp32:
 #   S^T  = K_w Q^T        m64n64, A = K (smem, K-major), B = Q (K-major)
 #   dP^T = V_w dO^T       the same with V and dO
-#   D    = rowsum(dO * O) of the step's rows (from the O and dO tiles, both
-#                         warpgroups, to shared memory with LSE log2 e)
 #   P^T  = exp2(S^T scale log2 e - LSE log2 e), dS^T = P^T (dP^T - D)
 #   dV_w += P^T dO,  dK_w += dS^T Q    m64nDk16, A = P^T / dS^T from registers
 #                         (the accumulator as bf16 pairs), B = dO / Q MN-major
-#   dS^T to shared memory ([key][query], 128-byte swizzle), a consumer barrier
-#   dQ   = dS K           m64n64k16 x 8 with A = dS^T and B = K both MN-major
+#   dS^T to shared memory ([key][query], 128-byte swizzle; two tiles, by step
+#                         parity), a consumer barrier
+#   dQ   = dS K           m64n64k16 with A = dS^T and B = K both MN-major
 #                         (hk_wgmma_64x64x16_tatb): d128, warpgroup w takes
 #                         columns 64 w .. 64 w + 63 over the block's keys;
-#                         d64, all columns over its own 64 keys.
-# dQ is summed over the key blocks in the fp32 workspace in key-block order
-# (d64: and warpgroup order within a block): an adder waits until the step's
-# counter says that every earlier one has added, adds (j = 0 stores; the last key block
-# that sees the step adds the sum so far to its own, writes bf16 dQ and puts
-# the counter back to 0), fences and adds 1 to the counter.  So the sums have
-# one order whatever the schedule: the same bits run to run.  A block only
-# waits for blocks of lower index (earlier key blocks of its own head), which
-# the hardware starts no later than it, so no schedule deadlocks.  Scratch:
-# batch x heads_q x cdiv(seqlen_q, 64) x 64 x head_dim floats and batch x
-# heads_q x cdiv(seqlen_q, 64) counters.
+#                         d64, all columns over its own 64 keys
+# and hands its 64 x 64 fp32 dQ share to its writer through a shared tile
+# (dq_full / dq_empty), so the consumers go on to the next step at once.
+# dQ is summed over the key blocks in the fp32 workspace in key-block order:
+# the step's workspace tile has a half per consumer warpgroup (d128: its 64
+# columns; d64: its keys' partial sum of all 64), and each writer waits until
+# the step's counter says that every earlier key block's shares are in, adds
+# its share to its half with one bulk fp32 reduce (the first: a bulk copy),
+# completes it, fences and adds 1 to the counter; at the last key block the
+# finished sum is loaded back into shared memory and written as bf16 dQ
+# (d64: both halves added, in a fixed order), and the counter goes back to 0.
+# So the sums have one order whatever the schedule: the same bits run to
+# run.  A writer only waits for blocks of lower index (earlier key blocks of
+# its own head; d64 at the last key block: also its block's writer 0), which
+# the hardware starts no later than its own, so no schedule deadlocks.  The
+# workspace tile is the shared tiles' image: [half][64 rows][64 columns] with
+# 16-byte chunks XOR row % 8 (bwd_dq_off).  Scratch: batch x heads_q x
+# cdiv(seqlen_q, 64) x 64 x 128 floats (both head dims) and batch x heads_q x
+# cdiv(seqlen_q, 64) counters.
+#
+# Measured on the H200 (docs/PERF.md): the same kernel with the dQ epilogue
+# in the consumers (wait, fp32 reds, fence, count) ran at 0.45-0.5x cuDNN;
+# without any dQ epilogue, at 1.0-1.05x; unordered float atomics were no
+# faster than the ordered sum (the epilogue's latency, not its order, cost).
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [128])
@@ -59,7 +75,9 @@ hkm_file_head()[
 // ---- configuration -----------------------------------------------------
 static constexpr int ATTN_THREADS = ]hkm_block_size[;   // two consumer warpgroups and a producer
 static constexpr int CONS_THREADS = 256;
-static constexpr int CONS_REGS = 232, PROD_REGS = 40;      // registers per thread after the hand-over
+// registers per thread after the hand-over: the consumers fit 224 (240 spilled
+// in the producer warpgroup, whose writers need more than 24)
+static constexpr int CONS_REGS = 224, PROD_REGS = 56;
 static constexpr int D = ]hkm_param([head_dim])[;
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
 static constexpr int BLOCK_N = ]hkm_tune([kv_block])[;     // keys per block
@@ -72,7 +90,6 @@ static constexpr int WARPS = CONS_THREADS / 32;
 static constexpr int CHUNKS = D / 8;                       // 16-byte chunks per row
 static constexpr int K_STEPS = D / 16;                     // k16 steps over head_dim
 static constexpr int M_STEPS = BLOCK_M / 16;               // k16 steps over a step's queries
-static constexpr int N_STEPS = BLOCK_N / 16;               // k16 steps over the block's keys
 static constexpr int S_TILES = BLOCK_M / 8;                // n8 tiles of S^T (queries)
 static constexpr int G_TILES = D / 8;                      // n8 tiles of dK, dV
 static constexpr int DQ_N = 64;                            // dQ columns per product
@@ -89,17 +106,20 @@ static constexpr int ST_OFF = 2 * KV_TILE;                 // stage s: Q, dO, O
 static constexpr int STAGE_BYTES = 3 * Q_TILE;
 static constexpr int DS_OFF = ST_OFF + STAGES * STAGE_BYTES;  // dS^T [key][query]
 static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
-static constexpr int DS_BYTES = 2 * DS_TILE;               // (room for one per step parity)
-static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // LSE log2 e, then D, per query of the step
-static constexpr int ROW_BYTES = 2 * 2 * BLOCK_M * 4;      // (room for a copy per warpgroup)
-static constexpr int BAR_OFF = ROW_OFF + ROW_BYTES;
+static constexpr int DS_BYTES = 2 * DS_TILE;               // one per step parity
+static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
+static constexpr int ROW_BYTES = 2 * 2 * BLOCK_M * 4;
+static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // a 64 x 64 fp32 dQ share per warpgroup
+static constexpr int DQ_BYTES = 2 * 64 * 64 * 4;
+static constexpr int BAR_OFF = DQ_OFF + DQ_BYTES;
 ]hkm_attn_limits()[
 
 static_assert(BLOCK_N == 2 * WG_N && BLOCK_M == 64, "two warpgroups of 64 keys, steps of 64 queries");
 static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
-static_assert((2 * STAGES + 1) * 8 <= BAR_BYTES, "two mbarriers per stage and one for K and V");
+static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
+static_assert((3 * STAGES + 8) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per warpgroup for dQ");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
 static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= ATTN_THREADS * LAUNCH_REGS,
@@ -115,15 +135,25 @@ HK_DEVICE void bwd_wgmma_rs(hk_wgmma_acc128_t &d, hk_u32x4 a, unsigned long long
 HK_DEVICE void bwd_fence(hk_wgmma_acc64_t &d) { hk_wgmma_rs_fence_acc64(d); }
 HK_DEVICE void bwd_fence(hk_wgmma_acc128_t &d) { hk_wgmma_rs_fence_acc128(d); }
 
-// A barrier of the consumer warpgroups only, and of one of them.
+// A barrier of the consumer warpgroups only.
 HK_DEVICE void bwd_sync(void) { hk_barrier_part(1, CONS_THREADS); }
-HK_DEVICE void bwd_sync_wg(int wg) { hk_barrier_part(2 + wg, 128); }
 
-// mbarriers: per stage q_full (the producer's one arrival and the tile bytes)
-// and q_empty (one arrival per consumer warp), and kv_full for K and V.
+// mbarriers: per stage q_full (the copying thread's arrival and the tile
+// bytes), q_empty (one arrival per consumer warp) and rows_full (the row
+// warp's 32 lanes); kv_full for K and V; per consumer warpgroup dq_full (its
+// 128 threads wrote a dQ share), dq_empty (its writer is done with the tile)
+// and dq_load (the finished sum landed back in shared memory); half0_done.
 HK_DEVICE int q_full(int s) { return BAR_OFF + 8 * s; }
 HK_DEVICE int q_empty(int s) { return BAR_OFF + 8 * (STAGES + s); }
-HK_DEVICE int kv_full() { return BAR_OFF + 8 * (2 * STAGES); }
+HK_DEVICE int rows_full(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
+HK_DEVICE int kv_full() { return BAR_OFF + 8 * (3 * STAGES); }
+HK_DEVICE int dq_full(int wg) { return BAR_OFF + 8 * (3 * STAGES + 1 + wg); }
+HK_DEVICE int dq_empty(int wg) { return BAR_OFF + 8 * (3 * STAGES + 3 + wg); }
+HK_DEVICE int dq_load(int wg) { return BAR_OFF + 8 * (3 * STAGES + 5 + wg); }
+HK_DEVICE int half0_done() { return BAR_OFF + 8 * (3 * STAGES + 7); }   // d64: writer 0 added its final half
+// Float offset of dQ element (row, col) in a 64 x 64 tile (col 0 .. 63 of the
+// warpgroup's columns): 16-byte chunks XOR row % 8.
+HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (row & 7))) << 2) + (col & 3); }
 
 // ---- the launch's work --------------------------------------------------------
 struct bwd_grid {
@@ -226,37 +256,42 @@ HK_DEVICE void bwd_produce(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
 // Byte offset of 16-byte chunk c of row r in a step tile (64 rows, D / 64 slabs).
 HK_DEVICE int swz_q(int r, int c) { return (c >> 3) * Q_SLAB + r * 128 + (((c & 7) ^ (r & 7)) << 4); }
 
-// D = rowsum(dO * O) and LSE log2 e (+inf for a row past seqlen_q or with
-// no visible key: its P is 0) of the step's 64 rows, into the row buffer:
-// four consumer threads per row, CHUNKS / 4 chunks each.
-HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, int st, int hq, int b, int qi)
+// The row warp (producer warp 3): per step, D = rowsum(dO * O) and LSE
+// log2 e (+inf for a row past seqlen_q or with no visible key: its P is 0)
+// of the step's 64 rows, two per lane, into the stage's row buffer.
+HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
 {
-    const int tid = hk_thread_id(), r = tid >> 2, part = tid & 3;
-    const int off = ST_OFF + st * STAGE_BYTES;
-    float sum = 0.0f;
+    const int lane = hk_lane_id();
+    for (int s = 0; s < w.steps; ++s) {
+        int hq, qi;
+        bwd_step_at(g, w, s, hq, qi);
+        const int st = s % STAGES, off = ST_OFF + st * STAGE_BYTES;
+        float lse[2];                                   // loaded before the tiles land
 #pragma unroll
-    for (int u = 0; u < CHUNKS / 4; ++u) {
-        const int c = part * (CHUNKS / 4) + u;
-        const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
-        const hk_u32x4 y = hk_lds_load_b128(lds, off + 2 * Q_TILE + swz_q(r, c));
+        for (int k = 0; k < 2; ++k) {
+            const int q = qi * BLOCK_M + lane + 32 * k;
+            lse[k] = q < g.Sq ? hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q) : -__builtin_huge_valf();
+        }
+        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            sum += hk_u32_as_f32(x[k] << 16) * hk_u32_as_f32(y[k] << 16);
-            sum += hk_u32_as_f32(x[k] & 0xffff0000u) * hk_u32_as_f32(y[k] & 0xffff0000u);
+        for (int k = 0; k < 2; ++k) {
+            const int r = lane + 32 * k;
+            float sum = 0.0f;
+#pragma unroll 2
+            for (int c = 0; c < CHUNKS; ++c) {
+                const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
+                const hk_u32x4 y = hk_lds_load_b128(lds, off + 2 * Q_TILE + swz_q(r, c));
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    sum += hk_u32_as_f32(x[e] << 16) * hk_u32_as_f32(y[e] << 16);
+                    sum += hk_u32_as_f32(x[e] & 0xffff0000u) * hk_u32_as_f32(y[e] & 0xffff0000u);
+                }
+            }
+            const float l2 = lse[k] == -__builtin_huge_valf() ? __builtin_huge_valf() : lse[k] * LOG2E;
+            hk_lds_store_b32(lds, ROW_OFF + st * 512 + r * 4, hk_f32_as_u32(l2));
+            hk_lds_store_b32(lds, ROW_OFF + st * 512 + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sum));
         }
-    }
-    sum += hk_shfl_xor_f32(sum, 1);
-    sum += hk_shfl_xor_f32(sum, 2);
-    if (part == 0) {
-        const int q = qi * BLOCK_M + r;
-        float l2 = __builtin_huge_valf();
-        if (q < g.Sq) {
-            const float l = hk_global_load_f32(a.LSE + ((long)b * g.Hq + hq) * g.Sq + q);
-            if (l != -__builtin_huge_valf())
-                l2 = l * LOG2E;
-        }
-        hk_lds_store_b32(lds, ROW_OFF + r * 4, hk_f32_as_u32(l2));
-        hk_lds_store_b32(lds, ROW_OFF + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sum));
+        hk_mbar_arrive(lds, rows_full(st));
     }
 }
 
@@ -292,26 +327,30 @@ HK_DEVICE void bwd_issue_dq(unsigned long long dsd, unsigned long long kd, s_acc
 
 // P^T and dS^T of the warpgroup's 64 keys (rows) x 64 queries (columns) as
 // bf16 A fragments (k step ks = n8 tiles 2 ks, 2 ks + 1).  Lane (g, t) of
-// warp w holds keys 16 w + g (+ 8) and queries 8 i + 2 t (+ 1).  MASKED: keys
-// past seqlen_k or past the query's last visible key give P = 0.
+// warp w holds keys 16 w + g (+ 8) and queries 8 i + 2 t (+ 1); the row
+// terms are at byte ro of shared memory.  MASKED: keys past seqlen_k or past
+// the query's last visible key give P = 0.
 template <bool MASKED>
 HK_DEVICE void bwd_softmax(hk_lds_t lds, s_acc_t &s, s_acc_t &dp, float c, int key0, int q0, const bwd_grid &g,
-                           hk_u32x4 (&p)[M_STEPS], hk_u32x4 (&ds)[M_STEPS])
+                           int ro, hk_u32x4 (&p)[M_STEPS], hk_u32x4 (&ds)[M_STEPS])
 {
     const int lane = hk_lane_id();
     const int krow = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
+    // row h of the lane (key krow + 8 h) sees query column col + e iff
+    // 8 h < kend and 8 h - col - e <= kdiag (two registers for the mask)
+    const int kend = g.Sk - krow, kdiag = q0 + g.Sk - g.Sq - krow;
 #pragma unroll
     for (int i = 0; i < S_TILES; ++i) {
         const int col = 8 * i + 2 * (lane & 3);
-        const hk_u32x2 l2 = hk_lds_load_b64(lds, ROW_OFF + col * 4);
-        const hk_u32x2 dd = hk_lds_load_b64(lds, ROW_OFF + BLOCK_M * 4 + col * 4);
+        const hk_u32x2 l2 = hk_lds_load_b64(lds, ro + col * 4);
+        const hk_u32x2 dd = hk_lds_load_b64(lds, ro + BLOCK_M * 4 + col * 4);
         float pv[4], dv[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
             float x = hk_exp2f(s[4 * i + e] * c - hk_u32_as_f32(l2[e & 1]));
             if (MASKED) {
-                const int key = krow + 8 * (e >> 1), q = q0 + col + (e & 1);
-                if (key >= g.Sk || (CAUSAL && key > q + g.Sk - g.Sq))
+                const int dk = 8 * (e >> 1);
+                if (dk >= kend || (CAUSAL && dk - col - (e & 1) > kdiag))
                     x = 0.0f;
             }
             pv[e] = x;
@@ -324,10 +363,10 @@ HK_DEVICE void bwd_softmax(hk_lds_t lds, s_acc_t &s, s_acc_t &dp, float c, int k
     }
 }
 
-// dS^T of the warpgroup's keys into the [key][query] tile (one 128-byte
+// dS^T of the warpgroup's keys into [key][query] tile buf (one 128-byte
 // swizzled row per key): lane (g, t) writes word t of chunk i of keys
 // key0 + 16 w + g and + 8.
-HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS])
+HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS], int buf)
 {
     const int lane = hk_lane_id();
     const int r0 = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
@@ -336,65 +375,112 @@ HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int r = r0 + 8 * h;
-            hk_lds_store_b32(lds, DS_OFF + r * 128 + ((i ^ (r & 7)) << 4) + (lane & 3) * 4, ds[i / 2][(i % 2) * 2 + h]);
+            hk_lds_store_b32(lds, DS_OFF + buf * DS_TILE + r * 128 + ((i ^ (r & 7)) << 4) + (lane & 3) * 4, ds[i / 2][(i % 2) * 2 + h]);
         }
 }
 
-// ---- dQ: the ordered sum over key blocks -----------------------------------------------
-// This warpgroup's dQ product of step (hq, qi), columns col0 .. col0 + 63.
-// The adders of a step in order: d128, both warpgroups of key block j
-// together (each its columns) after those of j - 1; d64, warpgroup 0 then 1
-// of each key block.  Wait until the counter reads the adders before this one
-// (2 j, d64: 2 j + wg), then store (the first), add, or (the last) add the
-// sum so far and write bf16 dQ; fence, and count this warpgroup in (the
-// counter's last increment, from 2 j + 1, puts it back to 0 for the next
-// launch).
-HK_DEVICE void bwd_dq_out(const hk_args &a, const bwd_grid &g, const bwd_block &w, int wg, int hq, int qi, int col0,
-                          const s_acc_t &dq)
+// The dQ writer of consumer warpgroup wg (a warp; lane 0 but for the final
+// conversion): per step, wait until the consumers wrote the share (dq_full)
+// and its turn came (every earlier key block's shares are in), add it to its
+// half of the workspace tile with one bulk fp32 reduce (the first share: a
+// bulk copy) and complete the writes.  At the step's last key block the
+// finished sum goes back into shared memory and all 32 lanes write it as
+// bf16 dQ: d128, each writer its columns (a single share: straight from its
+// tile); d64, writer 1 adds both halves (writer 0 only adds its own and
+// tells it, half0_done) and frees both tiles.  Then free the tile (dq_empty)
+// and count the share in; the last key block puts the counter back to 0
+// (d128: the second increment, from 2 j + 1; d64: writer 1, no increments).
+HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int wg)
 {
-    const int lane = hk_lane_id(), tid = hk_thread_id() & 127;
-    const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
-    unsigned *cnt = (unsigned *)a.counters + tile;
-    const unsigned want = (unsigned)(2 * w.j + (DQ_SPLIT ? 0 : wg));
-    const bool first = w.j == 0 && (DQ_SPLIT || wg == 0);
-    const bool final = w.j == bwd_last_block(g, qi) && (DQ_SPLIT || wg == 1);
-    if (tid == 0 && want > 0)
-        while (hk_load_acquire_gpu(cnt) < want)
-            hk_sleep_ns(64);
-    bwd_sync_wg(wg);
-    float *ws = a.workspace + tile * (BLOCK_M * D);
-    const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int row = row0 + 8 * h, q = qi * BLOCK_M + row;
-        hk_bf16 *dQr = a.dQ + (long)w.b * a.q_stride_b + (long)hq * a.q_stride_h + (long)q * a.q_stride_s;
-#pragma unroll
-        for (int i = 0; i < DQ_N / 8; ++i) {
-            const int col = col0 + 8 * i + 2 * (lane & 3);
-            float *p = ws + row * D + col;
-            float x = dq[4 * i + 2 * h], y = dq[4 * i + 2 * h + 1];
-            if (final) {
-                if (!first) {
-                    float u, v;
-                    hk_global_load_f32x2_l2(p, u, v);
-                    x += u;
-                    y += v;
+    const int lane = hk_lane_id(), tile_off = DQ_OFF + wg * 16384;
+    int nfin = 0;
+    for (int s = 0; s < w.steps; ++s) {
+        int hq, qi;
+        bwd_step_at(g, w, s, hq, qi);
+        const bool final = w.j == bwd_last_block(g, qi), first = w.j == 0;
+        const bool convert = final && (DQ_SPLIT || wg == 1);
+        const bool single = DQ_SPLIT && first && final;  // d128, one share: no workspace
+        const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
+        unsigned *cnt = (unsigned *)a.counters + tile;
+        float *ws = a.workspace + tile * (BLOCK_M * 128);
+        hk_mbar_wait(lds, dq_full(wg), s & 1);
+        if (lane == 0) {
+            if (w.j > 0)
+                while (hk_load_acquire_gpu(cnt) < 2u * (unsigned)w.j)
+                    hk_sleep_ns(32);
+            hk_fence_proxy_async_global();
+            if (!single) {
+                if (first)
+                    hk_bulk_store(ws + wg * 4096, lds, tile_off, 16384);
+                else
+                    hk_bulk_reduce_add_f32(ws + wg * 4096, lds, tile_off, 16384);
+                hk_bulk_commit();
+                hk_bulk_wait<0>();
+                hk_fence_proxy_async_global();
+            }
+            if (!DQ_SPLIT && final && wg == 0)
+                hk_mbar_arrive(lds, half0_done());
+            if (convert && !single) {                   // the sum is complete: back into shared memory
+                if (!DQ_SPLIT)
+                    hk_mbar_wait(lds, half0_done(), nfin & 1);
+                hk_mbar_arrive_expect_tx(lds, dq_load(wg), DQ_SPLIT ? 16384 : 32768);
+                if (DQ_SPLIT) {
+                    hk_bulk_load(lds, tile_off, ws + wg * 4096, 16384, dq_load(wg));
+                } else {
+                    hk_bulk_load(lds, DQ_OFF, ws, 16384, dq_load(wg));
+                    hk_bulk_load(lds, DQ_OFF + 16384, ws + 4096, 16384, dq_load(wg));
                 }
-                if (q < g.Sq)
-                    hk_global_store_b32(dQr + col, hk_f32x2_to_bf16x2(x * a.scale, y * a.scale));
-            } else if (first) {
-                hk_global_store_f32x2(p, x, y);
-            } else {
-                hk_red_add_f32x2(p, x, y);
             }
         }
-    }
-    hk_fence_gpu();
-    bwd_sync_wg(wg);
-    if (tid == 0) {
-        const unsigned old = hk_atomic_add_release_gpu(cnt, 1);
-        if (final && old == 2 * (unsigned)w.j + 1)
-            hk_store_relaxed_gpu(cnt, 0);
+        if (convert) {
+            if (!single)
+                hk_mbar_wait(lds, dq_load(wg), nfin & 1);
+            ++nfin;
+            // bf16 dQ: lane l takes 8-column groups l, l + 32, ... (d64: the
+            // two halves' sum)
+            const int col0 = DQ_SPLIT ? wg * DQ_N : 0, src = DQ_SPLIT ? tile_off : DQ_OFF;
+            for (int e = lane; e < BLOCK_M * (DQ_N / 8); e += 32) {
+                const int row = e / (DQ_N / 8), c8 = e % (DQ_N / 8), q = qi * BLOCK_M + row;
+                hk_u32x4 x = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8));
+                hk_u32x4 y = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8 + 4));
+                if (!DQ_SPLIT) {
+                    const hk_u32x4 x1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8));
+                    const hk_u32x4 y1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8 + 4));
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) {
+                        x[k] = hk_f32_as_u32(hk_u32_as_f32(x[k]) + hk_u32_as_f32(x1[k]));
+                        y[k] = hk_f32_as_u32(hk_u32_as_f32(y[k]) + hk_u32_as_f32(y1[k]));
+                    }
+                }
+                hk_u32x4 o;
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    o[k] = hk_f32x2_to_bf16x2(hk_u32_as_f32(x[2 * k]) * a.scale, hk_u32_as_f32(x[2 * k + 1]) * a.scale);
+                    o[k + 2] = hk_f32x2_to_bf16x2(hk_u32_as_f32(y[2 * k]) * a.scale, hk_u32_as_f32(y[2 * k + 1]) * a.scale);
+                }
+                if (q < g.Sq)
+                    hk_global_store_b128(a.dQ + (long)w.b * a.q_stride_b + (long)hq * a.q_stride_h +
+                                             (long)q * a.q_stride_s + col0 + 8 * c8, o);
+            }
+            hk_warp_sync();
+        }
+        if (lane == 0) {
+            if (DQ_SPLIT) {
+                hk_mbar_arrive(lds, dq_empty(wg));
+                hk_fence_gpu();
+                const unsigned old = hk_atomic_add_release_gpu(cnt, 1);
+                if (final && old == 2 * (unsigned)w.j + 1)
+                    hk_store_relaxed_gpu(cnt, 0);
+            } else if (!final) {
+                hk_mbar_arrive(lds, dq_empty(wg));
+                hk_fence_gpu();
+                hk_atomic_add_release_gpu(cnt, 1);
+            } else if (wg == 1) {                       // both tiles are free, the counter done
+                hk_mbar_arrive(lds, dq_empty(0));
+                hk_mbar_arrive(lds, dq_empty(1));
+                hk_store_relaxed_gpu(cnt, 0);
+            }
+        }
     }
 }
 
@@ -402,10 +488,10 @@ HK_DEVICE void bwd_dq_out(const hk_args &a, const bwd_grid &g, const bwd_block &
 // keys 16 w + g (+ 8), columns 8 i + 2 t (+ 1) of each n8 tile i.
 HK_DEVICE void bwd_store_g(hk_bf16 *head, long ss, int key0, int Sk, float mul, const g_acc_t &acc)
 {
-    const int lane = hk_lane_id();
+    const int lane = hk_lane_id(), row0 = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const int key = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2) + 8 * h;
+        const int key = row0 + 8 * h;
         if (key >= Sk)
             continue;
         hk_bf16 *row = head + (long)key * ss + 2 * (lane & 3);
@@ -451,6 +537,7 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_wgmma_desc(lds, K_OFF + (DQ_SPLIT ? wg * KV_SLAB : key0 * 128), KV_SLAB, 1024, 1);
     if (w.steps > 0)
         hk_mbar_wait(lds, kv_full(), 0);
+    int nf = 0;                                         // dQ shares handed to the writer
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
@@ -463,8 +550,7 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         bwd_issue_t(kd, hk_wgmma_desc_add(st0, sto), sa);
         bwd_issue_t(vd, hk_wgmma_desc_add(st0, sto + Q_TILE), dpa);
         hk_wgmma_commit();
-        bwd_rows(lds, a, g, st, hq, w.b, qi);
-        bwd_sync();                                     // the row terms of the step
+        hk_mbar_wait(lds, rows_full(st), (s / STAGES) & 1);  // the row terms (producer warp 3)
         hk_wgmma_wait<0>();
         bwd_fence(sa);
         bwd_fence(dpa);
@@ -472,19 +558,19 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_u32x4 p[M_STEPS], ds[M_STEPS];
         const int kb = w.j * BLOCK_N + key0;
         if (kb + WG_N > g.Sk || (CAUSAL && kb + WG_N - 1 > q0 + g.Sk - g.Sq))
-            bwd_softmax<true>(lds, sa, dpa, c, kb, q0, g, p, ds);
+            bwd_softmax<true>(lds, sa, dpa, c, kb, q0, g, ROW_OFF + st * 512, p, ds);
         else
-            bwd_softmax<false>(lds, sa, dpa, c, kb, q0, g, p, ds);
+            bwd_softmax<false>(lds, sa, dpa, c, kb, q0, g, ROW_OFF + st * 512, p, ds);
         hk_wgmma_fence();
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto + Q_TILE), p, dv);   // dV += P^T dO
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto), ds, dk);            // dK += dS^T Q
         hk_wgmma_commit();
-        bwd_store_ds(lds, key0, ds);
+        bwd_store_ds(lds, key0, ds, s & 1);
         hk_fence_proxy_async();
         bwd_sync();                                     // dS^T of both warpgroups written
         s_acc_t dq;
         hk_wgmma_fence();
-        bwd_issue_dq(dsd, kmn, dq);
+        bwd_issue_dq(hk_wgmma_desc_add(dsd, (s & 1) * DS_TILE), kmn, dq);
         hk_wgmma_commit();
         hk_wgmma_wait<0>();
         bwd_fence(dk);
@@ -492,7 +578,23 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         if (lane == 0)
             hk_mbar_arrive(lds, q_empty(st));          // this warp is done with the stage
         hk_wgmma_rs_fence_acc64(dq);
-        bwd_dq_out(a, g, w, wg, hq, qi, DQ_SPLIT ? wg * DQ_N : 0, dq);
+        {
+            if (nf > 0)
+                hk_mbar_wait(lds, dq_empty(wg), (nf - 1) & 1);
+            const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2);
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int i = 0; i < DQ_N / 8; ++i) {
+                    hk_u32x2 v;
+                    v[0] = hk_f32_as_u32(dq[4 * i + 2 * h]);
+                    v[1] = hk_f32_as_u32(dq[4 * i + 2 * h + 1]);
+                    hk_lds_store_b64(lds, DQ_OFF + wg * 16384 + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
+                }
+            hk_fence_proxy_async();
+            hk_mbar_arrive(lds, dq_full(wg));
+            ++nf;
+        }
     }
     if (w.steps == 0)
         return;
@@ -528,15 +630,29 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
         for (int s = 0; s < STAGES; ++s) {
             hk_mbar_init(hk_lds, q_full(s), 1);
             hk_mbar_init(hk_lds, q_empty(s), WARPS);
+            hk_mbar_init(hk_lds, rows_full(s), 32);
         }
         hk_mbar_init(hk_lds, kv_full(), 1);
+        for (int i = 0; i < 2; ++i) {
+            hk_mbar_init(hk_lds, dq_full(i), 128);
+            hk_mbar_init(hk_lds, dq_empty(i), 1);
+            hk_mbar_init(hk_lds, dq_load(i), 1);
+        }
+        hk_mbar_init(hk_lds, half0_done(), 1);
         hk_mbar_init_fence();
     }
     hk_barrier();
-    if (hk_wave_id() >= WARPS) {
+    // the warp, read while the warp is converged: hk_wave_id is a warp
+    // collective, and lane 0 of the producer's warp 0 leaves for the copies
+    const int warp = hk_wave_id();
+    if (warp >= WARPS) {
         hk_regs_shrink<PROD_REGS>();
         if (hk_thread_id() == CONS_THREADS)
             bwd_produce(hk_lds, hk_a, g, w);
+        else if (warp == WARPS + 1 || warp == WARPS + 2)
+            bwd_dq_writer(hk_lds, hk_a, g, w, warp - WARPS - 1);
+        else if (warp == WARPS + 3)
+            bwd_rows(hk_lds, hk_a, g, w);
         return;
     }
     hk_regs_grow<CONS_REGS>();

@@ -52,6 +52,7 @@
  *   hk_shfl_xor_f32(x, m)     warp collective: x of lane (lane ^ m) (all 32 lanes must call it)
  *   hk_shfl_xor_u32(x, m)     the same for a 32-bit word (two packed bf16)
  *   hk_warp_any(p)            warp collective: p of any lane (all 32 lanes must call it)
+ *   hk_warp_sync()            the warp's lanes meet (__syncwarp), and their shared-memory accesses are ordered
  *  Hopper-only (asynchronous copies, tensor cores):
  *   hk_async_load_b128(l, off, src, n_bytes)   cp.async 16 bytes global -> shared; bytes >= n_bytes (0..16) are 0;
  *                                              src 16-byte aligned; nothing is read when n_bytes == 0
@@ -75,6 +76,11 @@
  *   hk_load_acquire_gpu(p), hk_atomic_add_release_gpu(p, v), hk_store_relaxed_gpu(p, v), hk_fence_gpu(), hk_sleep_ns(n)
  *                                    device-scope flags between blocks (ordered accumulation), and a short back-off
  *   hk_trap()                         stop the kernel with an error (a launch the kernel cannot serve)
+ *   hk_bulk_store(g, l, off, n), hk_bulk_reduce_add_f32(g, l, off, n), hk_bulk_commit(), hk_bulk_wait<N>(),
+ *   hk_bulk_wait_read<N>(), hk_fence_proxy_async_global(), hk_bulk_load(l, off, g, n, bar_off)
+ *                                    bulk copies shared -> global (plain, or an fp32 add at the destination), their
+ *                                    groups, the fence that orders them with ordinary global accesses, and a bulk
+ *                                    copy global -> shared counted on an mbarrier
  *
  * mma.sync m16n8k16 lane layouts (lane l, g = l / 4, t = l % 4), 32-bit words of bf16 pairs (low half first):
  *   A (16 x 16, hk_u32x4): word 0 = A[g][2t..2t+1], 1 = A[g+8][2t..], 2 = A[g][2t+8..], 3 = A[g+8][2t+8..]
@@ -499,6 +505,7 @@ HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
 HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE unsigned hk_shfl_xor_u32(unsigned x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE bool hk_warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
+HK_DEVICE void hk_warp_sync(void) { __syncwarp(); }
 
 /* ---- attention primitives (sm_90a) ---------------------------------------------------
  * wgmma with A from registers (FlashAttention's O += P V: P is the S accumulator
@@ -592,5 +599,37 @@ HK_DEVICE void hk_store_relaxed_gpu(unsigned *p, unsigned v)
 HK_DEVICE void hk_fence_gpu(void) { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 HK_DEVICE void hk_sleep_ns(unsigned n) { asm volatile("nanosleep.u32 %0;\n" ::"r"(n)); }
 HK_DEVICE void hk_trap(void) { asm volatile("trap;\n"); }
+/* n bytes (a multiple of 16; both addresses 16-byte aligned) of shared memory at off to global g, issued by
+ * one thread: a plain copy or an fp32 add into g (cp.async.bulk / cp.reduce.async.bulk, bulk groups).  The
+ * shared memory written by ordinary stores needs hk_fence_proxy_async() in each writer first;
+ * hk_bulk_wait_read<N>() frees the source, hk_bulk_wait<N>() completes the writes, and
+ * hk_fence_proxy_async_global() then orders them before the thread's later ordinary accesses (a flag). */
+HK_DEVICE void hk_bulk_store(float *g, hk_lds_t l, int off, int n)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(g), "r"(l.addr + (unsigned)off), "r"(n)
+                 : "memory");
+}
+HK_DEVICE void hk_bulk_reduce_add_f32(float *g, hk_lds_t l, int off, int n)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(g),
+                 "r"(l.addr + (unsigned)off), "r"(n)
+                 : "memory");
+}
+HK_DEVICE void hk_bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N> HK_DEVICE void hk_bulk_wait(void) { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
+template <int N> HK_DEVICE void hk_bulk_wait_read(void)
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+HK_DEVICE void hk_fence_proxy_async_global(void) { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+/* n bytes (a multiple of 16) of global g to shared memory at off, their bytes counted against the mbarrier at
+ * bar_off (hk_mbar_arrive_expect_tx first), issued by one thread. */
+HK_DEVICE void hk_bulk_load(hk_lds_t l, int off, const float *g, int n, int bar_off)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     l.addr + (unsigned)off),
+                 "l"(g), "r"(n), "r"(l.addr + (unsigned)bar_off)
+                 : "memory");
+}
 
 #endif /* HK_SM90_H */

@@ -24,8 +24,11 @@ more catalogues: variants of the same attn_bwd kernels (numerics and timing each
     [B][H][S][D] contiguous; TFLOP/s = 2.5 x 4 B Hq S^2 D (halved when causal)
     / time. Peak device memory of one backward (outputs and scratch included)
     for each.
---one: one small case per kernel only (for compute-sanitizer); --variant: a
-variant catalogue (four numerics shapes per kernel, no baselines in the bench).
+HipKittens' published backward shapes (d128, GQA 64:8, batch 16 at 1K and 4K,
+batch 15 at 16K, causal and not) with --hk.
+--one: one small case per kernel only (for compute-sanitizer); --subset: four
+numerics shapes per kernel; --variant: no baselines in the bench; --hk: the
+HipKittens shapes too.
 Logs to $OUT/bwd.log. Exit status 1 on any numerics failure.
 """
 import ctypes
@@ -47,7 +50,7 @@ flags = {a for a in sys.argv[1:] if a.startswith("--")}
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "bwd_one.log" if "--one" in flags else "bwd.log"), "a")
-HANG_S = float(os.environ.get("BWD_HANG_S", "40"))
+HANG_S = float(os.environ.get("BWD_HANG_S", "15"))
 T0 = time.time()
 BUDGET = float(os.environ.get("BWD_BUDGET_S", "1e9"))
 GUARD = 64
@@ -76,9 +79,10 @@ for c in args:
         cats.append((c, hkrt.Catalog(c, backend="cuda")))
     except Exception as ex:
         log("catalogue %s not opened: %s" % (c, ex))
-commit = open("COMMIT").read().strip() if os.path.exists("COMMIT") else "?"
-log("device %s, %s, commit %s, torch %s, cudnn %s" % (torch.cuda.get_device_name(), datetime.datetime.utcnow()
-    .strftime("%Y-%m-%d %H:%M UTC"), commit, torch.__version__, torch.backends.cudnn.version()))
+commit = open("COMMIT").readline().strip() if os.path.exists("COMMIT") else "?"
+log("device %s, %s, commit %s, torch %s, cudnn %s, catalogues %s" % (
+    torch.cuda.get_device_name(), datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    commit, torch.__version__, torch.backends.cudnn.version(), " ".join(args)))
 DIMS = ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k")
 
 
@@ -191,7 +195,7 @@ def bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, e):
 def scratch(shape, D):
     B, Sq, Sk, Hq, Hk = shape
     nq = (Sq + 63) // 64
-    ws = torch.zeros(B * Hq * nq * 64 * D, device=dev, dtype=torch.float32)
+    ws = torch.zeros(B * Hq * nq * 64 * 128, device=dev, dtype=torch.float32)   # 32 KiB per 64 queries
     cnt = torch.zeros(B * Hq * nq, device=dev, dtype=torch.int32)
     return dict(workspace=ws, workspace_bytes=ws.numel() * 4, counters=cnt, counters_len=cnt.numel())
 
@@ -204,6 +208,7 @@ NUM_SHAPES = [  # (B, Sq, Sk, Hq, Hk), order, pads (q, k, v, o, do)
     ((1, 1, 1, 1, 1), "bshd", (0, 0, 0, 0, 0)),
     ((2, 1000, 1000, 4, 2), "bshd", (0, 0, 0, 0, 0)),
     ((1, 64, 700, 2, 2), "bhsd", (0, 0, 0, 0, 0)),
+    ((1, 1500, 3000, 4, 4), "bshd", (0, 0, 0, 0, 0)),
 ]
 
 
@@ -264,7 +269,7 @@ def numerics(cat_name, cat):
     ks = kernels(cat, "attn_bwd")
     log("== numerics %s: %d attn_bwd kernels" % (cat_name, len(ks)))
     for k in ks:
-        shapes = NUM_SHAPES[:2] if "--one" in flags else NUM_SHAPES[:4] if "--variant" in flags else NUM_SHAPES
+        shapes = NUM_SHAPES[:2] if "--one" in flags else NUM_SHAPES[:4] if "--subset" in flags else NUM_SHAPES
         for i, (shape, order, pads) in enumerate(shapes):
             try:
                 numerics_case(k, shape, order, pads, again=shape[0] == 2)
@@ -276,15 +281,19 @@ def numerics(cat_name, cat):
                 return
 
 
-BENCH = [  # (seq, head_dim, heads_q, heads_k, causal, label)
-    (8192, 128, 16, 16, True, "causal d128 8K"),
-    (2048, 128, 16, 16, True, "causal d128 2K"),
-    (32768, 128, 16, 16, True, "causal d128 32K"),
-    (8192, 128, 16, 16, False, "non-causal d128 8K"),
-    (8192, 128, 32, 8, True, "GQA 32:8 8K causal"),
-    (8192, 128, 12, 4, True, "GQA 12:4 8K causal"),
-    (8192, 64, 32, 32, True, "d64 8K causal (32 heads)"),
+BENCH = [  # (seq, head_dim, heads_q, heads_k, causal, label, batch or 0: 16384 / seq)
+    (8192, 128, 16, 16, True, "causal d128 8K", 0),
+    (2048, 128, 16, 16, True, "causal d128 2K", 0),
+    (32768, 128, 16, 16, True, "causal d128 32K", 0),
+    (8192, 128, 16, 16, False, "non-causal d128 8K", 0),
+    (8192, 128, 32, 8, True, "GQA 32:8 8K causal", 0),
+    (8192, 128, 12, 4, True, "GQA 12:4 8K causal", 0),
+    (8192, 64, 32, 32, True, "d64 8K causal (32 heads)", 0),
 ]
+# HipKittens' published backward shapes (d128, GQA 64:8): batch 16 at 1K and
+# 4K, 15 at 16K, causal and not (the main catalogue only, after the rest)
+HK_BENCH = [(S, 128, 64, 8, c, "HK GQA 64:8 %dK %s" % (S // 1024, "causal" if c else "non-causal"), B)
+            for S, B in ((1024, 16), (4096, 16), (16384, 15)) for c in (True, False)]
 
 
 def peak(fn):
@@ -304,11 +313,11 @@ def bench():
     fwds = {(int(k.entry["params"]["head_dim"]), k.entry["params"]["causal"] in ("true", "1")): k
             for k in kernels(main, "attn_fwd")}
     log("== bench: TFLOP/s (2.5 x forward FLOPs), median ms, peak MiB of one backward")
-    for S, D, Hq, Hk, causal, label in BENCH:
+    for S, D, Hq, Hk, causal, label, B in BENCH + (HK_BENCH if "--hk" in flags else []):
         if time.time() - T0 > BUDGET * 0.9:
             log("bench stopped: time budget")
             return
-        B = max(1, 16384 // S)
+        B = B or max(1, 16384 // S)
         fl = 2.5 * 4 * B * Hq * S * S * D / (2 if causal else 1)
         scale = 1.0 / math.sqrt(D)
         qb = torch.randn(B, Hq, S, D, device=dev, dtype=torch.bfloat16)

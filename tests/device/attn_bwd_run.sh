@@ -1,37 +1,47 @@
 #!/bin/bash
 # The H200 round of the sm_90a attention backward (tests/device/attn_bwd_bench.py),
 # run from a bundle directory that holds libhkrt.so, hkrt.py, attn_bwd_bench.py,
-# COMMIT and the catalogues cat* (built here with hkgen; nothing builds there):
+# COMMIT and the catalogues (built here with hkgen; nothing builds there):
 #   OUT=<dir> timeout SECONDS bash run.sh
-# Logs: $OUT/bwd.log, $OUT/bwd_one.log (compute-sanitizer), $OUT/sanitizer.log.
+# cat0: a reference catalogue, timed against cuDNN and FLASH (torch SDPA
+# backward), no numerics (checked in earlier rounds); cat1: the kernels under test, full
+# numerics and timing; cat2_*...: variants (numerics subset, timing; the highest number first); then
+# compute-sanitizer memcheck on cat1 if time is left.  Each in a process of
+# its own, so that a hang costs only its own time (BWD_HANG_S per launch).
+# Logs: $OUT/bwd.log, $OUT/bwd_one.log, $OUT/sanitizer.log.
 cd "$(dirname "$0")" || exit 2
 export PYTHONPATH=$PWD HKRT_LIB=$PWD/libhkrt.so PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/out}
+export OUT
 mkdir -p "$OUT"
-budget=${BWD_BUDGET_S:-140}
+budget=${BWD_BUDGET_S:-100}
 start=$(date +%s)
-echo "attn_bwd sm_90a round: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u), commit $(cat COMMIT)"
-# cat0: the kernels under test (numerics, bench against cuDNN and FLASH); cat1_*,
-# cat2_*, ...: variants, each in a process of its own (a hang there costs only
-# its own time); *_probe: timing only (a variant that leaves dQ out, say)
-nvar=$(ls -d cat[1-9]* 2>/dev/null | wc -l)
-BWD_BUDGET_S=$((budget - 8 - 22 * nvar)) python3 attn_bwd_bench.py cat0
-rc=$?
-for c in $(ls -d cat[1-9]* 2>/dev/null | sort); do
-  case $c in *_probe) f="--variant --no-numerics" ;; *) f=--variant ;; esac
-  BWD_BUDGET_S=20 timeout 30 python3 attn_bwd_bench.py $f "$c" || echo "variant $c: exit $?"
-done
-left=$((budget - ($(date +%s) - start)))
+left() { echo $((budget - ($(date +%s) - start))); }
+echo "attn_bwd sm_90a round: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u), commit $(head -1 COMMIT)"
+# one process: a time limit (its own BWD_BUDGET_S a little under it), flags, catalogue
+run() {
+  t=$1
+  shift
+  [ "$(left)" -gt "$t" ] || t=$(($(left) - 3))
+  if [ "$t" -lt 12 ]; then
+    echo "skipped (time): $*"
+    return
+  fi
+  BWD_BUDGET_S=$((t - 3)) timeout "$t" python3 attn_bwd_bench.py "$@" || echo "exit $?: $*"
+}
+[ -d cat0 ] && run 32 --no-numerics --hk cat0
+[ -d cat1 ] && run 36 --variant --hk cat1
+for c in $(ls -d cat[2-9]* 2>/dev/null | sort -r); do run 14 --variant --subset "$c"; done
 san=/usr/local/cuda/bin/compute-sanitizer
 [ -x "$san" ] || san=$(command -v compute-sanitizer)
-if ! grep -q "numerics failures" "$OUT/bwd.log" 2>/dev/null; then
-  echo "compute-sanitizer: skipped, the suite did not finish (a hang or a crash: see above)"
-elif [ -z "$san" ]; then
+sc=cat1
+[ -d cat1 ] || sc=cat0
+if [ -z "$san" ]; then
   echo "compute-sanitizer: not found on this machine, memcheck skipped"
-elif [ "$left" -lt 30 ]; then
-  echo "compute-sanitizer: skipped, $left s left of the budget"
+elif [ "$(left)" -lt 20 ]; then
+  echo "compute-sanitizer: skipped, $(left) s left of the budget"
 else
-  timeout $((left - 5)) "$san" --tool memcheck --log-file "$OUT/sanitizer.log" python3 attn_bwd_bench.py --one cat0
-  echo "compute-sanitizer memcheck exit $?: $(grep -c 'Invalid\|ERROR SUMMARY' "$OUT/sanitizer.log" 2>/dev/null) lines; $(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | head -2)"
+  timeout $(($(left) - 2)) "$san" --tool memcheck --log-file "$OUT/sanitizer.log" python3 attn_bwd_bench.py --one $sc
+  echo "compute-sanitizer memcheck ($sc) exit $?: $(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | head -2)"
 fi
-exit $rc
+grep -c "^BAD\|^FAIL" "$OUT/bwd.log" | sed 's/^/numerics failures in bwd.log: /'
