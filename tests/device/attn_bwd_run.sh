@@ -27,7 +27,7 @@ run() {
     echo "skipped (time): $*"
     return
   fi
-  BWD_BUDGET_S=$((t - 3)) timeout "$t" python3 attn_bwd_bench.py "$@" || echo "exit $?: $*"
+  BWD_BUDGET_S=$((t - 7)) timeout "$t" python3 attn_bwd_bench.py "$@" || echo "exit $?: $*"
 }
 [ -d cat0 ] && run 32 --no-numerics --hk cat0
 [ -d cat1 ] && run 36 --variant --hk cat1
