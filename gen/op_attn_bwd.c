@@ -291,6 +291,7 @@ static int attn_bwd_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int 
 typedef struct {
   long B, Sq, Sk, HQ, HK, D;
   int causal;
+  int aligned; /* sm_90a (bulk tensor copies): no odd strides */
   double scale;
   attn_layout lq, lk, lv, lo, ldo;
   unsigned short *q, *k, *v, *o, *dout; /* host copies; o is the bf16 forward */
@@ -354,9 +355,10 @@ static attn_layout attn_bwd_odd_rows(long B, long S, long H, long D, int bhsd) {
 
 /* Inputs: Q, K, V, dO random; O (bf16) and LSE (fp32 to the kernel) from the
    fp64 forward, so that they are consistent with Q, K and V. One run in
-   three gives V and dO odd strides. */
+   three gives V and dO odd strides (not on sm_90a, whose copies need
+   multiples of 8). */
 static void attn_bwd_inputs(et_ctx *c, attn_bwd_prob *p) {
-  int bhsd = (int)(et_rand(c) % 2), odd = et_rand(c) % 3 == 0;
+  int bhsd = (int)(et_rand(c) % 2), odd = et_rand(c) % 3 == 0 && !p->aligned;
   p->lq = attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, bhsd);
   p->lk = attn_make_layout(c, p->B, p->Sk, p->HK, p->D, bhsd);
   p->lv = odd ? attn_bwd_odd_rows(p->B, p->Sk, p->HK, p->D, !bhsd) : attn_make_layout(c, p->B, p->Sk, p->HK, p->D, !bhsd);
@@ -484,6 +486,29 @@ static int attn_bwd_again(et_ctx *c, void *const *dev, const size_t *bytes) {
   return rc;
 }
 
+/* Whether k's plan has argument `name' (sm_90a: the dQ scratch). */
+static int attn_bwd_has_arg(const op_inst *k, const char *name) {
+  for (int i = 0; k->plan && i < k->plan->nargs; i++)
+    if (!strcmp(k->plan->args[i].name, name)) return 1;
+  return 0;
+}
+
+/* The sm_90a kernel's dQ scratch (`hkgen test --device`): the workspace
+   and the counters of the launch rules, zeroed (the counters must be). */
+static void attn_bwd_scratch_args(et_ctx *c, const attn_bwd_prob *p) {
+  size_t steps = (size_t)(p->B * p->HQ * ((p->Sq + 63) / 64));
+  size_t wsb = steps * 32768, cnb = steps * 4;
+  void *zero = calloc(wsb > cnb ? wsb : cnb, 1);
+  void *ws = et_alloc(c, wsb), *cnt = et_alloc(c, cnb);
+  et_upload(c, ws, zero, wsb);
+  et_upload(c, cnt, zero, cnb);
+  free(zero);
+  et_arg_ptr(c, "workspace", ws);
+  et_arg_int(c, "workspace_bytes", (long)wsb);
+  et_arg_ptr(c, "counters", cnt);
+  et_arg_int(c, "counters_len", (long)steps);
+}
+
 static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
   attn_bwd_prob p = {0};
 #define ATTN_VAL(n) shape[op_param_index(k->op, n)]
@@ -497,6 +522,7 @@ static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, doub
   }
   p.causal = (int)op_int(k, "causal");
   p.scale = 1.0 / sqrt((double)p.D);
+  p.aligned = attn_bwd_has_arg(k, "workspace");
   attn_bwd_inputs(c, &p);
   long nl = p.B * p.HQ * p.Sq;
   float *lse32 = malloc((size_t)nl * 4 + 4);
@@ -516,6 +542,7 @@ static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, doub
   long vals[ATTN_NDIMS] = {p.B, p.Sq, p.Sk, p.HQ, p.HK};
   for (int i = 0; i < ATTN_NDIMS; i++)
     if (op_is_any(k, attn_dim_names[i])) et_arg_int(c, attn_dim_names[i], vals[i]);
+  if (attn_bwd_has_arg(k, "workspace")) attn_bwd_scratch_args(c, &p);
   int rc = et_launch(c);
   if (rc == 0) *err = attn_bwd_compare(c, &p, ddq, ddk, ddv);
   /* the grouped cases with few rows launch twice: same bits or fail */

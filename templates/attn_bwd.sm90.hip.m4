@@ -94,7 +94,8 @@ static constexpr int S_TILES = BLOCK_M / 8;                // n8 tiles of S^T (q
 static constexpr int G_TILES = D / 8;                      // n8 tiles of dK, dV
 static constexpr int DQ_N = 64;                            // dQ columns per product
 // d128: warpgroup w takes dQ columns 64 w .. over all 128 keys; d64: all
-// columns over its own 64 keys (two partial sums per block, added in turn)
+// columns over its own 64 keys (two partial sums per block, each summed in
+// its half of the workspace tile)
 static constexpr bool DQ_SPLIT = D == 128;
 static constexpr int DQ_KEYS = DQ_SPLIT ? BLOCK_N : WG_N;  // keys of a dQ product
 static constexpr int Q_SLAB = BLOCK_M * 128;               // one 64-column slab of a step tile

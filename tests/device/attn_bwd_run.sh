@@ -27,11 +27,11 @@ run() {
     echo "skipped (time): $*"
     return
   fi
-  BWD_BUDGET_S=$((t - 3)) timeout "$t" python3 attn_bwd_bench.py "$@" || echo "exit $?: $*"
+  BWD_BUDGET_S=$((t - 7)) timeout "$t" python3 attn_bwd_bench.py "$@" || echo "exit $?: $*"
 }
-[ -d cat0 ] && run 32 --no-numerics --hk cat0
-[ -d cat1 ] && run 36 --variant --hk cat1
-for c in $(ls -d cat[2-9]* 2>/dev/null | sort -r); do run 14 --variant --subset "$c"; done
+[ -d cat0 ] && run 30 --no-numerics --hk cat0
+[ -d cat1 ] && run 33 --variant --hk cat1
+for c in $(ls -d cat[2-9]* 2>/dev/null | sort -r); do run 17 --variant --subset "$c"; done
 san=/usr/local/cuda/bin/compute-sanitizer
 [ -x "$san" ] || san=$(command -v compute-sanitizer)
 sc=cat1
