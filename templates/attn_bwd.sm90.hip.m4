@@ -405,6 +405,9 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
         unsigned *cnt = (unsigned *)a.counters + tile;
         float *ws = a.workspace + tile * (BLOCK_M * 128);
         hk_mbar_wait(lds, dq_full(wg), s & 1);
+        // lane 0 alone waits for its turn and issues the copies; the other
+        // lanes wait at hk_warp_sync, not on an mbarrier (lanes spinning on
+        // mbarrier waits while lane 0 was away hung the H200 runs)
         if (lane == 0) {
             if (w.j > 0)
                 while (hk_load_acquire_gpu(cnt) < 2u * (unsigned)w.j)
@@ -431,10 +434,12 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
                     hk_bulk_load(lds, DQ_OFF, ws, 16384, dq_load(wg));
                     hk_bulk_load(lds, DQ_OFF + 16384, ws + 4096, 16384, dq_load(wg));
                 }
+                hk_mbar_wait(lds, dq_load(wg), nfin & 1);
             }
         }
+        hk_warp_sync();
         if (convert) {
-            if (!single)
+            if (!single)                                // complete already: every lane sees the load
                 hk_mbar_wait(lds, dq_load(wg), nfin & 1);
             ++nfin;
             // bf16 dQ: lane l takes 8-column groups l, l + 32, ... (d64: the
@@ -482,6 +487,7 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
                 hk_store_relaxed_gpu(cnt, 0);
             }
         }
+        hk_warp_sync();
     }
 }
 

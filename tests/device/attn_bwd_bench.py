@@ -26,6 +26,8 @@ more catalogues: variants of the same attn_bwd kernels (numerics and timing each
     for each.
 HipKittens' published backward shapes (d128, GQA 64:8, batch 16 at 1K and 4K,
 batch 15 at 16K, causal and not) with --hk.
+A catalogue named *_timing gets no numerics: the bench checks that its
+outputs have the first catalogue's bits (a variant that only reorders work).
 --one: one small case per kernel only (for compute-sanitizer); --subset: four
 numerics shapes per kernel; --variant: no baselines in the bench; --hk: the
 HipKittens shapes too.
@@ -266,6 +268,9 @@ def numerics_case(k, shape, order, pads, again):
 
 
 def numerics(cat_name, cat):
+    if cat_name.rstrip("/").endswith("_timing"):
+        log("== numerics %s: none (a timing variant: the bench compares its outputs with the first catalogue's bits)" % cat_name)
+        return
     ks = kernels(cat, "attn_bwd")
     log("== numerics %s: %d attn_bwd kernels" % (cat_name, len(ks)))
     for k in ks:
@@ -344,6 +349,7 @@ def bench():
             log("%s: forward failed: %s" % (label, ex))
             continue
         strides = tuple((x.stride(0), x.stride(1), x.stride(2)) for x in (q, k, v, o, do))
+        ref_bits = None
         for cname, cat in cats:
             try:
                 kern = [x for x in kernels(cat, "attn_bwd") if int(x.entry["params"]["head_dim"]) == D and
@@ -367,8 +373,15 @@ def bench():
                 faulthandler.cancel_dump_traceback_later()
                 ms = do_bench(go, warmup=10, rep=50, return_mode="median")
                 bad = any(bool((~torch.isfinite(t)).any().item()) for t in (dq, dk, dv))
-                row.append(("hkgen[%s]" % os.path.basename(cname.rstrip("/")), fl / ms / 1e9, ms, mem,
-                            " NaN/Inf in outputs" if bad else ""))
+                note = " NaN/Inf in outputs" if bad else ""
+                if cname == cats[0][0]:
+                    ref_bits = [t.clone() for t in (dq, dk, dv)]
+                else:                                    # a variant: the same bits as the first catalogue
+                    same = all(torch.equal(a.view(torch.int16), b.view(torch.int16)) for a, b in zip(ref_bits, (dq, dk, dv)))
+                    note += " same bits as %s" % cats[0][0] if same else " BITS DIFFER from %s" % cats[0][0]
+                    if not same:
+                        fail("%s %s" % (label, cname), "outputs differ from %s" % cats[0][0])
+                row.append(("hkgen[%s]" % os.path.basename(cname.rstrip("/")), fl / ms / 1e9, ms, mem, note))
             except Exception as ex:
                 log("%s: hkgen %s failed: %s" % (label, cname, ex))
         for be in (() if "--variant" in flags else (SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION)):
