@@ -504,4 +504,6 @@ if PART != "fwd":
     section("torch.compile, a training step", compiled_training)
 log("torch_ops%s: %d failed%s" % ("" if PART == "all" else " " + PART, len(fails),
                                   (": " + "; ".join(fails)) if fails else ""))
-sys.exit(1 if fails else 0)
+LOG.flush()
+sys.stdout.flush()
+os._exit(1 if fails else 0)  # not sys.exit: inductor's compile workers can hang the interpreter's shutdown

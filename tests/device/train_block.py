@@ -279,4 +279,6 @@ except Exception:
     fails.append("train_block crashed")
     log("FAIL train_block crashed:\n%s" % traceback.format_exc(limit=8))
 log("train_block: %d failed%s" % (len(fails), (": " + "; ".join(fails)) if fails else ""))
-sys.exit(1 if fails else 0)
+LOG.flush()
+sys.stdout.flush()
+os._exit(1 if fails else 0)  # not sys.exit: inductor's compile workers can hang the interpreter's shutdown
