@@ -28,7 +28,7 @@ if [ "${1:-}" = "--short" ]; then
     fwd_cmd="echo 'skipped (--short)'" bind_cmd="echo 'skipped (--short)'"
     bwd_t=22 bwd_h=17 train_t=24 train_h=19
 else
-    fwd_cmd="$fwd_cmd"
+    fwd_cmd="HANG_S=19 timeout 24 python3 torch_ops.py cat fwd 2>&1 | summary"
     bind_cmd="timeout 9 python3 bind_bench.py cat >\"\$OUT/bind.log\" 2>&1; echo \"bind_bench exit \$?\"; tail -n 12 \"\$OUT/bind.log\""
     bwd_t=26 bwd_h=21 train_t=30 train_h=25
 fi
