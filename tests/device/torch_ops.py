@@ -498,9 +498,9 @@ if PART != "bwd":
     section("torch.compile", compiled)
     section("host time", host_time)
 if PART != "fwd":
-    section("attention backward", attn_backward)
-    section("gemm backward", gemm_backward)
+    section("gemm backward", gemm_backward)  # first: they do not depend on attn_bwd
     section("norm backward", norm_backward)
+    section("attention backward", attn_backward)
     section("torch.compile, a training step", compiled_training)
 log("torch_ops%s: %d failed%s" % ("" if PART == "all" else " " + PART, len(fails),
                                   (": " + "; ".join(fails)) if fails else ""))
