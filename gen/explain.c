@@ -107,6 +107,27 @@ static void ex_choice(const op_inst *k) {
   printf(" us\n");
 }
 
+/* The scratch a launch of k needs (its launch rules on workspace_bytes and
+   counters_len, attn_decode's and sm_90a attn_bwd's): the formula, and its
+   value when every dimension is baked. */
+static void ex_scratch(const op_inst *k) {
+  static const char *const sizes[] = {"workspace_bytes >= ", "counters_len >= "};
+  for (int i = 0; k->plan && i < k->plan->nchecks; i++)
+    for (int j = 0; j < 2; j++) {
+      const char *rule = k->plan->checks[i].rule;
+      size_t len = strlen(sizes[j]);
+      if (strncmp(rule, sizes[j], len)) continue;
+      long shape[OP_MAX_PARAMS], v;
+      int baked = 1;
+      for (int p = 0; p < k->op->nparams; p++)
+        if (!strcmp(k->vals[p], OP_ANY) && strstr(rule, k->op->params[p].name)) baked = 0;
+      op_shape_baked(k, shape);
+      printf("  scratch: %s", rule);
+      if (baked && op_eval(k, shape, rule + len, &v) == 0) printf(" (%ld%s)", v, j ? " counters" : " bytes");
+      printf("\n");
+    }
+}
+
 static void ex_params(const op_inst *k, int runtime, char *out, size_t n) {
   size_t used = 0;
   out[0] = 0;
@@ -166,6 +187,7 @@ int cmd_explain_set(const spec_set *set, int jobs) {
     ex_choice(k);
     work += ex_choice_pending(k) * ex_seconds(k);
     if (key[0] && !strcmp(status, "natively (cached)")) ex_estimate(k, &cache, key);
+    ex_scratch(k);
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int j = jobs > 0 ? jobs : (int)(cores > 0 ? cores : 1);

@@ -18,7 +18,13 @@
    products per tile pair instead of FlashAttention-2's 5; what it buys: no
    float atomics (run to run the same bits), no fp32 dQ buffer, no second
    kernel for D and nothing for the caller to size. Skeleton:
-   templates/attn_bwd.hip.m4. */
+   templates/attn_bwd.hip.m4.
+
+   sm_90a (templates/attn_bwd.sm90.hip.m4) takes FlashAttention-3's 5
+   products instead: only KV blocks, each summing its dQ share into an fp32
+   workspace in key-block order (a counter per 64 queries says whose turn it
+   is; the last writes bf16), so it stays deterministic at the price of a
+   caller-sized workspace and counter array (attn_bwd_scratch). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,9 +98,20 @@ static void attn_bwd_list(char *out, size_t n, const attn_bwd_row *row) {
   }
 }
 
+/* Hopper's path: wgmma fed by bulk tensor copies (attn_bwd.sm90.hip.m4). */
+static int attn_bwd_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
+
 static int attn_bwd_check(const op_inst *k, char *msg, size_t n) {
   const attn_bwd_row *row = attn_bwd_row_for(k->target);
   char allowed[128];
+  if (attn_bwd_is_wgmma(k)) { /* the wgmma tiles: head_dim 64 or 128 */
+    long d = op_int(k, "head_dim");
+    if (d != 64 && d != 128) {
+      snprintf(msg, n, "head_dim %ld is not available for attn_bwd on %s; allowed there: 64, 128", d, k->target);
+      return -1;
+    }
+    return attn_check(k, msg, n);
+  }
   if (!row) {
     attn_bwd_list(allowed, sizeof allowed, NULL);
     snprintf(msg, n, "attn_bwd is not yet available for %s; allowed targets: %s", k->target, allowed);
@@ -164,16 +181,99 @@ static void attn_bwd_grid(const op_inst *k, op_plan *p) {
   snprintf(p->grid[2], OP_FORMULA, "1");
 }
 
+/* Hopper: a block per 128 keys of one KV head (kv_block), two consumer
+   warpgroups of 64 keys and a producer warpgroup (384 threads), steps of 64
+   queries (q_step) through a ring of `stages' Q, dO and O tiles. Shared
+   memory: K and V (2 x 128 x d), the ring (stages x 3 x 64 x d), dS^T (128 x
+   64, two), the row terms (2 x 64 floats per consumer warpgroup), a 64 x 64 fp32 dQ tile
+   per consumer warpgroup, bar_bytes of mbarriers and 1024 bytes
+   for the skeleton's alignment: 226 KiB at d128, 146 KiB at d64 (one block
+   per multiprocessor either way: the registers). k_step and q_block are the
+   estimate's names for the same sizes. */
+static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
+  long d = op_int(k, "head_dim");
+  op_plan_tune(p, "kv_block", 128);
+  op_plan_tune(p, "q_step", 64);
+  op_plan_tune(p, "k_step", 128);
+  op_plan_tune(p, "q_block", 64);
+  op_plan_tune(p, "stages", 2);
+  op_plan_tune(p, "bar_bytes", 256);
+  p->block = 384;
+  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 2 * 128 * 64 * 2 + 2 * 2 * 64 * 4 + 2 * 64 * 64 * 4 +
+                         op_tune(p, "bar_bytes") + 1024);
+}
+
+/* The dQ scratch of the Hopper kernel (attn_bwd.sm90.hip.m4): per 64-query
+   step two 64 x 64 fp32 halves (d128: of the columns; d64: of the keys'
+   partial sums), 32 KiB whatever the head_dim, and a counter per step,
+   zeroed once by the caller (every launch leaves them zero); the arguments,
+   their launch rules, then the tensor maps: Q, dO and O in boxes of 64
+   columns x 64 queries, K and V of 64 columns x 128 keys, one head each, the
+   128-byte swizzle. */
+static void attn_bwd_scratch(const op_inst *k, op_plan *p) {
+  char rule[OP_FORMULA];
+  const char *b = op_term(k, "batch"), *hq = op_term(k, "heads_q"), *sq = op_term(k, "seqlen_q");
+  op_arg_add(p->args, &p->nargs, "float *", "workspace");
+  op_arg_add(p->args, &p->nargs, "long", "workspace_bytes");
+  op_arg_add(p->args, &p->nargs, "int *", "counters");
+  op_arg_add(p->args, &p->nargs, "long", "counters_len");
+  snprintf(rule, sizeof rule, "workspace_bytes >= %s*%s*cdiv(%s,64)*32768", b, hq, sq);
+  op_plan_check(p, rule, "dQ's fp32 sums: batch*heads_q*cdiv(seqlen_q,64)*32768 bytes");
+  snprintf(rule, sizeof rule, "counters_len >= %s*%s*cdiv(%s,64)", b, hq, sq);
+  op_plan_check(p, rule, "one counter per batch, query head and 64 queries");
+  static const char *const qd[] = {"head_dim", "seqlen_q", "heads_q", "batch"};
+  static const char *const kd[] = {"head_dim", "seqlen_k", "heads_k", "batch"};
+  static const int qbox[] = {64, 64, 1, 1}, kbox[] = {64, 128, 1, 1};
+  static const char *const names[] = {"tmap_q", "tmap_k", "tmap_v", "tmap_o", "tmap_do"};
+  static const char *const tensors[] = {"Q", "K", "V", "O", "dO"};
+  for (int i = 0; i < 5; i++) {
+    char ss[3][24];
+    const char *st[3] = {ss[0], ss[1], ss[2]};
+    snprintf(ss[0], sizeof ss[0], "%s_stride_s", attn_bwd_tensors[i]);
+    snprintf(ss[1], sizeof ss[1], "%s_stride_h", attn_bwd_tensors[i]);
+    snprintf(ss[2], sizeof ss[2], "%s_stride_b", attn_bwd_tensors[i]);
+    int kv = i == 1 || i == 2;
+    op_tmap t = op_tmap_make(tensors[i], 4, kv ? kd : qd, st, kv ? kbox : qbox, 128);
+    op_arg_tmap(p->args, &p->nargs, names[i], &t);
+  }
+}
+
+/* Hopper: a block per key block and KV head (at least one per KV head, so
+   that a launch without keys still zeroes dQ). */
+static void attn_bwd_grid_wgmma(const op_inst *k, op_plan *p) {
+  snprintf(p->grid[0], OP_FORMULA, "max(cdiv(%s,128),1)*%s*%s", op_term(k, "seqlen_k"), op_term(k, "heads_k"),
+           op_term(k, "batch"));
+  snprintf(p->grid[1], OP_FORMULA, "1");
+  snprintf(p->grid[2], OP_FORMULA, "1");
+}
+
 static void attn_bwd_plan(const op_inst *k, op_plan *p) {
-  attn_bwd_plan_amd(k, p);
+  int wg = attn_bwd_is_wgmma(k);
+  if (wg) attn_bwd_plan_wgmma(k, p);
+  else attn_bwd_plan_amd(k, p);
   attn_bwd_args(k, p);
-  attn_bwd_grid(k, p);
+  if (wg) {
+    attn_bwd_scratch(k, p);
+    attn_bwd_grid_wgmma(k, p);
+  } else {
+    attn_bwd_grid(k, p);
+  }
   op_plan_check(p, "heads_q % heads_k == 0", "heads_q must be a multiple of heads_k (GQA groups)");
   for (int i = 0; i < 5; i++) {
     char rule[OP_FORMULA];
     const char *t = attn_bwd_tensors[i];
     snprintf(rule, sizeof rule, "%s_stride_b >= 0 && %s_stride_s >= 0 && %s_stride_h >= 0", t, t, t);
     op_plan_check(p, rule, "strides are element counts, not negative");
+  }
+  for (int i = 0; wg && i < 5; i++) {
+    char rule[OP_FORMULA], why[96];
+    const char *t = attn_bwd_tensors[i];
+    snprintf(rule, sizeof rule, "%s_stride_b%%8==0 && %s_stride_s%%8==0 && %s_stride_h%%8==0", t, t, t);
+    snprintf(why, sizeof why, "%s strides must be multiples of 8 elements on %s (bulk tensor copies)", t, k->target);
+    op_plan_check(p, rule, why);
+    snprintf(rule, sizeof rule, "%s_stride_b > 0 && %s_stride_s > 0 && %s_stride_h > 0", t, t, t);
+    snprintf(why, sizeof why, "%s strides must be positive on %s (bulk tensor copies)", t, k->target);
+    op_plan_check(p, rule, why);
   }
 }
 
@@ -191,6 +291,7 @@ static int attn_bwd_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int 
 typedef struct {
   long B, Sq, Sk, HQ, HK, D;
   int causal;
+  int aligned; /* sm_90a (bulk tensor copies): no odd strides */
   double scale;
   attn_layout lq, lk, lv, lo, ldo;
   unsigned short *q, *k, *v, *o, *dout; /* host copies; o is the bf16 forward */
@@ -254,9 +355,10 @@ static attn_layout attn_bwd_odd_rows(long B, long S, long H, long D, int bhsd) {
 
 /* Inputs: Q, K, V, dO random; O (bf16) and LSE (fp32 to the kernel) from the
    fp64 forward, so that they are consistent with Q, K and V. One run in
-   three gives V and dO odd strides. */
+   three gives V and dO odd strides (not on sm_90a, whose copies need
+   multiples of 8). */
 static void attn_bwd_inputs(et_ctx *c, attn_bwd_prob *p) {
-  int bhsd = (int)(et_rand(c) % 2), odd = et_rand(c) % 3 == 0;
+  int bhsd = (int)(et_rand(c) % 2), odd = et_rand(c) % 3 == 0 && !p->aligned;
   if (et_dense(c)) bhsd = odd = 0; /* timed: BSHD, no odd strides (V and dO still take the other layout) */
   p->lq = attn_make_layout(c, p->B, p->Sq, p->HQ, p->D, bhsd);
   p->lk = attn_make_layout(c, p->B, p->Sk, p->HK, p->D, bhsd);
@@ -385,6 +487,29 @@ static int attn_bwd_again(et_ctx *c, void *const *dev, const size_t *bytes) {
   return rc;
 }
 
+/* Whether k's plan has argument `name' (sm_90a: the dQ scratch). */
+static int attn_bwd_has_arg(const op_inst *k, const char *name) {
+  for (int i = 0; k->plan && i < k->plan->nargs; i++)
+    if (!strcmp(k->plan->args[i].name, name)) return 1;
+  return 0;
+}
+
+/* The sm_90a kernel's dQ scratch (`hkgen test --device`): the workspace
+   and the counters of the launch rules, zeroed (the counters must be). */
+static void attn_bwd_scratch_args(et_ctx *c, const attn_bwd_prob *p) {
+  size_t steps = (size_t)(p->B * p->HQ * ((p->Sq + 63) / 64));
+  size_t wsb = steps * 32768, cnb = steps * 4;
+  void *zero = calloc(wsb > cnb ? wsb : cnb, 1);
+  void *ws = et_alloc(c, wsb), *cnt = et_alloc(c, cnb);
+  et_upload(c, ws, zero, wsb);
+  et_upload(c, cnt, zero, cnb);
+  free(zero);
+  et_arg_ptr(c, "workspace", ws);
+  et_arg_int(c, "workspace_bytes", (long)wsb);
+  et_arg_ptr(c, "counters", cnt);
+  et_arg_int(c, "counters_len", (long)steps);
+}
+
 static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
   attn_bwd_prob p = {0};
 #define ATTN_VAL(n) shape[op_param_index(k->op, n)]
@@ -398,6 +523,7 @@ static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, doub
   }
   p.causal = (int)op_int(k, "causal");
   p.scale = 1.0 / sqrt((double)p.D);
+  p.aligned = attn_bwd_has_arg(k, "workspace");
   attn_bwd_inputs(c, &p);
   long nl = p.B * p.HQ * p.Sq;
   float *lse32 = malloc((size_t)nl * 4 + 4);
@@ -417,6 +543,7 @@ static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, doub
   long vals[ATTN_NDIMS] = {p.B, p.Sq, p.Sk, p.HQ, p.HK};
   for (int i = 0; i < ATTN_NDIMS; i++)
     if (op_is_any(k, attn_dim_names[i])) et_arg_int(c, attn_dim_names[i], vals[i]);
+  if (attn_bwd_has_arg(k, "workspace")) attn_bwd_scratch_args(c, &p);
   int rc = et_launch(c);
   if (rc == 0) *err = attn_bwd_compare(c, &p, ddq, ddk, ddv);
   /* the grouped cases with few rows launch twice: same bits or fail */
@@ -467,7 +594,7 @@ static int attn_bwd_work(const op_inst *k, const long *shape, op_work *w, char *
 
 const op_desc op_attn_bwd = {
     .name = "attn_bwd",
-    .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic, no scratch)",
+    .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic; sm_90a: dQ scratch)",
     .skeleton = "attn_bwd.hip.m4",
     .params = attn_params,
     .nparams = ATTN_NPARAMS,

@@ -150,6 +150,8 @@ add_test(rt_args build/rt_catalog args)
 set_tests_properties(rt_args PROPERTIES TIMEOUT 60 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
 add_test(rt_python sh rt/py_hkrt.sh)
 set_tests_properties(rt_python PROPERTIES TIMEOUT 300 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
+add_test(rt_torchops sh rt/py_torchops.sh)
+set_tests_properties(rt_torchops PROPERTIES TIMEOUT 300 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
 add_test(rt_tmap build/rt_catalog tmap)
 set_tests_properties(rt_tmap PROPERTIES TIMEOUT 60 LABELS "runtime" ENVIRONMENT "${HK_ENV}")
 add_test(rt_driver_cuda build/rt_catalog driver cuda)
@@ -201,6 +203,9 @@ foreach(t gfx942 gfx950)
 endforeach()
 add_test(build_attn_bwd sh pipeline/build_attn_bwd.sh)
 set_tests_properties(build_attn_bwd PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
+# sm_90a attn_bwd: compiles with nvcc without spills; manifest plan, scratch rules, tensor maps.
+add_test(build_attn_bwd_sm90 sh pipeline/build_attn_bwd_sm90.sh)
+set_tests_properties(build_attn_bwd_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 
 # sm_90a: the example specs compile with nvcc (CPU only) without spills.
 add_test(build_attn sh pipeline/build_attn.sh)

@@ -90,6 +90,17 @@
  *                                    mbarriers and bulk tensor copies (TMA; see below)
  *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128/256
  *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
+ *   hk_wgmma_64x64x16_tatb           wgmma with A and B both MN-major (attention backward's dQ = dS K; see the end)
+ *   hk_global_store_f32x2, hk_global_load_f32x2_l2, hk_red_add_f32x2
+ *                                    fp32 pairs to / from global (the load from L2, past L1), and an atomic add of a pair
+ *   hk_load_acquire_gpu(p), hk_atomic_add_release_gpu(p, v), hk_store_relaxed_gpu(p, v), hk_fence_gpu(), hk_sleep_ns(n)
+ *                                    device-scope flags between blocks (ordered accumulation), and a short back-off
+ *   hk_trap()                         stop the kernel with an error (a launch the kernel cannot serve)
+ *   hk_bulk_store(g, l, off, n), hk_bulk_reduce_add_f32(g, l, off, n), hk_bulk_commit(), hk_bulk_wait<N>(),
+ *   hk_bulk_wait_read<N>(), hk_fence_proxy_async_global(), hk_bulk_load(l, off, g, n, bar_off)
+ *                                    bulk copies shared -> global (plain, or an fp32 add at the destination), their
+ *                                    groups, the fence that orders them with ordinary global accesses, and a bulk
+ *                                    copy global -> shared counted on an mbarrier
  *
  * mma.sync m16n8k16 lane layouts (lane l, g = l / 4, t = l % 4), 32-bit words of bf16 pairs (low half first):
  *   A (16 x 16, hk_u32x4): word 0 = A[g][2t..2t+1], 1 = A[g+8][2t..], 2 = A[g][2t+8..], 3 = A[g+8][2t+8..]
@@ -656,5 +667,91 @@ HK_WGMMA_RS(128, 6, 4, 64, 65, 66, 67, 68, 69)
 HK_WGMMA_FENCE_ACC(64)
 HK_WGMMA_FENCE_ACC(128)
 HK_WGMMA_FENCE_ACC(256)
+
+/* ---- attention backward (sm_90a) ----------------------------------------------------
+ * hk_wgmma_64x64x16_tatb(d, desc_a, desc_b, scale_d): d(64 x 64 fp32) = A(64 x 16) * B(16 x 64) + (scale_d ? d : 0)
+ *      with A stored MN-major (m innermost: A^T as [k][m], 128-byte rows of 64 m, the 128-byte
+ *      swizzle, 8 k-rows per 1024-byte atom) and B MN-major as in hk_wgmma_64xNx16_tb; both
+ *      descriptors hk_wgmma_desc(l, off, lbo, 1024, 1), a k step of 16 adds 2048 bytes.  The
+ *      backward's dS^T tile ([key][query], written from a dS^T accumulator) is the A of dQ = dS K.
+ * Flags between blocks (device scope): a block publishes data with plain stores or reds, then
+ * hk_fence_gpu() in every writing thread, a block barrier and hk_atomic_add_release_gpu by one
+ * thread; a reader spins on hk_load_acquire_gpu, then a block barrier, then reads (L2 loads).
+ */
+#define HK_WGMMA_SS_T(N, SUF, TA, TB, T, U, IA, IB, IS)                                                    \
+    HK_DEVICE void hk_wgmma_64x##N##x16##SUF(hk_wgmma_acc##N##_t &d, unsigned long long desc_a,          \
+                                             unsigned long long desc_b, int scale_d)                      \
+    {                                                                                                      \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IS ", 0;\n"                                     \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                            \
+                     "{" HK_WGMMA_OPS(T, U) "}, %" #IA ", %" #IB ", p, 1, 1, " #TA ", " #TB ";\n}\n"        \
+                     : HK_WGMMA_ACC_OUT(T, U)                                                              \
+                     : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                            \
+    }
+HK_WGMMA_SS_T(64, _tatb, 1, 1, 3, 2, 32, 33, 34)
+
+HK_DEVICE void hk_global_store_f32x2(float *p, float a, float b)
+{
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+}
+HK_DEVICE void hk_global_load_f32x2_l2(const float *p, float &a, float &b)
+{
+    asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];\n" : "=f"(a), "=f"(b) : "l"(p) : "memory");
+}
+HK_DEVICE void hk_red_add_f32x2(float *p, float a, float b)
+{
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+}
+HK_DEVICE unsigned hk_load_acquire_gpu(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+HK_DEVICE unsigned hk_atomic_add_release_gpu(unsigned *p, unsigned v)
+{
+    unsigned old;
+    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+HK_DEVICE void hk_store_relaxed_gpu(unsigned *p, unsigned v)
+{
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+HK_DEVICE void hk_fence_gpu(void) { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
+HK_DEVICE void hk_sleep_ns(unsigned n) { asm volatile("nanosleep.u32 %0;\n" ::"r"(n)); }
+HK_DEVICE void hk_trap(void) { asm volatile("trap;\n"); }
+/* n bytes (a multiple of 16; both addresses 16-byte aligned) of shared memory at off to global g, issued by
+ * one thread: a plain copy or an fp32 add into g (cp.async.bulk / cp.reduce.async.bulk, bulk groups).  The
+ * shared memory written by ordinary stores needs hk_fence_proxy_async() in each writer first;
+ * hk_bulk_wait_read<N>() frees the source, hk_bulk_wait<N>() completes the writes, and
+ * hk_fence_proxy_async_global() then orders them before the thread's later ordinary accesses (a flag). */
+HK_DEVICE void hk_bulk_store(float *g, hk_lds_t l, int off, int n)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(g), "r"(l.addr + (unsigned)off), "r"(n)
+                 : "memory");
+}
+HK_DEVICE void hk_bulk_reduce_add_f32(float *g, hk_lds_t l, int off, int n)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(g),
+                 "r"(l.addr + (unsigned)off), "r"(n)
+                 : "memory");
+}
+HK_DEVICE void hk_bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N> HK_DEVICE void hk_bulk_wait(void) { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
+template <int N> HK_DEVICE void hk_bulk_wait_read(void)
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+HK_DEVICE void hk_fence_proxy_async_global(void) { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+/* n bytes (a multiple of 16) of global g to shared memory at off, their bytes counted against the mbarrier at
+ * bar_off (hk_mbar_arrive_expect_tx first), issued by one thread. */
+HK_DEVICE void hk_bulk_load(hk_lds_t l, int off, const float *g, int n, int bar_off)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     l.addr + (unsigned)off),
+                 "l"(g), "r"(n), "r"(l.addr + (unsigned)bar_off)
+                 : "memory");
+}
 
 #endif /* HK_SM90_H */

@@ -1,0 +1,669 @@
+m4_divert(-1)                                                   -*- C -*-
+# attn_bwd.sm90.hip.m4 - attention backward, NVIDIA Hopper (sm_90a) version of
+# attn_bwd.hip.m4 on warpgroup MMA (wgmma) and bulk tensor copies (TMA): the
+# same parameters, semantics and arguments, plus a caller-sized fp32
+# workspace and counter array for dQ (gen/op_attn_bwd.c attn_bwd_plan_wgmma).
+#
+# Semantics (gen/op_attn_bwd.c): P = exp(scale Q K^T - LSE) under attn_fwd's
+# bottom-right causal mask, D = rowsum(dO * O), dS = P * (dO V^T - D),
+# dV = P^T dO, dK = scale dS^T Q, dQ = scale dS K; dK and dV summed over the
+# query heads of a KV head.  A row with LSE = -inf (no visible key) gets P = 0
+# and so exactly zero dQ; query blocks where no row sees a key are zeroed.
+#
+# Arguments (hkm_kernarg_struct): attn_bwd's (Q, K, V, O, dO, LSE, dQ, dK, dV,
+# {q,k,v,o,do}_stride_{b,s,h}, scale, the run-time dimensions), then
+# workspace (fp32, workspace_bytes), counters (counters_len, zero before the
+# first launch; every launch leaves them zero) and the tensor maps tmap_q,
+# tmap_k, tmap_v, tmap_o, tmap_do that libhkrt builds.  Every base 16-byte
+# aligned and every stride a positive multiple of 8 elements (the launch rules
+# check the strides; a misaligned base traps).
+#
+# FlashAttention-3's scheme made deterministic.  A block per BLOCK_N = 128
+# keys of one KV head (grid x = key block fastest, then KV head, then batch):
+# two consumer warpgroups, warpgroup w owning keys 64 w .. 64 w + 63 of the
+# block, keep dK and dV in registers and walk every query head of the group
+# and every 64-query step that sees the block, from the last step down.  The
+# producer warpgroup (setmaxnreg hands most of its registers to the
+# consumers, as in attn_fwd.sm90.hip.m4) has four jobs: warp 0 (one thread)
+# copies K and V once and each step's Q, dO and O tiles into a ring of STAGES
+# stages (bwd_produce); warp 3 computes each stage's row terms D =
+# rowsum(dO * O) and LSE log2 e (bwd_rows); warps 1 and 2 are the dQ writers
+# of consumer warpgroups 0 and 1 (bwd_dq_writer).  Per step and consumer
+# warpgroup, wgmma bf16 -> fp32:
+#   S^T  = K_w Q^T        m64n64, A = K (smem, K-major), B = Q (K-major)
+#   dP^T = V_w dO^T       the same with V and dO
+#   P^T  = exp2(S^T scale log2 e - LSE log2 e), dS^T = P^T (dP^T - D)
+#   dV_w += P^T dO,  dK_w += dS^T Q    m64nDk16, A = P^T / dS^T from registers
+#                         (the accumulator as bf16 pairs), B = dO / Q MN-major
+#   dS^T to shared memory ([key][query], 128-byte swizzle; two tiles, by step
+#                         parity), a consumer barrier
+#   dQ   = dS K           m64n64k16 with A = dS^T and B = K both MN-major
+#                         (hk_wgmma_64x64x16_tatb): d128, warpgroup w takes
+#                         columns 64 w .. 64 w + 63 over the block's keys;
+#                         d64, all columns over its own 64 keys
+# and hands its 64 x 64 fp32 dQ share to its writer through a shared tile
+# (dq_full / dq_empty), so the consumers go on to the next step at once.
+# dQ is summed over the key blocks in the fp32 workspace in key-block order:
+# the step's workspace tile has a half per consumer warpgroup (d128: its 64
+# columns; d64: its keys' partial sum of all 64), and each writer waits until
+# the step's counter says that every earlier key block's shares are in, adds
+# its share to its half with one bulk fp32 reduce (the first: a bulk copy),
+# completes it, fences and adds 1 to the counter; at the last key block the
+# finished sum is loaded back into shared memory and written as bf16 dQ
+# (d64: both halves added, in a fixed order), and the counter goes back to 0.
+# So the sums have one order whatever the schedule: the same bits run to
+# run.  A writer only waits for blocks of lower index (earlier key blocks of
+# its own head; d64 at the last key block: also its block's writer 0), which
+# the hardware starts no later than its own, so no schedule deadlocks.  The
+# workspace tile is the shared tiles' image: [half][64 rows][64 columns] with
+# 16-byte chunks XOR row % 8 (bwd_dq_off).  Scratch: batch x heads_q x
+# cdiv(seqlen_q, 64) x 64 x 128 floats (both head dims) and batch x heads_q x
+# cdiv(seqlen_q, 64) counters.
+#
+# Measured on the H200 (docs/PERF.md): the same kernel with the dQ epilogue
+# in the consumers (wait, fp32 reds, fence, count) ran at 0.45-0.5x cuDNN;
+# without any dQ epilogue, at 1.0-1.05x; unordered float atomics were no
+# faster than the ordered sum (the epilogue's latency, not its order, cost).
+
+m4_include([attn_common.m4])
+hkm_attn_check_params([64], [128])
+m4_ifelse(hkm_block_size, [384], [],
+      [hkm_fatal([attn_bwd for sm_90a needs hkm_block_size 384, got ]hkm_block_size)])
+
+hkm_output_begin()m4_dnl
+hkm_file_head()[
+// ---- configuration -----------------------------------------------------
+static constexpr int ATTN_THREADS = ]hkm_block_size[;   // two consumer warpgroups and a producer
+static constexpr int CONS_THREADS = 256;
+// registers per thread after the hand-over: the consumers fit 224 (240 spilled
+// in the producer warpgroup, whose writers need more than 24)
+static constexpr int CONS_REGS = 224, PROD_REGS = 56;
+static constexpr int D = ]hkm_param([head_dim])[;
+static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
+static constexpr int BLOCK_N = ]hkm_tune([kv_block])[;     // keys per block
+static constexpr int BLOCK_M = ]hkm_tune([q_step])[;       // queries per step
+static constexpr int WG_N = 64;                            // keys per consumer warpgroup
+static constexpr int STAGES = ]hkm_tune([stages])[;        // Q / dO / O ring depth
+static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
+static constexpr int BAR_BYTES = ]hkm_tune([bar_bytes])[;
+static constexpr int WARPS = CONS_THREADS / 32;
+static constexpr int CHUNKS = D / 8;                       // 16-byte chunks per row
+static constexpr int K_STEPS = D / 16;                     // k16 steps over head_dim
+static constexpr int M_STEPS = BLOCK_M / 16;               // k16 steps over a step's queries
+static constexpr int S_TILES = BLOCK_M / 8;                // n8 tiles of S^T (queries)
+static constexpr int G_TILES = D / 8;                      // n8 tiles of dK, dV
+static constexpr int DQ_N = 64;                            // dQ columns per product
+// d128: warpgroup w takes dQ columns 64 w .. over all 128 keys; d64: all
+// columns over its own 64 keys (two partial sums per block, each summed in
+// its half of the workspace tile)
+static constexpr bool DQ_SPLIT = D == 128;
+static constexpr int DQ_KEYS = DQ_SPLIT ? BLOCK_N : WG_N;  // keys of a dQ product
+static constexpr int Q_SLAB = BLOCK_M * 128;               // one 64-column slab of a step tile
+static constexpr int KV_SLAB = BLOCK_N * 128;
+static constexpr int Q_TILE = BLOCK_M * D * 2;
+static constexpr int KV_TILE = BLOCK_N * D * 2;
+static constexpr int K_OFF = 0, V_OFF = KV_TILE;
+static constexpr int ST_OFF = 2 * KV_TILE;                 // stage s: Q, dO, O
+static constexpr int STAGE_BYTES = 3 * Q_TILE;
+static constexpr int DS_OFF = ST_OFF + STAGES * STAGE_BYTES;  // dS^T [key][query]
+static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
+static constexpr int DS_BYTES = 2 * DS_TILE;               // one per step parity
+static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
+static constexpr int ROW_BYTES = 2 * 2 * BLOCK_M * 4;
+static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // a 64 x 64 fp32 dQ share per warpgroup
+static constexpr int DQ_BYTES = 2 * 64 * 64 * 4;
+static constexpr int BAR_OFF = DQ_OFF + DQ_BYTES;
+]hkm_attn_limits()[
+
+static_assert(BLOCK_N == 2 * WG_N && BLOCK_M == 64, "two warpgroups of 64 keys, steps of 64 queries");
+static_assert(D == 64 || D == 128, "head_dim 64 or 128");
+static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
+              "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
+static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
+static_assert((3 * STAGES + 8) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per warpgroup for dQ");
+static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
+static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
+static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= ATTN_THREADS * LAUNCH_REGS,
+              "the registers handed over fit the block's launch allocation");
+
+template <int N> struct bwd_acc;
+template <> struct bwd_acc<64> { typedef hk_wgmma_acc64_t t; };
+template <> struct bwd_acc<128> { typedef hk_wgmma_acc128_t t; };
+typedef bwd_acc<D>::t g_acc_t;                            // dK, dV: 64 keys x D per warpgroup
+typedef hk_wgmma_acc64_t s_acc_t;                         // S^T, dP^T: 64 keys x 64 queries; dQ: 64 x 64
+HK_DEVICE void bwd_wgmma_rs(hk_wgmma_acc64_t &d, hk_u32x4 a, unsigned long long b) { hk_wgmma_rs_64x64x16_tb(d, a, b, 1); }
+HK_DEVICE void bwd_wgmma_rs(hk_wgmma_acc128_t &d, hk_u32x4 a, unsigned long long b) { hk_wgmma_rs_64x128x16_tb(d, a, b, 1); }
+HK_DEVICE void bwd_fence(hk_wgmma_acc64_t &d) { hk_wgmma_rs_fence_acc64(d); }
+HK_DEVICE void bwd_fence(hk_wgmma_acc128_t &d) { hk_wgmma_rs_fence_acc128(d); }
+
+// A barrier of the consumer warpgroups only.
+HK_DEVICE void bwd_sync(void) { hk_barrier_part(1, CONS_THREADS); }
+
+// mbarriers: per stage q_full (the copying thread's arrival and the tile
+// bytes), q_empty (one arrival per consumer warp) and rows_full (the row
+// warp's 32 lanes); kv_full for K and V; per consumer warpgroup dq_full (its
+// 128 threads wrote a dQ share), dq_empty (its writer is done with the tile)
+// and dq_load (the finished sum landed back in shared memory); half0_done.
+HK_DEVICE int q_full(int s) { return BAR_OFF + 8 * s; }
+HK_DEVICE int q_empty(int s) { return BAR_OFF + 8 * (STAGES + s); }
+HK_DEVICE int rows_full(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
+HK_DEVICE int kv_full() { return BAR_OFF + 8 * (3 * STAGES); }
+HK_DEVICE int dq_full(int wg) { return BAR_OFF + 8 * (3 * STAGES + 1 + wg); }
+HK_DEVICE int dq_empty(int wg) { return BAR_OFF + 8 * (3 * STAGES + 3 + wg); }
+HK_DEVICE int dq_load(int wg) { return BAR_OFF + 8 * (3 * STAGES + 5 + wg); }
+HK_DEVICE int half0_done() { return BAR_OFF + 8 * (3 * STAGES + 7); }   // d64: writer 0 added its final half
+// Float offset of dQ element (row, col) in a 64 x 64 tile (col 0 .. 63 of the
+// warpgroup's columns): 16-byte chunks XOR row % 8.
+HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (row & 7))) << 2) + (col & 3); }
+
+// ---- the launch's work --------------------------------------------------------
+struct bwd_grid {
+    int Sq, Sk, Hq, Hk, group, nq, nkv;
+};
+struct bwd_block {
+    int j, hkv, b, first, n_i, steps;   // key block, KV head, batch; its query steps per head, all steps
+};
+
+HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk)
+{
+    bwd_grid g = {Sq, Sk, Hq, Hk, Hq / Hk, (Sq + BLOCK_M - 1) / BLOCK_M, (Sk + BLOCK_N - 1) / BLOCK_N};
+    return g;
+}
+
+// Block x: key block x % nkv (grid x = max(nkv, 1) x Hk x batch), and the query
+// steps that see it: from the first whose last row sees key 128 j to the last.
+HK_DEVICE bwd_block bwd_block_make(const bwd_grid &g)
+{
+    const int per = g.nkv > 0 ? g.nkv : 1, x = hk_block_id_x();
+    bwd_block w;
+    w.j = x % per;
+    w.hkv = (x / per) % g.Hk;
+    w.b = x / per / g.Hk;
+    const int lo = w.j * BLOCK_N - (g.Sk - g.Sq) - (BLOCK_M - 1);
+    w.first = !CAUSAL || lo <= 0 ? 0 : (lo + BLOCK_M - 1) / BLOCK_M;
+    w.n_i = w.j < g.nkv && w.first < g.nq ? g.nq - w.first : 0;
+    w.steps = w.n_i * g.group;
+    return w;
+}
+
+// Step s of the block: query head of the group s / n_i, query block from the last down.
+HK_DEVICE void bwd_step_at(const bwd_grid &g, const bwd_block &w, int s, int &hq, int &qi)
+{
+    const int gi = s / w.n_i;
+    hq = w.hkv * g.group + gi;
+    qi = g.nq - 1 - (s - gi * w.n_i);
+}
+
+// The last key block that any row of query block qi sees (qi has keys).
+HK_DEVICE int bwd_last_block(const bwd_grid &g, int qi)
+{
+    if (!CAUSAL)
+        return g.nkv - 1;
+    const int last = (qi * BLOCK_M + BLOCK_M - 1 + g.Sk - g.Sq) / BLOCK_N;
+    return last < g.nkv - 1 ? last : g.nkv - 1;
+}
+
+// Query blocks in which no row sees a key: the first ones (causal, seqlen_q >
+// seqlen_k), or all when there are no keys.
+HK_DEVICE int bwd_empty_blocks(const bwd_grid &g)
+{
+    if (g.Sk <= 0)
+        return g.nq;
+    if (!CAUSAL || g.Sq <= g.Sk)
+        return 0;
+    const int e = (g.Sq - g.Sk) / BLOCK_M;
+    return e < g.nq ? e : g.nq;
+}
+
+// ---- the producer ------------------------------------------------------------------
+// One thread: K and V of the block once, then per step its Q, dO and O tiles
+// (D / 64 boxes of 64 columns x 64 queries each; rows past seqlen_q read
+// zeros) into stage s % STAGES once the consumers released it.
+HK_DEVICE void bwd_tma_rows(hk_lds_t lds, int off, const hk_tmap *map, int q0, int hq, int b, int bar)
+{
+#pragma unroll
+    for (int sl = 0; sl < D / 64; ++sl)
+        hk_tma_load_4d(lds, off + sl * Q_SLAB, map, sl * 64, q0, hq, b, bar);
+}
+
+HK_DEVICE void bwd_produce(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
+{
+    hk_tmap_prefetch(&a.tmap_q);
+    hk_tmap_prefetch(&a.tmap_do);
+    hk_tmap_prefetch(&a.tmap_o);
+    if (w.steps == 0)
+        return;
+    hk_mbar_arrive_expect_tx(lds, kv_full(), 2 * KV_TILE);
+#pragma unroll
+    for (int sl = 0; sl < D / 64; ++sl) {
+        hk_tma_load_4d(lds, K_OFF + sl * KV_SLAB, &a.tmap_k, sl * 64, w.j * BLOCK_N, w.hkv, w.b, kv_full());
+        hk_tma_load_4d(lds, V_OFF + sl * KV_SLAB, &a.tmap_v, sl * 64, w.j * BLOCK_N, w.hkv, w.b, kv_full());
+    }
+    for (int s = 0; s < w.steps; ++s) {
+        int hq, qi;
+        bwd_step_at(g, w, s, hq, qi);
+        const int st = s % STAGES;
+        if (s >= STAGES)
+            hk_mbar_wait(lds, q_empty(st), (s / STAGES + 1) & 1);
+        hk_mbar_arrive_expect_tx(lds, q_full(st), STAGE_BYTES);
+        const int off = ST_OFF + st * STAGE_BYTES;
+        bwd_tma_rows(lds, off, &a.tmap_q, qi * BLOCK_M, hq, w.b, q_full(st));
+        bwd_tma_rows(lds, off + Q_TILE, &a.tmap_do, qi * BLOCK_M, hq, w.b, q_full(st));
+        bwd_tma_rows(lds, off + 2 * Q_TILE, &a.tmap_o, qi * BLOCK_M, hq, w.b, q_full(st));
+    }
+}
+
+// ---- one step of the consumers ------------------------------------------------------
+// Byte offset of 16-byte chunk c of row r in a step tile (64 rows, D / 64 slabs).
+HK_DEVICE int swz_q(int r, int c) { return (c >> 3) * Q_SLAB + r * 128 + (((c & 7) ^ (r & 7)) << 4); }
+
+// The row warp (producer warp 3): per step, D = rowsum(dO * O) and LSE
+// log2 e (+inf for a row past seqlen_q or with no visible key: its P is 0)
+// of the step's 64 rows, two per lane, into the stage's row buffer.
+HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
+{
+    const int lane = hk_lane_id();
+    for (int s = 0; s < w.steps; ++s) {
+        int hq, qi;
+        bwd_step_at(g, w, s, hq, qi);
+        const int st = s % STAGES, off = ST_OFF + st * STAGE_BYTES;
+        float lse[2];                                   // loaded before the tiles land
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int q = qi * BLOCK_M + lane + 32 * k;
+            lse[k] = q < g.Sq ? hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q) : -__builtin_huge_valf();
+        }
+        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int r = lane + 32 * k;
+            float sum = 0.0f;
+#pragma unroll 2
+            for (int c = 0; c < CHUNKS; ++c) {
+                const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
+                const hk_u32x4 y = hk_lds_load_b128(lds, off + 2 * Q_TILE + swz_q(r, c));
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    sum += hk_u32_as_f32(x[e] << 16) * hk_u32_as_f32(y[e] << 16);
+                    sum += hk_u32_as_f32(x[e] & 0xffff0000u) * hk_u32_as_f32(y[e] & 0xffff0000u);
+                }
+            }
+            const float l2 = lse[k] == -__builtin_huge_valf() ? __builtin_huge_valf() : lse[k] * LOG2E;
+            hk_lds_store_b32(lds, ROW_OFF + st * 512 + r * 4, hk_f32_as_u32(l2));
+            hk_lds_store_b32(lds, ROW_OFF + st * 512 + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sum));
+        }
+        hk_mbar_arrive(lds, rows_full(st));
+    }
+}
+
+// S^T = K_w Q^T or dP^T = V_w dO^T: A = 64 key rows of the K (V) tile, B = the
+// step tile; a k16 step inside a 128-byte row adds 32 bytes, a slab its bytes.
+HK_DEVICE void bwd_issue_t(unsigned long long kd, unsigned long long qd, s_acc_t &s)
+{
+#pragma unroll
+    for (int kk = 0; kk < K_STEPS; ++kk) {
+        const int step = (kk & 3) * 32;
+        hk_wgmma_64x64x16(s, hk_wgmma_desc_add(kd, (kk >> 2) * KV_SLAB + step),
+                          hk_wgmma_desc_add(qd, (kk >> 2) * Q_SLAB + step), kk > 0);
+    }
+}
+
+// G += A B with A from registers (P^T or dS^T, k = the step's queries) and B a
+// step tile MN-major (k16 = 16 query rows, 2048 bytes).
+HK_DEVICE void bwd_issue_g(unsigned long long bd, const hk_u32x4 (&p)[M_STEPS], g_acc_t &acc)
+{
+#pragma unroll
+    for (int ks = 0; ks < M_STEPS; ++ks)
+        bwd_wgmma_rs(acc, p[ks], hk_wgmma_desc_add(bd, ks * 2048));
+}
+
+// dQ (64 queries x 64 columns) = dS K: A = dS^T [key][query] MN-major, B = the
+// K tile's slab MN-major; k16 = 16 keys (2048 bytes in both).
+HK_DEVICE void bwd_issue_dq(unsigned long long dsd, unsigned long long kd, s_acc_t &dq)
+{
+#pragma unroll
+    for (int kk = 0; kk < DQ_KEYS / 16; ++kk)
+        hk_wgmma_64x64x16_tatb(dq, hk_wgmma_desc_add(dsd, kk * 2048), hk_wgmma_desc_add(kd, kk * 2048), kk > 0);
+}
+
+// P^T and dS^T of the warpgroup's 64 keys (rows) x 64 queries (columns) as
+// bf16 A fragments (k step ks = n8 tiles 2 ks, 2 ks + 1).  Lane (g, t) of
+// warp w holds keys 16 w + g (+ 8) and queries 8 i + 2 t (+ 1); the row
+// terms are at byte ro of shared memory.  MASKED: keys past seqlen_k or past
+// the query's last visible key give P = 0.
+template <bool MASKED>
+HK_DEVICE void bwd_softmax(hk_lds_t lds, s_acc_t &s, s_acc_t &dp, float c, int key0, int q0, const bwd_grid &g,
+                           int ro, hk_u32x4 (&p)[M_STEPS], hk_u32x4 (&ds)[M_STEPS])
+{
+    const int lane = hk_lane_id();
+    const int krow = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
+    // row h of the lane (key krow + 8 h) sees query column col + e iff
+    // 8 h < kend and 8 h - col - e <= kdiag (two registers for the mask)
+    const int kend = g.Sk - krow, kdiag = q0 + g.Sk - g.Sq - krow;
+#pragma unroll
+    for (int i = 0; i < S_TILES; ++i) {
+        const int col = 8 * i + 2 * (lane & 3);
+        const hk_u32x2 l2 = hk_lds_load_b64(lds, ro + col * 4);
+        const hk_u32x2 dd = hk_lds_load_b64(lds, ro + BLOCK_M * 4 + col * 4);
+        float pv[4], dv[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            float x = hk_exp2f(s[4 * i + e] * c - hk_u32_as_f32(l2[e & 1]));
+            if (MASKED) {
+                const int dk = 8 * (e >> 1);
+                if (dk >= kend || (CAUSAL && dk - col - (e & 1) > kdiag))
+                    x = 0.0f;
+            }
+            pv[e] = x;
+            dv[e] = x * (dp[4 * i + e] - hk_u32_as_f32(dd[e & 1]));
+        }
+        p[i / 2][(i % 2) * 2] = hk_f32x2_to_bf16x2(pv[0], pv[1]);
+        p[i / 2][(i % 2) * 2 + 1] = hk_f32x2_to_bf16x2(pv[2], pv[3]);
+        ds[i / 2][(i % 2) * 2] = hk_f32x2_to_bf16x2(dv[0], dv[1]);
+        ds[i / 2][(i % 2) * 2 + 1] = hk_f32x2_to_bf16x2(dv[2], dv[3]);
+    }
+}
+
+// dS^T of the warpgroup's keys into [key][query] tile buf (one 128-byte
+// swizzled row per key): lane (g, t) writes word t of chunk i of keys
+// key0 + 16 w + g and + 8.
+HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS], int buf)
+{
+    const int lane = hk_lane_id();
+    const int r0 = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
+#pragma unroll
+    for (int i = 0; i < S_TILES; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = r0 + 8 * h;
+            hk_lds_store_b32(lds, DS_OFF + buf * DS_TILE + r * 128 + ((i ^ (r & 7)) << 4) + (lane & 3) * 4, ds[i / 2][(i % 2) * 2 + h]);
+        }
+}
+
+// The dQ writer of consumer warpgroup wg (a warp; lane 0 but for the final
+// conversion): per step, wait until the consumers wrote the share (dq_full)
+// and its turn came (every earlier key block's shares are in), add it to its
+// half of the workspace tile with one bulk fp32 reduce (the first share: a
+// bulk copy) and complete the writes.  At the step's last key block the
+// finished sum goes back into shared memory and all 32 lanes write it as
+// bf16 dQ: d128, each writer its columns (a single share: straight from its
+// tile); d64, writer 1 adds both halves (writer 0 only adds its own and
+// tells it, half0_done) and frees both tiles.  Then free the tile (dq_empty)
+// and count the share in; the last key block puts the counter back to 0
+// (d128: the second increment, from 2 j + 1; d64: writer 1, no increments).
+HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int wg)
+{
+    const int lane = hk_lane_id(), tile_off = DQ_OFF + wg * 16384;
+    int nfin = 0;
+    for (int s = 0; s < w.steps; ++s) {
+        int hq, qi;
+        bwd_step_at(g, w, s, hq, qi);
+        const bool final = w.j == bwd_last_block(g, qi), first = w.j == 0;
+        const bool convert = final && (DQ_SPLIT || wg == 1);
+        const bool single = DQ_SPLIT && first && final;  // d128, one share: no workspace
+        const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
+        unsigned *cnt = (unsigned *)a.counters + tile;
+        float *ws = a.workspace + tile * (BLOCK_M * 128);
+        hk_mbar_wait(lds, dq_full(wg), s & 1);
+        // lane 0 alone waits for its turn and issues the copies; the other
+        // lanes wait at hk_syncwarp, not on an mbarrier (lanes spinning on
+        // mbarrier waits while lane 0 was away hung the H200 runs)
+        if (lane == 0) {
+            if (w.j > 0)
+                while (hk_load_acquire_gpu(cnt) < 2u * (unsigned)w.j)
+                    hk_sleep_ns(32);
+            hk_fence_proxy_async_global();
+            if (!single) {
+                if (first)
+                    hk_bulk_store(ws + wg * 4096, lds, tile_off, 16384);
+                else
+                    hk_bulk_reduce_add_f32(ws + wg * 4096, lds, tile_off, 16384);
+                hk_bulk_commit();
+                hk_bulk_wait<0>();
+                hk_fence_proxy_async_global();
+            }
+            if (!DQ_SPLIT && final && wg == 0)
+                hk_mbar_arrive(lds, half0_done());
+            if (convert && !single) {                   // the sum is complete: back into shared memory
+                if (!DQ_SPLIT)
+                    hk_mbar_wait(lds, half0_done(), nfin & 1);
+                hk_mbar_arrive_expect_tx(lds, dq_load(wg), DQ_SPLIT ? 16384 : 32768);
+                if (DQ_SPLIT) {
+                    hk_bulk_load(lds, tile_off, ws + wg * 4096, 16384, dq_load(wg));
+                } else {
+                    hk_bulk_load(lds, DQ_OFF, ws, 16384, dq_load(wg));
+                    hk_bulk_load(lds, DQ_OFF + 16384, ws + 4096, 16384, dq_load(wg));
+                }
+                hk_mbar_wait(lds, dq_load(wg), nfin & 1);
+            }
+        }
+        hk_syncwarp();
+        if (convert) {
+            if (!single)                                // complete already: every lane sees the load
+                hk_mbar_wait(lds, dq_load(wg), nfin & 1);
+            ++nfin;
+            // bf16 dQ: lane l takes 8-column groups l, l + 32, ... (d64: the
+            // two halves' sum)
+            const int col0 = DQ_SPLIT ? wg * DQ_N : 0, src = DQ_SPLIT ? tile_off : DQ_OFF;
+            for (int e = lane; e < BLOCK_M * (DQ_N / 8); e += 32) {
+                const int row = e / (DQ_N / 8), c8 = e % (DQ_N / 8), q = qi * BLOCK_M + row;
+                hk_u32x4 x = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8));
+                hk_u32x4 y = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8 + 4));
+                if (!DQ_SPLIT) {
+                    const hk_u32x4 x1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8));
+                    const hk_u32x4 y1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8 + 4));
+#pragma unroll
+                    for (int k = 0; k < 4; ++k) {
+                        x[k] = hk_f32_as_u32(hk_u32_as_f32(x[k]) + hk_u32_as_f32(x1[k]));
+                        y[k] = hk_f32_as_u32(hk_u32_as_f32(y[k]) + hk_u32_as_f32(y1[k]));
+                    }
+                }
+                hk_u32x4 o;
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    o[k] = hk_f32x2_to_bf16x2(hk_u32_as_f32(x[2 * k]) * a.scale, hk_u32_as_f32(x[2 * k + 1]) * a.scale);
+                    o[k + 2] = hk_f32x2_to_bf16x2(hk_u32_as_f32(y[2 * k]) * a.scale, hk_u32_as_f32(y[2 * k + 1]) * a.scale);
+                }
+                if (q < g.Sq)
+                    hk_global_store_b128(a.dQ + (long)w.b * a.q_stride_b + (long)hq * a.q_stride_h +
+                                             (long)q * a.q_stride_s + col0 + 8 * c8, o);
+            }
+            hk_syncwarp();
+        }
+        if (lane == 0) {
+            if (DQ_SPLIT) {
+                hk_mbar_arrive(lds, dq_empty(wg));
+                hk_fence_gpu();
+                const unsigned old = hk_atomic_add_release_gpu(cnt, 1);
+                if (final && old == 2 * (unsigned)w.j + 1)
+                    hk_store_relaxed_gpu(cnt, 0);
+            } else if (!final) {
+                hk_mbar_arrive(lds, dq_empty(wg));
+                hk_fence_gpu();
+                hk_atomic_add_release_gpu(cnt, 1);
+            } else if (wg == 1) {                       // both tiles are free, the counter done
+                hk_mbar_arrive(lds, dq_empty(0));
+                hk_mbar_arrive(lds, dq_empty(1));
+                hk_store_relaxed_gpu(cnt, 0);
+            }
+        }
+        hk_syncwarp();
+    }
+}
+
+// dK (scaled) or dV of the warpgroup's 64 keys to global: lane (g, t) holds
+// keys 16 w + g (+ 8), columns 8 i + 2 t (+ 1) of each n8 tile i.
+HK_DEVICE void bwd_store_g(hk_bf16 *head, long ss, int key0, int Sk, float mul, const g_acc_t &acc)
+{
+    const int lane = hk_lane_id(), row0 = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int key = row0 + 8 * h;
+        if (key >= Sk)
+            continue;
+        hk_bf16 *row = head + (long)key * ss + 2 * (lane & 3);
+#pragma unroll
+        for (int i = 0; i < G_TILES; ++i)
+            hk_global_store_b32(row + 8 * i, hk_f32x2_to_bf16x2(acc[4 * i + 2 * h] * mul, acc[4 * i + 2 * h + 1] * mul));
+    }
+}
+
+// dQ = 0 for the query blocks in which no row sees a key, spread over the blocks.
+HK_DEVICE void bwd_zero_empty(const hk_args &a, const bwd_grid &g, int batch)
+{
+    const int ne = bwd_empty_blocks(g), tid = hk_thread_id();
+    for (long e = hk_block_id_x(); e < (long)ne * g.Hq * batch; e += hk_grid_dim_x()) {
+        const int qi = (int)(e % ne), hq = (int)(e / ne % g.Hq), b = (int)(e / ne / g.Hq);
+        const int q = qi * BLOCK_M + (tid >> 2);
+        if (q >= g.Sq)
+            continue;
+        hk_bf16 *row = a.dQ + (long)b * a.q_stride_b + (long)hq * a.q_stride_h + (long)q * a.q_stride_s;
+        for (int c = (tid & 3) * 2; c < D; c += 8)
+            hk_global_store_b32(row + c, 0u);
+    }
+}
+
+// The consumers: every step of the block, then dK and dV.
+HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
+{
+    const int wg = hk_wave_id() / 4, lane = hk_lane_id();
+    const int key0 = wg * WG_N;                         // this warpgroup's keys within the block
+    const float c = a.scale * LOG2E;
+    g_acc_t dk, dv;
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) {
+        dk[i] = 0.0f;
+        dv[i] = 0.0f;
+    }
+    const unsigned long long kd = hk_wgmma_desc(lds, K_OFF + key0 * 128, 16, 1024, 1);
+    const unsigned long long vd = hk_wgmma_desc(lds, V_OFF + key0 * 128, 16, 1024, 1);
+    const unsigned long long st0 = hk_wgmma_desc(lds, ST_OFF, 16, 1024, 1);          // K-major step tiles
+    const unsigned long long st0_mn = hk_wgmma_desc(lds, ST_OFF, Q_SLAB, 1024, 1);   // MN-major
+    const unsigned long long dsd = hk_wgmma_desc(lds, DS_OFF + (DQ_SPLIT ? 0 : key0 * 128), 1024, 1024, 1);
+    const unsigned long long kmn =
+        hk_wgmma_desc(lds, K_OFF + (DQ_SPLIT ? wg * KV_SLAB : key0 * 128), KV_SLAB, 1024, 1);
+    if (w.steps > 0)
+        hk_mbar_wait(lds, kv_full(), 0);
+    int nf = 0;                                         // dQ shares handed to the writer
+    for (int s = 0; s < w.steps; ++s) {
+        int hq, qi;
+        bwd_step_at(g, w, s, hq, qi);
+        const int st = s % STAGES, q0 = qi * BLOCK_M;
+        const int sto = st * STAGE_BYTES;
+        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
+
+        s_acc_t sa, dpa;
+        hk_wgmma_fence();
+        bwd_issue_t(kd, hk_wgmma_desc_add(st0, sto), sa);
+        bwd_issue_t(vd, hk_wgmma_desc_add(st0, sto + Q_TILE), dpa);
+        hk_wgmma_commit();
+        hk_mbar_wait(lds, rows_full(st), (s / STAGES) & 1);  // the row terms (producer warp 3)
+        hk_wgmma_wait<0>();
+        bwd_fence(sa);
+        bwd_fence(dpa);
+
+        hk_u32x4 p[M_STEPS], ds[M_STEPS];
+        const int kb = w.j * BLOCK_N + key0;
+        if (kb + WG_N > g.Sk || (CAUSAL && kb + WG_N - 1 > q0 + g.Sk - g.Sq))
+            bwd_softmax<true>(lds, sa, dpa, c, kb, q0, g, ROW_OFF + st * 512, p, ds);
+        else
+            bwd_softmax<false>(lds, sa, dpa, c, kb, q0, g, ROW_OFF + st * 512, p, ds);
+        hk_wgmma_fence();
+        bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto + Q_TILE), p, dv);   // dV += P^T dO
+        bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto), ds, dk);            // dK += dS^T Q
+        hk_wgmma_commit();
+        bwd_store_ds(lds, key0, ds, s & 1);
+        hk_fence_proxy_async();
+        bwd_sync();                                     // dS^T of both warpgroups written
+        s_acc_t dq;
+        hk_wgmma_fence();
+        bwd_issue_dq(hk_wgmma_desc_add(dsd, (s & 1) * DS_TILE), kmn, dq);
+        hk_wgmma_commit();
+        hk_wgmma_wait<0>();
+        bwd_fence(dk);
+        bwd_fence(dv);
+        if (lane == 0)
+            hk_mbar_arrive(lds, q_empty(st));          // this warp is done with the stage
+        hk_wgmma_rs_fence_acc64(dq);
+        {
+            if (nf > 0)
+                hk_mbar_wait(lds, dq_empty(wg), (nf - 1) & 1);
+            const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2);
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int i = 0; i < DQ_N / 8; ++i) {
+                    hk_u32x2 v;
+                    v[0] = hk_f32_as_u32(dq[4 * i + 2 * h]);
+                    v[1] = hk_f32_as_u32(dq[4 * i + 2 * h + 1]);
+                    hk_lds_store_b64(lds, DQ_OFF + wg * 16384 + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
+                }
+            hk_fence_proxy_async();
+            hk_mbar_arrive(lds, dq_full(wg));
+            ++nf;
+        }
+    }
+    if (w.steps == 0)
+        return;
+    const int keyb = w.j * BLOCK_N + key0;
+    hk_bf16 *dKh = a.dK + (long)w.b * a.k_stride_b + (long)w.hkv * a.k_stride_h;
+    hk_bf16 *dVh = a.dV + (long)w.b * a.v_stride_b + (long)w.hkv * a.v_stride_h;
+    bwd_store_g(dKh, a.k_stride_s, keyb, g.Sk, a.scale, dk);
+    bwd_store_g(dVh, a.v_stride_s, keyb, g.Sk, 1.0f, dv);
+}
+
+// Whether every tensor can go through the copy engine and 4-byte stores: the
+// launch rules check the strides, this the bases.
+HK_DEVICE bool bwd_bases_ok(const hk_args &a)
+{
+    const void *const p[] = {a.Q, a.K, a.V, a.O, a.dO, a.dQ, a.dK, a.dV, a.workspace};
+    bool ok = true;
+#pragma unroll
+    for (int i = 0; i < 9; ++i)
+        ok = ok && (unsigned long)p[i] % 16 == 0;
+    return ok;
+}
+
+// ---- kernel ------------------------------------------------------------------
+]hkm_kernel_begin()[
+    (void)head_dim;
+    (void)causal;
+    if (!bwd_bases_ok(hk_a))
+        hk_trap();
+    HK_LDS_DECLARE_DYNAMIC();
+    const bwd_grid g = bwd_grid_make(seqlen_q, seqlen_k, heads_q, heads_k);
+    const bwd_block w = bwd_block_make(g);
+    if (hk_thread_id() == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hk_mbar_init(hk_lds, q_full(s), 1);
+            hk_mbar_init(hk_lds, q_empty(s), WARPS);
+            hk_mbar_init(hk_lds, rows_full(s), 32);
+        }
+        hk_mbar_init(hk_lds, kv_full(), 1);
+        for (int i = 0; i < 2; ++i) {
+            hk_mbar_init(hk_lds, dq_full(i), 128);
+            hk_mbar_init(hk_lds, dq_empty(i), 1);
+            hk_mbar_init(hk_lds, dq_load(i), 1);
+        }
+        hk_mbar_init(hk_lds, half0_done(), 1);
+        hk_mbar_init_fence();
+    }
+    hk_barrier();
+    // the warp, read while the warp is converged: hk_wave_id is a warp
+    // collective, and lane 0 of the producer's warp 0 leaves for the copies
+    const int warp = hk_wave_id();
+    if (warp >= WARPS) {
+        hk_regs_shrink<PROD_REGS>();
+        if (hk_thread_id() == CONS_THREADS)
+            bwd_produce(hk_lds, hk_a, g, w);
+        else if (warp == WARPS + 1 || warp == WARPS + 2)
+            bwd_dq_writer(hk_lds, hk_a, g, w, warp - WARPS - 1);
+        else if (warp == WARPS + 3)
+            bwd_rows(hk_lds, hk_a, g, w);
+        return;
+    }
+    hk_regs_grow<CONS_REGS>();
+    bwd_consume(hk_lds, hk_a, g, w);
+    bwd_zero_empty(hk_a, g, batch);
+}
+]hkm_output_end()
