@@ -202,6 +202,8 @@ add_test(build_attn sh pipeline/build_attn.sh)
 set_tests_properties(build_attn PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
 add_test(build_sm90 sh pipeline/build_sm90.sh)
 set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMENT "${HK_ENV}")
+add_test(build_sm90_feat sh pipeline/build_sm90_feat.sh)
+set_tests_properties(build_sm90_feat PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 # fp8 tile primitives: the gfx942/gfx950 objects hold the fp8 MFMAs and conversions; a format the
 # target lacks (OCP on gfx942, FNUZ on gfx950, any on gfx90a) is a compile error naming it.
 add_test(build_fp8 sh pipeline/build_fp8.sh)
