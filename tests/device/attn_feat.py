@@ -328,7 +328,7 @@ def main():
     commit = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "COMMIT")).read().strip() \
         if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), "COMMIT")) else "?"
     log("attn_feat: %s, %s UTC, commit %s, torch %s" % (torch.cuda.get_device_name(0),
-                                                         datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
+                                                         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
                                                          commit, torch.__version__))
     log("\n== numerics: fp64 reference, O and LSE poisoned, rel L2 < %g" % TOL)
     numerics(["sc_d64_c1", "sc_d64_c0", "sc_d128_c1", "sc_d128_c0"], "softcap")
