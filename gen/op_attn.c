@@ -154,7 +154,11 @@ static void attn_plan_amd(const op_inst *k, op_plan *p) {
    64 keys (97 KiB: two blocks per multiprocessor; 3-7% faster than 4 on the
    H200), d128 3 stages of 128 keys (225 KiB), plus bar_bytes of mbarriers
    (full and empty, of K and V, per stage) and 1024 bytes so that the
-   skeleton can align the region to the 128-byte swizzle's period. */
+   skeleton can align the region to the 128-byte swizzle's period.  A d128
+   kernel with a window takes d64's form, a block per tile of two
+   warpgroups (256 threads, up to 255 registers, one block per
+   multiprocessor by its shared memory): in the persistent one the
+   consumers' cp.async path spilled (3-5 registers at 232). */
 static void attn_plan_wgmma(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim");
   int d128 = d == 128, ws = d128 && !attn_uses(k, "window_left") && !attn_uses(k, "window_right");
