@@ -3,9 +3,10 @@
    bf16 Q, K, V, O; fp32 softmax and accumulation; MHA, GQA and MQA (heads_q a
    multiple of heads_k); causal masks aligned bottom-right when seqlen_q !=
    seqlen_k, as FlashAttention does. Layouts by strides. Serving features,
-   each baked so that a kernel without it has none of its code (AMD only for
-   now): a sliding window, attention sinks, logit soft-capping and packed
-   variable-length sequences (varlen). Skeleton: templates/attn_fwd.hip.m4. */
+   each baked so that a kernel without it has none of its code: a sliding
+   window, attention sinks, logit soft-capping (AMD and sm_90a) and packed
+   variable-length sequences (varlen; AMD only for now). Skeletons:
+   templates/attn_fwd.hip.m4, attn_fwd.sm90.hip.m4. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,13 +75,10 @@ static int attn_uses(const op_inst *k, const char *param) {
 }
 
 /* The features the Hopper template does not have yet: a spec error naming
-   the feature (the session that has the H200 to prove them adds them). */
+   the feature (the session that has the H200 to prove them adds them).
+   Windows, sinks and soft-capping it has (attn_fwd.sm90.hip.m4). */
 static int attn_fwd_check(const op_inst *k, char *msg, size_t n) {
-  static const char *const feats[][2] = {{"window_left", "sliding windows are"},
-                                         {"window_right", "sliding windows are"},
-                                         {"sinks", "attention sinks are"},
-                                         {"softcap", "logit soft-capping is"},
-                                         {"varlen", "packed variable-length sequences (varlen) are"}};
+  static const char *const feats[][2] = {{"varlen", "packed variable-length sequences (varlen) are"}};
   if (attn_check(k, msg, n)) return -1;
   for (size_t i = 0; attn_is_wgmma(k) && i < sizeof feats / sizeof feats[0]; i++)
     if (attn_uses(k, feats[i][0])) {
@@ -156,17 +154,21 @@ static void attn_plan_amd(const op_inst *k, op_plan *p) {
    64 keys (97 KiB: two blocks per multiprocessor; 3-7% faster than 4 on the
    H200), d128 3 stages of 128 keys (225 KiB), plus bar_bytes of mbarriers
    (full and empty, of K and V, per stage) and 1024 bytes so that the
-   skeleton can align the region to the 128-byte swizzle's period. */
+   skeleton can align the region to the 128-byte swizzle's period.  A d128
+   kernel with a window takes d64's form, a block per tile of two
+   warpgroups (256 threads, up to 255 registers, one block per
+   multiprocessor by its shared memory): in the persistent one the
+   consumers' cp.async path spilled (3-5 registers at 232). */
 static void attn_plan_wgmma(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim");
-  int d128 = d == 128;
-  op_plan_tune(p, "persistent", d128);
-  op_plan_tune(p, "producer", d128);
-  op_plan_tune(p, "tmap_q", d128);
+  int d128 = d == 128, ws = d128 && !attn_uses(k, "window_left") && !attn_uses(k, "window_right");
+  op_plan_tune(p, "persistent", ws);
+  op_plan_tune(p, "producer", ws);
+  op_plan_tune(p, "tmap_q", ws);
   op_plan_tune(p, "block_n", d128 ? 128 : 64);
   op_plan_tune(p, "stages", d128 ? 3 : 5);
   op_plan_tune(p, "bar_bytes", 256);
-  p->block = d128 ? 384 : 256;
+  p->block = ws ? 384 : 256;
   p->dynamic_lds = (int)(128 * d * 2 + op_tune(p, "stages") * 2 * op_tune(p, "block_n") * d * 2 +
                          op_tune(p, "bar_bytes") + 1024);
 }

@@ -132,3 +132,58 @@ HK_DEVICE void attn_split_ab(hk_bf16x8 v, hk_bf16 flip, hk_mfma_ab_t (&out)[AB_P
     }
 }
 ]])
+
+# hkm_fwd_winl / _winr / _sinks / _softcap / _varlen(IF, ELSE): IF when the
+# kernel has the serving feature (a window edge other than -1, a cap other
+# than 0); both forward skeletons bake their feature code with them.
+m4_define([hkm_fwd_winl], [m4_ifelse(hkm_param([window_left]), [-1], [$2], [$1])])
+m4_define([hkm_fwd_winr], [m4_ifelse(hkm_param([window_right]), [-1], [$2], [$1])])
+m4_define([hkm_fwd_sinks], [hkm_if_true([sinks], [$1], [$2])])
+m4_define([hkm_fwd_softcap], [m4_ifelse(hkm_param([softcap]), [0], [$2], [$1])])
+m4_define([hkm_fwd_varlen], [hkm_if_true([varlen], [$1], [$2])])
+
+
+# hkm_attn_window()
+# ----------------
+# The sliding window's edges of a query (attn_hi, attn_lo), bottom-right
+# aligned; they use the skeleton's WIN_L and WIN_R (whether the kernel has
+# each edge) and attn_last_key (hkm_attn_limits).
+m4_define([hkm_attn_window], [[// ---- sliding window: the last and the first key query qi sees --------------
+// With i' = qi + Sk - Sq (bottom-right aligned), key j is visible iff the
+// causal mask lets it, j <= i' + right (WIN_R) and j >= i' - left (WIN_L);
+// a run-time size of -1 leaves that edge open.
+HK_DEVICE int attn_hi(int qi, int Sq, int Sk, int right)
+{
+    int hi = attn_last_key(qi, Sq, Sk);
+    if constexpr (WIN_R) {
+        const int r = qi + (Sk - Sq) + right;
+        hi = right >= 0 && r < hi ? r : hi;
+    } else {
+        (void)right;
+    }
+    return hi;
+}
+
+HK_DEVICE int attn_lo(int qi, int Sq, int Sk, int left)
+{
+    const int l = qi + (Sk - Sq) - left;
+    return WIN_L && left >= 0 && l > 0 ? l : 0;
+}]])
+
+
+# hkm_attn_sink()
+# --------------
+# The epilogue's attention sink (attn_sink): the head's logit joins a row's
+# sum, no value.
+m4_define([hkm_attn_sink], [[// ---- attention sinks: the head's logit joins the row's sum ------------------
+// sb: the sink in base 2.  The row's max m becomes m' = max(m, sb), its sum
+// l * 2^(m - m') + 2^(sb - m'); the returned factor 2^(m - m') rescales O
+// (0 for a row without keys: O = 0, LSE = the sink).
+HK_DEVICE float attn_sink(float sb, float &m, float &l)
+{
+    const float m_new = hk_maxf(m, sb);
+    const float alpha = hk_exp2f(m - m_new);
+    l = l * alpha + hk_exp2f(sb - m_new);
+    m = m_new;
+    return alpha;
+}]])

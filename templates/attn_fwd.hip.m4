@@ -66,13 +66,6 @@ m4_include([attn_common.m4])
 hkm_attn_check_params([64], [96], [128], [192], [256])
 hkm_if_true([sinks], [], [])hkm_if_true([varlen], [], [])hkm_param([softcap])
 
-# hkm_fwd_winl / _winr / _sinks / _softcap / _varlen(IF, ELSE): IF when the
-# kernel has the feature (a window edge other than -1, a cap other than 0).
-m4_define([hkm_fwd_winl], [m4_ifelse(hkm_param([window_left]), [-1], [$2], [$1])])
-m4_define([hkm_fwd_winr], [m4_ifelse(hkm_param([window_right]), [-1], [$2], [$1])])
-m4_define([hkm_fwd_sinks], [hkm_if_true([sinks], [$1], [$2])])
-m4_define([hkm_fwd_softcap], [m4_ifelse(hkm_param([softcap]), [0], [$2], [$1])])
-m4_define([hkm_fwd_varlen], [hkm_if_true([varlen], [$1], [$2])])
 m4_ifelse(hkm_block_size, [256], [],
       [hkm_fatal([attn_fwd needs hkm_block_size 256, got ]hkm_block_size)])
 
@@ -388,40 +381,9 @@ struct attn_ctx {
     float sc;                             // SOFTCAP: |scale| / cap
 };
 
-// ---- sliding window: the last and the first key query qi sees --------------
-// With i' = qi + Sk - Sq (bottom-right aligned), key j is visible iff the
-// causal mask lets it, j <= i' + right (WIN_R) and j >= i' - left (WIN_L);
-// a run-time size of -1 leaves that edge open.
-HK_DEVICE int attn_hi(int qi, int Sq, int Sk, int right)
-{
-    int hi = attn_last_key(qi, Sq, Sk);
-    if constexpr (WIN_R) {
-        const int r = qi + (Sk - Sq) + right;
-        hi = right >= 0 && r < hi ? r : hi;
-    } else {
-        (void)right;
-    }
-    return hi;
-}
+]hkm_attn_window()[
 
-HK_DEVICE int attn_lo(int qi, int Sq, int Sk, int left)
-{
-    const int l = qi + (Sk - Sq) - left;
-    return WIN_L && left >= 0 && l > 0 ? l : 0;
-}
-
-// ---- attention sinks: the head's logit joins the row's sum ------------------
-// sb: the sink in base 2.  The row's max m becomes m' = max(m, sb), its sum
-// l * 2^(m - m') + 2^(sb - m'); the returned factor 2^(m - m') rescales O
-// (0 for a row without keys: O = 0, LSE = the sink).
-HK_DEVICE float attn_sink(float sb, float &m, float &l)
-{
-    const float m_new = hk_maxf(m, sb);
-    const float alpha = hk_exp2f(m - m_new);
-    l = l * alpha + hk_exp2f(sb - m_new);
-    m = m_new;
-    return alpha;
-}
+]hkm_attn_sink()[
 
 // WIN_L: the masked blocks are the tail (n_main .. n_blocks - 1), then the
 // head (t_first .. t_main - 1): one masked loop, whose i-th block this is

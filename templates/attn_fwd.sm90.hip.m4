@@ -8,10 +8,39 @@ m4_divert(-1)                                                   -*- C -*-
 # attn_fwd.hip.m4).
 #
 # Parameters (hkm_p_*): dtype (bf16), head_dim (64|128), causal (baked bool),
-# batch, seqlen_q, seqlen_k, heads_q, heads_k (baked or `any').  Kernel
-# arguments (hkm_kernarg_struct): Q, K, V, O, LSE (may be null), element
-# strides {q,k,v,o}_stride_{b,s,h} (head_dim contiguous), scale, then the
-# run-time ones of the dimensions.
+# batch, seqlen_q, seqlen_k, heads_q, heads_k (baked or `any'), and the
+# serving features (baked; a kernel without one has none of their code and
+# compiles to the same object as before them): window_left, window_right (a
+# sliding window; -1 no edge, `any' a kernel argument), sinks (bool), softcap
+# (0: none); not varlen (gen/op_attn.c refuses it here).  Kernel arguments
+# (hkm_kernarg_struct): Q, K, V, O, LSE (may be null), element strides
+# {q,k,v,o}_stride_{b,s,h} (head_dim contiguous), scale, the run-time ones of
+# the dimensions, then sinks and the run-time window sizes.
+#
+# Features, as attn_fwd.hip.m4 has them:
+#   softcap: the scores become tanh(scale s / cap) (hk_tanhf), the softmax
+#     then runs on them with cap * log2(e) as its (positive) scale: the FFMA
+#     path, whatever the sign of scale.
+#   sinks: the head's logit joins each row's sum in the epilogue
+#     (attn_store, attn_sink); LSE includes it; a row without keys gets O = 0
+#     and LSE = the sink.
+#   windows: a tile's keys run from the block holding the first key its
+#     first query sees (attn_tile_first; blocks wholly before it are never
+#     loaded) to the block of the last key its last query sees
+#     (attn_tile_end); K/V block j of a tile is key block t0 + j in every
+#     loop form: the cp.async copies read from row t0 BLOCK_N on, the bulk
+#     copies (thread 0 of d64, the producer of d128) ask for block t0 + j,
+#     the ring positions count the tile's blocks as before, so the producer
+#     issues exactly the blocks the consumers consume (both take t0 and
+#     n_blocks from attn_tile_at).  Blocks that straddle a row's window edge
+#     run masked (the first LOW_J blocks of a tile, which may hold keys below
+#     a row's first, and those past wg_full, the last key the warpgroup's
+#     first row sees).  Tiles whose rows
+#     see no key (a right edge above seqlen_q - seqlen_k) are the empty ones
+#     before the busy tiles, as with a causal mask.
+#   The feature code sits under `if constexpr' so that the plain kernels'
+#   PTX is what it was without it, byte for byte (even a dead call on a tile
+#   changed it): tests/pipeline/build_sm90_feat.sh.
 #
 # Tiles of 128 queries of one head.  d64: a block per tile, grid x =
 # cdiv(seqlen_q, 128), y = heads_q, z = batch; without a causal mask block
@@ -84,8 +113,9 @@ m4_divert(-1)                                                   -*- C -*-
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [128])
-m4_ifelse(hkm_block_size, m4_ifelse(hkm_param([head_dim]), [128], [384], [256]), [],
-      [hkm_fatal([attn_fwd needs hkm_block_size 384 (d128) or 256 (d64), got ]hkm_block_size)])
+hkm_if_true([sinks], [], [])hkm_param([softcap])
+m4_ifelse(hkm_block_size, m4_ifelse(hkm_tune([producer]), [1], [384], [256]), [],
+      [hkm_fatal([attn_fwd needs hkm_block_size 384 (with a producer warpgroup) or 256, got ]hkm_block_size)])
 
 hkm_output_begin()m4_dnl
 hkm_file_head()[
@@ -127,7 +157,15 @@ static constexpr int S_TILES = BLOCK_N / 8;                // n8 tiles of S
 static constexpr int O_TILES = D / 8;                      // n8 tiles of O
 static constexpr bool FOLD_SCALE = true;                   // scale > 0: FFMA softmax (attn_softmax POS)
 static constexpr float LAZY_LOG2 = 8.0f;                   // rescale O only when the row max grows by > 2^8
+// serving features (baked: a kernel without one has none of its code)
+static constexpr bool WIN_L = ]hkm_fwd_winl([true], [false])[;      // a window's left edge
+static constexpr bool WIN_R = ]hkm_fwd_winr([true], [false])[;      // its right edge
+static constexpr bool SINKS = ]hkm_fwd_sinks([true], [false])[;
+static constexpr bool SOFTCAP = ]hkm_fwd_softcap([true], [false])[;
+static constexpr float CAP = (float)(]hkm_fwd_softcap([hkm_param([softcap])], [0])[);
 ]hkm_attn_common()[
+]hkm_attn_window()[
+]hkm_attn_sink()[
 
 static_assert(BLOCK_M == 128, "the grid (op_attn.c) assumes 128 queries per block");
 static_assert(BLOCK_N == 64 || BLOCK_N == 128, "S is one m64n64 or m64n128 accumulator");
@@ -249,9 +287,11 @@ HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
 // block, y = head, z = batch.)
 struct attn_grid {
     int nq, nqb, Hq, hb, busy, group, Sq, Sk;
+    int wl, wr;                                       // the window's edges (WIN_L, WIN_R; -1: none)
 };
+// n_blocks K/V blocks from key block t0 (WIN_L; else 0)
 struct attn_tile {
-    int q0, hq, b, n_blocks;
+    int q0, hq, b, n_blocks, t0;
 };
 
 // Query blocks with keys: qb * BLOCK_M + BLOCK_M + Sk - Sq > 0 (attn_tile_at's
@@ -265,11 +305,15 @@ HK_DEVICE int attn_busy_blocks(int nq, int Sq, int Sk)
     return nq - empty;
 }
 
-HK_DEVICE attn_grid attn_grid_make(int Sq, int Sk, int heads_q, int heads_k, int batch)
+HK_DEVICE attn_grid attn_grid_make(int Sq, int Sk, int heads_q, int heads_k, int batch, int wl, int wr)
 {
     attn_grid g;
     g.Sq = Sq;
     g.Sk = Sk;
+    if constexpr (WIN_L || WIN_R) {
+        g.wl = wl;
+        g.wr = wr;
+    }
     g.Hq = heads_q;
     g.group = heads_q / heads_k;
     g.nq = (Sq + BLOCK_M - 1) / BLOCK_M;
@@ -277,6 +321,24 @@ HK_DEVICE attn_grid attn_grid_make(int Sq, int Sk, int heads_q, int heads_k, int
     g.hb = heads_q * batch;
     g.busy = g.nqb * g.hb;
     return g;
+}
+
+// The end of the keys the tile at q0 sees (its last query's last key + 1;
+// attn_key_end without a right edge) and its first key block (its first
+// query's first key: 0 without a left edge).
+HK_DEVICE int attn_tile_end(const attn_grid &g, int q0)
+{
+    return WIN_R ? attn_hi(q0 + BLOCK_M - 1, g.Sq, g.Sk, g.wr) + 1 : attn_key_end(q0, g.Sq, g.Sk);
+}
+HK_DEVICE int attn_tile_first(const attn_grid &g, int q0) { return WIN_L ? attn_lo(q0, g.Sq, g.Sk, g.wl) / BLOCK_N : 0; }
+
+// WIN_L: the tile's blocks start at t0 (n_blocks: its key blocks up to the
+// end, then from t0 on).  Called under `if constexpr (WIN_L)' only: even an
+// empty call on w changed ptxas's input for the plain kernels.
+HK_DEVICE void attn_tile_from(const attn_grid &g, attn_tile &w)
+{
+    w.t0 = attn_tile_first(g, w.q0);
+    w.n_blocks = w.n_blocks > w.t0 ? w.n_blocks - w.t0 : 0;
 }
 
 HK_DEVICE attn_tile attn_tile_at(const attn_grid &g, int t)
@@ -336,11 +398,47 @@ HK_DEVICE attn_tile attn_empty_tile_at(const attn_grid &g, int e)
 HK_DEVICE void attn_tile_limits(const attn_grid &g, const attn_tile &w, int wg, int row0, int &wg_full,
                                 int (&klim)[2])
 {
+    if constexpr (WIN_R) {
+        wg_full = attn_hi(w.q0 + wg * WG_M, g.Sq, g.Sk, g.wr);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            klim[h] = attn_hi(w.q0 + row0 + 8 * h, g.Sq, g.Sk, g.wr);
+        return;
+    }
     wg_full = attn_last_key(w.q0 + wg * WG_M, g.Sq, g.Sk);
 #pragma unroll
     for (int h = 0; h < 2; ++h)
         klim[h] = attn_last_key(w.q0 + row0 + 8 * h, g.Sq, g.Sk);
 }
+
+// A window's masks in a tile (WIN_L or WIN_R), from warp-uniform values
+// and the lane's row0 (live anyway): row r of the tile sits at key position
+// ip0 + r (bottom-right aligned) and sees keys ip0 + r - leff .. min(ip0 + r
+// + reff, skm1), an open edge 2^30 away (keys are never negative: no clamp
+// at 0).  Per-lane bounds (klim and a low bound per row) made d128's
+// cp.async path spill; uniform ones cost no per-thread register.
+struct attn_win {
+    int ip0, reff, leff, skm1, row0;
+};
+HK_DEVICE void attn_tile_window(const attn_grid &g, const attn_tile &w, int row0, attn_win &x)
+{
+    x.ip0 = w.q0 + (g.Sk - g.Sq);
+    x.reff = CAUSAL ? 0 : WIN_R && g.wr >= 0 ? g.wr : 1 << 30;
+    x.leff = WIN_L && g.wl >= 0 ? g.wl : 1 << 30;
+    x.skm1 = g.Sk - 1;
+    x.row0 = row0;
+}
+// The persistent path (PERSIST) has no window (gen/op_attn.c plans window
+// kernels a block per tile: with the producer d128's consumers spilled).
+static_assert(!PERSIST || !(WIN_L || WIN_R), "windows take a block per tile (op_attn.c attn_plan_wgmma)");
+// The tile's first K/V block (w.t0, attn_tile_first): its first row's first key's.
+HK_DEVICE int attn_win_t0(const attn_win &x) { return x.ip0 - x.leff > 0 ? (x.ip0 - x.leff) / BLOCK_N : 0; }
+
+// The tile's rows see keys from lo(q0) <= (t0 + 1) BLOCK_N - 1 to lo(q0 +
+// BLOCK_M - 1) <= lo(q0) + BLOCK_M - 1: blocks j >= LOW_J (counted from t0)
+// lie wholly above every row's first key and skip the low mask, a constant
+// instead of a per-warpgroup bound (one register fewer).
+static constexpr int LOW_J = 1 + (BLOCK_M - 1 + BLOCK_N - 1) / BLOCK_N;
 
 // ---- bulk tensor copies (TMA) of K and V, paced by mbarriers ------------------------
 // Per stage s: k_full(s) / v_full(s) (one arrival with the tile's bytes: the
@@ -443,22 +541,40 @@ HK_DEVICE void attn_issue_pv(unsigned long long vd, const hk_u32x4 (&p)[PV_STEPS
 // lane's partial sums (the quad is added at the end); alpha: the factor the
 // previous O must be scaled by.  POS (scale > 0): the max of the raw scores
 // scales to the max of the scaled ones, and P = exp2(s * c - m) is one FFMA.
+// SOFTCAP: c is scale / cap; the scores become tanh(s c), whose base-2
+// scale cap * log2(e) is positive: the FFMA form whatever POS says.  WIN_L,
+// WIN_R: the bounds come from win (attn_tile_window), not klim.
 template <bool MASKED, bool POS>
-HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], float (&m_run)[2],
-                            float (&l_run)[2], float (&alpha)[2], hk_u32x4 (&p)[PV_STEPS])
+HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], const attn_win &win,
+                            float (&m_run)[2], float (&l_run)[2], float (&alpha)[2], hk_u32x4 (&p)[PV_STEPS])
 {
+    constexpr bool FOLD = POS || SOFTCAP;                 // P = exp2(s * f - m)
+    const float f = SOFTCAP ? CAP * LOG2E : c;
     const int lane = hk_lane_id();
     const float neg_inf = -__builtin_huge_valf();
     float mx[2] = {neg_inf, neg_inf};
+    int whi[2] = {0, 0}, wlo[2] = {0, 0};                // a window's bounds of rows row0, row0 + 8
+    if constexpr (MASKED && (WIN_L || WIN_R)) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int ip = win.ip0 + win.row0 + 8 * h;
+            whi[h] = ip + win.reff < win.skm1 ? ip + win.reff : win.skm1;
+            wlo[h] = ip - win.leff;
+        }
+    }
 #pragma unroll
     for (int i = 0; i < S_TILES; ++i)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            float x = POS ? s[4 * i + e] : s[4 * i + e] * c;
+            float x = SOFTCAP ? hk_tanhf(s[4 * i + e] * c) : POS ? s[4 * i + e] : s[4 * i + e] * c;
             if (MASKED) {
                 const int key = kb + i * 8 + (lane & 3) * 2 + (e & 1);
-                if (key > klim[e >> 1])
+                if constexpr (WIN_L || WIN_R) {
+                    if (key > whi[e >> 1] || key < wlo[e >> 1])
+                        x = neg_inf;
+                } else if (key > klim[e >> 1]) {
                     x = neg_inf;
+                }
             }
             s[4 * i + e] = x;
             mx[e >> 1] = hk_maxf(mx[e >> 1], x);
@@ -468,8 +584,8 @@ HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], f
     for (int h = 0; h < 2; ++h) {
         mx[h] = hk_maxf(mx[h], hk_shfl_xor_f32(mx[h], 1));
         mx[h] = hk_maxf(mx[h], hk_shfl_xor_f32(mx[h], 2));
-        if (POS)
-            mx[h] *= c;                                       // -inf stays -inf
+        if (FOLD)
+            mx[h] *= f;                                       // -inf stays -inf
         // lazy rescaling: the running max moves only when a score exceeds it
         // by more than 2^LAZY_LOG2; P then stays below 2^LAZY_LOG2 (fine in
         // bf16 and fp32), O and l keep their common scale, and most blocks
@@ -483,10 +599,10 @@ HK_DEVICE void attn_softmax(s_acc_t &s, float c, int kb, const int (&klim)[2], f
     float sum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < S_TILES; ++i) {
-        const float e0 = hk_exp2f(POS ? s[4 * i] * c + neg_m[0] : s[4 * i] + neg_m[0]);
-        const float e1 = hk_exp2f(POS ? s[4 * i + 1] * c + neg_m[0] : s[4 * i + 1] + neg_m[0]);
-        const float e2 = hk_exp2f(POS ? s[4 * i + 2] * c + neg_m[1] : s[4 * i + 2] + neg_m[1]);
-        const float e3 = hk_exp2f(POS ? s[4 * i + 3] * c + neg_m[1] : s[4 * i + 3] + neg_m[1]);
+        const float e0 = hk_exp2f(FOLD ? s[4 * i] * f + neg_m[0] : s[4 * i] + neg_m[0]);
+        const float e1 = hk_exp2f(FOLD ? s[4 * i + 1] * f + neg_m[0] : s[4 * i + 1] + neg_m[0]);
+        const float e2 = hk_exp2f(FOLD ? s[4 * i + 2] * f + neg_m[1] : s[4 * i + 2] + neg_m[1]);
+        const float e3 = hk_exp2f(FOLD ? s[4 * i + 3] * f + neg_m[1] : s[4 * i + 3] + neg_m[1]);
         sum[0] += e0 + e1;
         sum[1] += e2 + e3;
         p[i / 2][(i % 2) * 2] = hk_f32x2_to_bf16x2(e0, e1);
@@ -523,13 +639,21 @@ HK_DEVICE void attn_rescale(o_acc_t &o, const float (&alpha)[2])
 // every warpgroup before iteration j's barrier.  So K is loaded STAGES - 1
 // iterations before its use and V as many.
 // wg_full: the last key every row of the warpgroup sees (warpgroup-uniform);
-// klim: per row of the lane.
+// klim: per row of the lane.  WIN_L: the tile's blocks start at key block
+// attn_win_t0(win), so K and V are read from that block on (blocks counted from it).
 template <bool VEC, bool POS>
 HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, const hk_bf16 *Vh, long q_ss,
                             long k_ss, long v_ss, int q0, int Sq, int Sk, int n_blocks, int wg, int wg_full,
-                            const int (&klim)[2], float c, float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
+                            const int (&klim)[2], const attn_win &win, float c, float (&m_run)[2],
+                            float (&l_run)[2], o_acc_t &o)
 {
     attn_copy_tile<VEC, BLOCK_M>(lds, Q_OFF, Qh, q_ss, q0, Sq);
+    if constexpr (WIN_L) {
+        const int kb0 = attn_win_t0(win) * BLOCK_N;
+        Kh += (long)kb0 * k_ss;
+        Vh += (long)kb0 * v_ss;
+        Sk -= kb0;
+    }
 #pragma unroll
     for (int i = 1 - STAGES; i < 0; ++i)
         attn_load_kv<VEC>(lds, Kh, Vh, k_ss, v_ss, i + STAGES - 1, i + STAGES - 2, n_blocks, Sk);
@@ -538,7 +662,9 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
     float alpha[2];
     const attn_descs dsc = attn_descs_make(lds, wg);
     for (int j = 0; j < n_blocks; ++j) {
-        const int kb = j * BLOCK_N;
+        int kb = j * BLOCK_N;
+        if constexpr (WIN_L)
+            kb += attn_win_t0(win) * BLOCK_N;             // the tile's first key block
         hk_async_wait<STAGES - 2>();
         hk_fence_proxy_async();
         attn_sync();
@@ -555,10 +681,13 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
         hk_wgmma_wait<1>();                               // S(j)
         attn_acc_fence(s);
         hk_u32x4 pn[PV_STEPS];
-        if (kb + BLOCK_N - 1 > wg_full)
-            attn_softmax<true, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+        bool masked = kb + BLOCK_N - 1 > wg_full;
+        if constexpr (WIN_L)
+            masked = masked || j < LOW_J;
+        if (masked)
+            attn_softmax<true, POS>(s, c, kb, klim, win, m_run, l_run, alpha, pn);
         else
-            attn_softmax<false, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+            attn_softmax<false, POS>(s, c, kb, klim, win, m_run, l_run, alpha, pn);
         hk_wgmma_wait<0>();                               // O += P(j - 1) V(j - 1)
         attn_acc_fence(o);
         attn_rescale(o, alpha);
@@ -589,20 +718,22 @@ HK_DEVICE void attn_kv_loop(hk_lds_t lds, const hk_bf16 *Qh, const hk_bf16 *Kh, 
 // - 1), the same products and schedule as attn_kv_loop, without a barrier.
 // Q is copied by the consumers (cp.async) once.  (d128: attn_tile_ws, fed
 // by the producer warpgroup across tiles.)
+// WIN_L: ring position j holds key block attn_win_t0(win) + j.
 template <bool POS>
 HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *tv, int hkv, int b, int n_blocks,
-                                int wg, int wg_full,
-                                const int (&klim)[2], float c, float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
+                                int wg, int wg_full, const int (&klim)[2], const attn_win &win, float c,
+                                float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
 {
     const int lane = hk_lane_id();
     const bool leader = !PRODUCER && hk_thread_id() == 0;
+    const int t0 = WIN_L ? attn_win_t0(win) : 0;
     if (leader) {
         hk_tmap_prefetch(tk);
         hk_tmap_prefetch(tv);
         for (int t = 0; t < STAGES - 1 && t < n_blocks; ++t)
-            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, t, hkv, b);
+            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, t, t0 + t, hkv, b);
         for (int t = 0; t < STAGES - 2 && t < n_blocks; ++t)
-            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, t, hkv, b);
+            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, t, t0 + t, hkv, b);
     }
     hk_async_wait<0>();                                 // Q (issued at the kernel's start)
     hk_fence_proxy_async();
@@ -612,7 +743,9 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *
     float alpha[2];
     const attn_descs dsc = attn_descs_make(lds, wg);
     for (int j = 0; j < n_blocks; ++j) {
-        const int kb = j * BLOCK_N;
+        int kb = j * BLOCK_N;
+        if constexpr (WIN_L)
+            kb += attn_win_t0(win) * BLOCK_N;             // the tile's first key block
         const int sk = j % STAGES, sv = (j + STAGES - 1) % STAGES;  // stages of K(j), V(j - 1)
         hk_mbar_wait(lds, k_full(sk), (j / STAGES) & 1);
 
@@ -627,9 +760,9 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *
         hk_wgmma_commit();
         if (leader) {
             if (j + STAGES - 1 < n_blocks)
-                attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, j + STAGES - 1, j + STAGES - 1, hkv, b);
+                attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, j + STAGES - 1, t0 + j + STAGES - 1, hkv, b);
             if (j + STAGES - 2 < n_blocks)
-                attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, j + STAGES - 2, j + STAGES - 2, hkv, b);
+                attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, j + STAGES - 2, t0 + j + STAGES - 2, hkv, b);
         }
 
         hk_wgmma_wait<1>();                               // S(j)
@@ -637,10 +770,13 @@ HK_DEVICE void attn_kv_loop_tma(hk_lds_t lds, const hk_tmap *tk, const hk_tmap *
         if (lane == 0)
             hk_mbar_arrive(lds, k_empty(sk));
         hk_u32x4 pn[PV_STEPS];
-        if (kb + BLOCK_N - 1 > wg_full)
-            attn_softmax<true, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+        bool masked = kb + BLOCK_N - 1 > wg_full;
+        if constexpr (WIN_L)
+            masked = masked || j < LOW_J;
+        if (masked)
+            attn_softmax<true, POS>(s, c, kb, klim, win, m_run, l_run, alpha, pn);
         else
-            attn_softmax<false, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+            attn_softmax<false, POS>(s, c, kb, klim, win, m_run, l_run, alpha, pn);
         hk_wgmma_wait<0>();                               // O += P(j - 1) V(j - 1)
         attn_acc_fence(o);
         if (j > 0 && lane == 0)
@@ -755,6 +891,7 @@ HK_DEVICE void attn_tile_ws(hk_lds_t lds, int pos, int n_blocks, int wg, int wg_
                             float (&m_run)[2], float (&l_run)[2], o_acc_t &o)
 {
     const int lane = hk_lane_id();
+    attn_win win = {};                                    // no window here (PERSIST)
     hk_u32x4 p[PV_STEPS];
     float alpha[2];
     const attn_descs dsc = attn_descs_make(lds, wg);
@@ -781,9 +918,9 @@ HK_DEVICE void attn_tile_ws(hk_lds_t lds, int pos, int n_blocks, int wg, int wg_
             hk_mbar_arrive(lds, k_empty(sk));
         hk_u32x4 pn[PV_STEPS];
         if (kb + BLOCK_N - 1 > wg_full)
-            attn_softmax<true, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+            attn_softmax<true, POS>(s, c, kb, klim, win, m_run, l_run, alpha, pn);
         else
-            attn_softmax<false, POS>(s, c, kb, klim, m_run, l_run, alpha, pn);
+            attn_softmax<false, POS>(s, c, kb, klim, win, m_run, l_run, alpha, pn);
         hk_wgmma_wait<0>();                               // O += P(j - 1) V(j - 1)
         attn_acc_fence(o);
         if (j > 0 && lane == 0)
@@ -811,6 +948,10 @@ HK_DEVICE void attn_tile_ws(hk_lds_t lds, int pos, int n_blocks, int wg, int wg_
         hk_mbar_arrive(lds, v_empty(sv));
 }
 
+// The softmax's scale c: scale * log2(e), the scores in base 2; SOFTCAP:
+// scale / cap, the tanh's argument (attn_softmax).
+HK_DEVICE float attn_scale(float scale) { return SOFTCAP ? scale / CAP : scale * LOG2E; }
+
 // ---- a tile's output ----------------------------------------------------------------------
 // The quad's sums, normalise, store rows row0 and row0 + 8 of tile w (lane
 // holds O[row][8i + 2t, 8i + 2t + 1] of each n8 tile i) and their log-sum-exp.
@@ -818,7 +959,8 @@ HK_DEVICE void attn_tile_ws(hk_lds_t lds, int pos, int n_blocks, int wg, int wg_
 // so that lane t stores all of tile 4g + t: a warp's store covers 64
 // contiguous bytes of each of its 8 rows (4-byte stores: 16 bytes).  No
 // shared memory, so it also serves a persistent block whose Q tile already
-// holds the next tile's rows.
+// holds the next tile's rows.  SINKS: the head's sink joins each row's sum
+// (attn_sink): O is scaled by the factor it returns, LSE includes it.
 template <bool WIDE>
 HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile &w, int row0, const o_acc_t &o,
                           const float (&m_run)[2], const float (&l_run)[2])
@@ -830,16 +972,19 @@ HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile 
                        ((unsigned long)a.O % 4 == 0);
     const bool o16 = WIDE && (a.o_stride_b % 8 == 0) && (a.o_stride_s % 8 == 0) && (a.o_stride_h % 8 == 0) &&
                      ((unsigned long)a.O % 16 == 0);
-    static_assert(O_TILES % 4 == 0, "whole 16-byte chunks per quad");
+    static_assert(O_TILES % 4 == 0, "whole 16-byte chunks per quad");]hkm_fwd_sinks([[
+    const float sb = hk_global_load_f32(a.sinks + w.hq) * LOG2E;  // the head's sink in base 2]])[
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float l = l_run[h];
         l += hk_shfl_xor_f32(l, 1);
         l += hk_shfl_xor_f32(l, 2);
         const int qi = w.q0 + row0 + 8 * h;
-        const float inv = attn_inv_sum(l);
+        float m = m_run[h], inv = attn_inv_sum(l);]hkm_fwd_sinks([[
+        const float alpha = attn_sink(sb, m, l);
+        inv = attn_inv_sum(l) * alpha;]])[
         if (a.LSE && (lane & 3) == 0 && qi < g.Sq) /* the null test first, as the kernel measured had it */
-            hk_global_store_f32(a.LSE + ((long)w.b * g.Hq + w.hq) * g.Sq + qi, attn_lse(m_run[h], l));
+            hk_global_store_f32(a.LSE + ((long)w.b * g.Hq + w.hq) * g.Sq + qi, attn_lse(m, l));
         if (o16) {
             // lane t holds word t of tiles 4g + k: a 4 x 4 transpose in the
             // quad (xor 2, then xor 1) gives lane t all of tile 4g + t
@@ -963,12 +1108,13 @@ HK_DEVICE void attn_run_ws_copy(hk_lds_t lds, const hk_args &a, const attn_grid 
         const hk_bf16 *Vh = a.V + (long)w.b * a.v_stride_b + (long)hkv * a.v_stride_h;
         int wg_full, klim[2];
         attn_tile_limits(g, w, wg, row0, wg_full, klim);
+        attn_win win = {};                                // no window here (PERSIST)
         o_acc_t o;
         float m_run[2], l_run[2];
         attn_o_init(o, m_run, l_run);
         attn_sync();
         attn_kv_loop<VEC, POS>(lds, Qh, Kh, Vh, a.q_stride_s, a.k_stride_s, a.v_stride_s, w.q0, g.Sq, g.Sk,
-                               w.n_blocks, wg, wg_full, klim, c, m_run, l_run, o);
+                               w.n_blocks, wg, wg_full, klim, win, c, m_run, l_run, o);
         attn_store<false>(a, g, w, row0, o, m_run, l_run);
     }
     attn_store_empty<false>(a, g, row0);
@@ -981,9 +1127,11 @@ HK_DEVICE void attn_run_ws_copy(hk_lds_t lds, const hk_args &a, const attn_grid 
 template <bool B> struct attn_bool {
     static constexpr bool value = B;
 };
+// SOFTCAP folds the scale whatever its sign (attn_softmax): POS only.
 template <class F>
 HK_DEVICE void attn_dispatch(bool use_tma, bool vec, float c, const F &run)
 {
+    c = SOFTCAP ? 1.0f : c;
     if (use_tma) {
         if (FOLD_SCALE && c > 0.0f)
             run(attn_bool<true>(), attn_bool<true>(), attn_bool<FOLD_SCALE>());
@@ -1032,7 +1180,11 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
     int tile, hq, b;
     attn_block_order(hk_grid_dim_x(), g.Hq, batch, g.group, g.Sk, tile, hq, b);
     const int q0 = tile * BLOCK_M;
-    const attn_tile w = {q0, hq, b, attn_key_blocks(attn_key_end(q0, g.Sq, g.Sk))};
+    attn_tile w = {q0, hq, b, attn_key_blocks(attn_key_end(q0, g.Sq, g.Sk)), 0};
+    if constexpr (WIN_R)
+        w.n_blocks = attn_key_blocks(attn_tile_end(g, q0));
+    if constexpr (WIN_L)
+        attn_tile_from(g, w);
     const int hkv = hq / g.group;
     const int wg = hk_wave_id() / 4, row0 = attn_row0();
 
@@ -1041,6 +1193,9 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
     const hk_bf16 *Vh = hk_a.V + (long)b * hk_a.v_stride_b + (long)hkv * hk_a.v_stride_h;
     int wg_full, klim[2];
     attn_tile_limits(g, w, wg, row0, wg_full, klim);
+    attn_win win = {};
+    if constexpr (WIN_L || WIN_R)                         // called only here: a plain kernel compiles as before
+        attn_tile_window(g, w, row0, win);
 
     // With bulk copies the consumers start Q's copy first, so that it lands
     // while the block sets up (attn_kv_loop_tma waits for it), then the
@@ -1053,18 +1208,18 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
         attn_mbar_setup(hk_lds);
     hk_barrier();
 
-    const float c = hk_a.scale * LOG2E;                  // scores in base 2
+    const float c = attn_scale(hk_a.scale);              // scores in base 2 (SOFTCAP: scale / cap)
     o_acc_t o;
     float m_run[2], l_run[2];
     attn_o_init(o, m_run, l_run);
     attn_dispatch(use_tma, vec, c, [&](auto tma, auto v, auto pos) {
         if constexpr (decltype(tma)::value)
             attn_kv_loop_tma<decltype(pos)::value>(hk_lds, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, w.n_blocks, wg,
-                                                   wg_full, klim, c, m_run, l_run, o);
+                                                   wg_full, klim, win, c, m_run, l_run, o);
         else
             attn_kv_loop<decltype(v)::value, decltype(pos)::value>(
                 hk_lds, Qh, Kh, Vh, hk_a.q_stride_s, hk_a.k_stride_s, hk_a.v_stride_s, q0, g.Sq, g.Sk, w.n_blocks,
-                wg, wg_full, klim, c, m_run, l_run, o);
+                wg, wg_full, klim, win, c, m_run, l_run, o);
     });
     attn_store<true>(hk_a, g, w, row0, o, m_run, l_run);     // as a persistent block's
 }
@@ -1072,8 +1227,11 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
 // ---- kernel ------------------------------------------------------------------
 ]hkm_kernel_begin()[
     (void)head_dim;
-    (void)causal;
+    (void)causal;]hkm_fwd_sinks([[
+    (void)sinks;]])[
     const int Sq = seqlen_q, Sk = seqlen_k;
+    // the window's edges (-1: none, also where the kernel has no window)
+    const int win_l = ]hkm_fwd_winl([[window_left]], [[-1]])[, win_r = ]hkm_fwd_winr([[window_right]], [[-1]])[;
 
     // 16-byte copies need 8-element strides and 16-byte aligned bases
     const bool vec = (hk_a.q_stride_b % 8 == 0) && (hk_a.q_stride_s % 8 == 0) && (hk_a.q_stride_h % 8 == 0) &&
@@ -1098,8 +1256,10 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
 
     HK_LDS_DECLARE_DYNAMIC();
     if constexpr (PERSIST)
-        attn_main_ws(hk_lds, hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch), use_tma, vec, hk_a.scale * LOG2E);
+        attn_main_ws(hk_lds, hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch, win_l, win_r), use_tma, vec,
+                     attn_scale(hk_a.scale));
     else
-        attn_block_tile(hk_lds, hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch), batch, use_tma, vec);
+        attn_block_tile(hk_lds, hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch, win_l, win_r), batch, use_tma,
+                        vec);
 }
 ]hkm_output_end()

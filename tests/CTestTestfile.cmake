@@ -217,6 +217,8 @@ set_tests_properties(build_sm90 PROPERTIES TIMEOUT 600 LABELS "build" ENVIRONMEN
 # sm_90a GEMM split-K and persistent kernels: build, manifest, launch rules, cost model.
 add_test(build_gemm_sched sh pipeline/build_gemm_sched.sh)
 set_tests_properties(build_gemm_sched PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
+add_test(build_sm90_feat sh pipeline/build_sm90_feat.sh)
+set_tests_properties(build_sm90_feat PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_ENV}")
 # fp8 tile primitives: the gfx942/gfx950 objects hold the fp8 MFMAs and conversions; a format the
 # target lacks (OCP on gfx942, FNUZ on gfx950, any on gfx90a) is a compile error naming it.
 add_test(build_fp8 sh pipeline/build_fp8.sh)

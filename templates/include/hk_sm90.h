@@ -58,6 +58,8 @@
  *   hk_exp2f(x)               fast 2^x (ex2.approx.ftz; 2^-inf = 0)
  *   hk_log2f(x)               fast log2(x) (lg2.approx.ftz; log2(0) = -inf)
  *   hk_maxf(a, b)             larger of two floats (a NaN operand gives the other one)
+ *   hk_tanhf(x)               fast tanh(x) (tanh.approx: one MUFU op, ~2^-11 relative; hk_cdna.h's is
+ *                             ~1e-7 absolute at two ops; +-inf give +-1)
  *   hk_shfl_xor_f32(x, m)     warp collective: x of lane (lane ^ m) (all 32 lanes must call it)
  *   hk_shfl_xor_u32(x, m)     the same for a 32-bit word (two packed bf16)
  *   hk_warp_any(p)            warp collective: p of any lane (all 32 lanes must call it)
@@ -577,6 +579,15 @@ HK_DEVICE float hk_log2f(float x)
 }
 
 HK_DEVICE float hk_maxf(float a, float b) { return fmaxf(a, b); }
+
+/* The soft cap's tanh: the multi-function unit's one op, beside the
+ * softmax's exp2 (an exp2 and a reciprocal would double that unit's load). */
+HK_DEVICE float hk_tanhf(float x)
+{
+    float r;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
 
 HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE unsigned hk_shfl_xor_u32(unsigned x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
