@@ -60,10 +60,10 @@ m4_divert(-1)                                                   -*- C -*-
 # cdiv(seqlen_q, 64) x 64 x 128 floats (both head dims) and batch x heads_q x
 # cdiv(seqlen_q, 64) counters.
 #
-# Measured on the H200 (docs/PERF.md): the same kernel with the dQ epilogue
-# in the consumers (wait, fp32 reds, fence, count) ran at 0.45-0.5x cuDNN;
-# without any dQ epilogue, at 1.0-1.05x; unordered float atomics were no
-# faster than the ordered sum (the epilogue's latency, not its order, cost).
+# Measured on the H200 (docs/PERF.md): 0.52-0.84x cuDNN.  With the dQ
+# epilogue in the consumers (wait, fp32 reds, fence, count) the kernel ran at
+# 0.3-0.5x; without any dQ epilogue (a probe, wrong dQ) at 0.91-1.06x;
+# unordered float atomics were no faster than the ordered sum.
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [128])
@@ -170,15 +170,28 @@ HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk)
     return g;
 }
 
-// Block x: key block x % nkv (grid x = max(nkv, 1) x Hk x batch), and the query
-// steps that see it: from the first whose last row sees key 128 j to the last.
+// Block x (grid x = max(nkv, 1) x Hk x batch): key block x % nkv of head x /
+// nkv, or, causal at d128, key block x / heads of head x % heads (the longest
+// blocks of every head first: GQA 32:8 and 12:4 at 8K 1.5x faster on the H200,
+// MHA 8K 1.11x, 2K and 32K 2-3% slower; d64 8K 8% slower, so not there), and
+// the query steps that see it: from the first whose last row sees key 128 j
+// to the last.
 HK_DEVICE bwd_block bwd_block_make(const bwd_grid &g)
 {
     const int per = g.nkv > 0 ? g.nkv : 1, x = hk_block_id_x();
     bwd_block w;
-    w.j = x % per;
-    w.hkv = (x / per) % g.Hk;
-    w.b = x / per / g.Hk;
+    if (CAUSAL && D == 128) {
+        // key block first across all heads: every head's longest blocks
+        // (j = 0) start first; still only lower indices are waited for
+        const int heads = hk_grid_dim_x() / per, r = x % heads;
+        w.j = x / heads;
+        w.hkv = r % g.Hk;
+        w.b = r / g.Hk;
+    } else {
+        w.j = x % per;
+        w.hkv = (x / per) % g.Hk;
+        w.b = x / per / g.Hk;
+    }
     const int lo = w.j * BLOCK_N - (g.Sk - g.Sq) - (BLOCK_M - 1);
     w.first = !CAUSAL || lo <= 0 ? 0 : (lo + BLOCK_M - 1) / BLOCK_M;
     w.n_i = w.j < g.nkv && w.first < g.nq ? g.nq - w.first : 0;
