@@ -64,6 +64,8 @@ typedef struct {
 static int tn_omission_ok(const op_inst *k, int i) {
   const op_param *p = &k->op->params[i];
   if (op_is_tuning(k->op, p->name) || op_feature_off(k, i)) return 1;
+  /* an omissible parameter (gemm's dtype) left out means its default, as in hkrt_select */
+  if (op_is_omissible(k->op, p->name) && !strcmp(k->vals[i], p->def)) return 1;
   return p->type == OP_ENUM && p->choices[0] && !p->choices[1];
 }
 
