@@ -372,8 +372,8 @@ m4_define([hkm_gemm_sched_body], [[
 hkm_output_begin()m4_dnl
 hkm_file_head()[
 // ---- configuration -----------------------------------------------------
-]m4_ifdef([hkm_t_blocks_per_sm], [[#undef HK_KERNEL
-#define HK_KERNEL(threads) HK_KERNEL_BLOCKS(threads, ]hkm_tune([blocks_per_sm])[) // registers for that many per SM
+]m4_ifdef([hkm_t_blocks_per_sm], [[#undef HK_BLOCKS_PER_SM
+#define HK_BLOCKS_PER_SM ]hkm_tune([blocks_per_sm])[ // registers for that many per SM
 static constexpr int BLOCKS_PER_SM = ]hkm_tune([blocks_per_sm])[;
 ]], [[static constexpr int BLOCKS_PER_SM = 1;
 ]])[static constexpr int GEMM_THREADS = ]hkm_block_size[;

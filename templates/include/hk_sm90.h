@@ -14,8 +14,6 @@
  * Primitives (one line each):
  *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM) (the skeleton writes `void name(...)`)
  *   HK_BLOCKS_PER_SM          blocks per SM HK_KERNEL compiles for (default 0: no limit; a skeleton may redefine it)
- *   HK_KERNEL_BLOCKS(t, b)    HK_KERNEL compiled for b blocks of t threads per SM (registers); a skeleton may
- *                             redefine HK_KERNEL(t) as HK_KERNEL_BLOCKS(t, b)
  *   HK_DEVICE                 qualifiers of a device helper (static, forced inline)
  *   HK_WAVE_SIZE              lanes per wave (warp): 32
  *   hk_thread_id()            thread id in the (1-D) block
@@ -128,7 +126,6 @@
  * kernel.  0 = no limit beyond the block size (the same code as no second bound). */
 #define HK_BLOCKS_PER_SM 0
 #define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM)
-#define HK_KERNEL_BLOCKS(threads, blocks) extern "C" __global__ __launch_bounds__(threads, blocks)
 #define HK_WAVE_SIZE 32
 
 /* ---- types --------------------------------------------------------------- */
