@@ -1,6 +1,6 @@
 # fuzz_lib.sh: what the libFuzzer scripts share (sourced after lib/lib.sh).
 # run_fuzzer NAME FUZZER CORPUS SECS [ARGS...]: runs FUZZER on CORPUS for SECS
-# seconds (2 GiB, 10 s per input, inputs up to 64 KiB, plus ARGS); any crash,
+# seconds (4 GiB, 10 s per input, inputs up to 64 KiB, plus ARGS); any crash,
 # leak, timeout or out-of-memory fails, with the inputs copied to
 # tests/build/fuzz-findings/.
 run_fuzzer() {
@@ -8,7 +8,10 @@ run_fuzzer() {
   shift 4
   mkdir -p "$T/artifacts"
   rc=0
-  "$fuzzer" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=65536 -close_fd_mask=2 \
+  # 4 GiB: a spec may expand to SPEC_MAX_KERNELS (100000) kernels, each with
+  # its plan (about 20 KB: launch rules, arguments, the cost formula), about
+  # 2 GB, plus ASan's quarantine; 2 GiB was exceeded at 64738 kernels
+  "$fuzzer" -max_total_time="$secs" -rss_limit_mb=4096 -timeout=10 -max_len=65536 -close_fd_mask=2 \
     -print_final_stats=1 -artifact_prefix="$T/artifacts/" "$@" "$corpus" >"$T/fuzz.log" 2>&1 || rc=$?
   grep -E '^(stat::|Done|#[0-9]+ *DONE)' "$T/fuzz.log" || true
   if [ "$rc" != 0 ] || [ -n "$(ls "$T/artifacts")" ]; then
