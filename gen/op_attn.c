@@ -146,7 +146,9 @@ static void attn_plan_amd(const op_inst *k, op_plan *p) {
    kernel with a window takes d64's form, a block per tile of two
    warpgroups (256 threads, up to 255 registers, one block per
    multiprocessor by its shared memory): in the persistent one the
-   consumers' cp.async path spilled (3-5 registers at 232). */
+   consumers' cp.async path spilled (3-5 registers at 232).  varlen:
+   vl_order 1, the persistent walk takes the sequences' units by cost
+   class, the costliest first (attn_walk_vl); 0, sequence after sequence. */
 static void attn_plan_wgmma(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim");
   int d128 = d == 128, ws = d128 && !attn_uses(k, "window_left") && !attn_uses(k, "window_right");
@@ -156,6 +158,7 @@ static void attn_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "block_n", d128 ? 128 : 64);
   op_plan_tune(p, "stages", d128 ? 3 : 5);
   op_plan_tune(p, "bar_bytes", 256);
+  if (attn_uses(k, "varlen")) op_plan_tune(p, "vl_order", 1);
   p->block = ws ? 384 : 256;
   p->dynamic_lds = (int)(128 * d * 2 + op_tune(p, "stages") * 2 * op_tune(p, "block_n") * d * 2 +
                          op_tune(p, "bar_bytes") + 1024);

@@ -314,7 +314,7 @@ struct attn_grid {
 struct attn_tile {
     int q0, hq, b, n_blocks, t0;]hkm_fwd_varlen([[
     int qs, ks, Sq, Sk;                               // varlen: sequence b's first tokens and lengths
-    int u0;                                           // ... and its first unit (attn_walk_vl's cursor)]])[
+    int u0, c;                                        // ... its first unit and class (attn_walk_vl's cursor)]])[
 };
 
 // Query blocks with keys: qb * BLOCK_M + BLOCK_M + Sk - Sq > 0 (attn_tile_at's
@@ -427,31 +427,58 @@ HK_DEVICE int attn_vl_empty(const attn_tile &w)
 {
     return attn_nq(w.Sq) - attn_busy_blocks(attn_nq(w.Sq), w.Sq, w.Sk);
 }
+// A sequence's cost class: floor(log2) of its key blocks (about what one
+// of its units costs: a causal pair nq + 1 blocks, a non-causal tile all of
+// them), at most top.
+HK_DEVICE int attn_vl_class(int Sk, int top)
+{
+    int c = 0;
+    for (int kb = attn_key_blocks(Sk); kb > 1 && c < top; kb >>= 1)
+        ++c;
+    return c;
+}
+// VL_ORDER: the busy units go class by class, the costliest first (top: the
+// class of seqlen_k, the longest sequence's keys), so that the cheap ones
+// fill the end of the launch (as attn_walk's longest tiles first); within a
+// class, sequence after sequence.
+static constexpr bool VL_ORDER = ]hkm_tune([vl_order])[;
 // Moves w's cursor on to the sequence that holds unit u (units counted per
-// head by attn_vl_empty when EMPTY, else attn_vl_per_head, times heads,
-// sequence after sequence); false past the last.  k == 0 starts at sequence 0.  A block's
-// units only grow, so the cursor only moves forward: a walk of the whole
-// launch reads each sequence's lengths once.
+// head by attn_vl_empty when EMPTY, else attn_vl_per_head, times heads, in
+// the order above; the empty tiles sequence after sequence); false past the
+// last.  k == 0 starts the walk.  A block's units only grow, so the cursor
+// only moves forward: a walk reads each sequence's lengths once per class.
 template <bool EMPTY>
 HK_DEVICE bool attn_vl_seek(const attn_grid &g, int k, int u, attn_tile &w)
 {
-    const auto per_seq = [](const attn_tile &t) { return EMPTY ? attn_vl_empty(t) : attn_vl_per_head(t); };
+    constexpr bool CLS = VL_ORDER && !EMPTY;
+    const int top = CLS ? attn_vl_class(g.Sk, 30) : 0;
+    const auto units = [&](const attn_tile &t) {
+        if (EMPTY)
+            return attn_vl_empty(t) * g.Hq;
+        return !CLS || attn_vl_class(t.Sk, top) == t.c ? attn_vl_per_head(t) * g.Hq : 0;
+    };
     if (k == 0) {
         w.u0 = 0;
+        w.c = top;
         attn_vl_seq(g, w, 0);
     }
-    for (int n = per_seq(w) * g.Hq; u >= w.u0 + n; n = per_seq(w) * g.Hq) {
-        if (w.b + 1 >= g.batch)
-            return false;
+    for (int n = units(w); u >= w.u0 + n; n = units(w)) {
+        int next = w.b + 1;
+        if (next >= g.batch) {
+            if (!CLS || w.c == 0)
+                return false;
+            --w.c;                                        // the next class, from the first sequence
+            next = 0;
+        }
         w.u0 += n;
-        attn_vl_seq(g, w, w.b + 1);
+        attn_vl_seq(g, w, next);
     }
     return true;
 }
-// attn_walk's units over the sequences: unit u = sequence (in order), head,
-// then p (the pair or tile of the head), tiles as attn_tile_at has them per
-// sequence (the last query block first; causal: the p-th longest and the
-// p-th shortest).
+// attn_walk's units over the sequences: unit u = sequence (in the order
+// above), head, then p (the pair or tile of the head), tiles as attn_tile_at
+// has them per sequence (the last query block first; causal: the p-th
+// longest and the p-th shortest).
 HK_DEVICE bool attn_walk_vl(const attn_grid &g, int k, attn_tile &w)
 {
     const int u = hk_block_id_x() + (CAUSAL ? k >> 1 : k) * hk_grid_dim_x();
