@@ -66,9 +66,12 @@ def over_budget(margin=0.0):
 
 cat = hkrt.Catalog(args[0] if args else "build/h200varlen", backend="cuda")
 entries = {e["name"]: e for e in cat.manifest["kernels"] if e["target"] == TARGET and e["op"] == "attn_fwd"}
+# an optional second catalogue of variants timed beside the first (its kernel
+# vl_c1 / vl_c0 for vl_d128_c1 / vl_d128_c0)
+cat2 = hkrt.Catalog(args[1], backend="cuda") if len(args) > 1 else None
 
 
-def launcher(k, vals):
+def launcher(k, vals, c=None):
     """A no-argument launch of k with vals, packed once (grid and tensor maps
     as of now: HKRT_UNITS is read here)."""
     packed, grid = k.pack(vals), k.grid(vals)
@@ -79,7 +82,7 @@ def launcher(k, vals):
     dyn = int(k.entry.get("dynamic_lds", 0))
 
     def go():
-        cat.lib.check(cat.lib.c.hkrt_launch_ex(fn, g, blk, dyn, buf, len(packed),
+        (c or cat).lib.check((c or cat).lib.c.hkrt_launch_ex(fn, g, blk, dyn, buf, len(packed),
                                                ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)),
                       "launch " + k.name)
     return go
@@ -342,6 +345,13 @@ def bench_one(label, name, lens, Hq, Hk, D, causal=True):
         if d in e["runtime_params"]:
             vals[d] = x
     res = {"hkgen": bench_ms(launcher(k, vals))}
+    alt = {"vl_d128_c1": "vl_c1", "vl_d128_c0": "vl_c0"}.get(name)
+    if cat2 is not None and alt:
+        try:
+            res["hkgen_seqorder"] = bench_ms(launcher(cat2.kernel(alt, TARGET), vals, cat2))
+        except Exception as ex:
+            log("  variant %s: %s" % (alt, ex))
+    o_ours = o.clone()
     # causal work in query-key pairs: the sequences' and the padded batch's
     work = sum(n * (n + 1) / 2 if causal else n * n for n in lens)
     pad_work = B * (L * (L + 1) / 2 if causal else L * L)
@@ -367,6 +377,13 @@ def bench_one(label, name, lens, Hq, Hk, D, causal=True):
         ff = lambda: torch.ops.aten._flash_attention_forward(q, kk, v, cq, cq, L, L, 0.0, causal, False,
                                                              scale=1.0 / math.sqrt(D))
         res["fa2_varlen"] = bench_ms(ff)
+        # a check at scale: ours against FA2's bf16 output, same tokens
+        of = ff()[0].double()
+        rel = ((o_ours.double() - of).norm() / of.norm()).item()
+        log("  %s %d tokens: rel L2 against FA2 varlen %.3e" % (name, T, rel))
+        if not rel < 2e-2:
+            failures.append("%s %s: rel L2 against FA2 %.3e" % (label, name, rel))
+            log("FAIL %s %s: rel L2 against FA2 varlen %.3e" % (label, name, rel))
     except Exception as ex:
         log("  fa2 varlen: %s" % str(ex).splitlines()[0][:160])
     try:

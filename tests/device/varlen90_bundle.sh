@@ -4,6 +4,8 @@
 # build/devbundle/ with libhkrt.so, hkrt.py, the catalogue of
 # tests/device/h200_attn_varlen.yaml (cat/), the script and run.sh.
 # On the GPU machine:  cd BUNDLE && OUT=<dir> bash run.sh   (log: $OUT/varlen.log)
+# An optional argument, a catalogue of variants (kernels vl_c1, vl_c0 built
+# from a changed plan), goes along as cat2/ and is timed beside cat/.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -15,6 +17,7 @@ rm -f "$b"/cat/*/*.hip "$b"/cat/*/*.cu  # sources stay here; the manifest's sha2
 cp build/libhkrt.so "$b/"
 cp runtime/python/hkrt.py "$b/python/"
 cp tests/device/attn_varlen90.py "$b/"
+if [ -n "${1:-}" ]; then cp -r "$1" "$b/cat2" && rm -f "$b"/cat2/*/*.hip "$b"/cat2/*/*.cu; fi
 dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo "+dirty" || true)
 echo "$(git rev-parse --short HEAD)$dirty" >"$b/COMMIT"
 cat >"$b/run.sh" <<'EOR'
@@ -26,7 +29,7 @@ export OUT=${OUT:-out}
 mkdir -p "$OUT"
 nvidia-smi -L
 echo "bundle $(cat COMMIT), $(date -u '+%F %T UTC')"
-VL_BUDGET_S=${VL_BUDGET_S:-100} timeout -k 2 110 python3 attn_varlen90.py cat >"$OUT/stdout.txt" 2>&1
+VL_BUDGET_S=${VL_BUDGET_S:-100} timeout -k 2 110 python3 attn_varlen90.py cat $([ -d cat2 ] && echo cat2) >"$OUT/stdout.txt" 2>&1
 echo "attn_varlen90.py exit status $?"
 grep -E "^FAIL|cases|SKIPPED|MISSING|Traceback|Error|attn_varlen90|seqs|tokens" "$OUT/stdout.txt" | head -60
 EOR
