@@ -16,11 +16,16 @@ on the H200, the kernels of tests/device/h200_attn_varlen.yaml:
     poisoned with NaN, with guards: rel L2 < 1e-2 for O and LSE (finite
     entries; -inf where the reference has it), no NaN in O, nothing written
     outside O and LSE.
-(b) timing (triton do_bench medians): the varlen kernel against cuDNN (torch
+(c) 64-bit offsets: Q and O of more than 2^31 elements (546578 tokens of
+    32 x 128, d64: 64 x 64), the first and the last sequences against fp64,
+    no NaN left in O or LSE.
+(b) timing (triton do_bench medians; hkgen and padded cuDNN: median of 3): the varlen kernel against cuDNN (torch
     SDPA CUDNN_ATTENTION) on the same sequences padded into a batch (the
     padding's share of its tokens and of its causal work reported), and
     against torch's own varlen attention (torch.nn.attention.varlen, and
-    FlashAttention-2's varlen forward) where torch has them.
+    FlashAttention-2's varlen forward) where torch has them; varlen against
+    the plain kernel on 8 sequences of 2048 tokens (the same tokens as a
+    batch).
 A launch that has not finished after $VL_HANG_S seconds (default 5) ends the
 run with tracebacks; $VL_BUDGET_S (default 100) bounds the whole.  Log:
 $OUT/varlen.log."""
@@ -327,7 +332,10 @@ def bench_ms(f):
         faulthandler.cancel_dump_traceback_later()
 
 
-def bench_one(label, name, lens, Hq, Hk, D, causal=True):
+profiled = set()
+
+
+def bench_one(label, name, lens, Hq, Hk, D, causal=True, reps=1):
     e = entries[name]
     k = cat.kernel(name, TARGET)
     B, L, T = len(lens), max(lens), sum(lens)
@@ -344,7 +352,8 @@ def bench_one(label, name, lens, Hq, Hk, D, causal=True):
     for d, x in dict(batch=B, seqlen_q=L, seqlen_k=L, heads_q=Hq, heads_k=Hk).items():
         if d in e["runtime_params"]:
             vals[d] = x
-    res = {"hkgen": bench_ms(launcher(k, vals))}
+    go = launcher(k, vals)
+    res = {"hkgen": sorted(bench_ms(go) for _ in range(reps))[reps // 2]}
     alt = {"vl_d128_c1": "vl_c1", "vl_d128_c0": "vl_c0"}.get(name)
     if cat2 is not None and alt:
         try:
@@ -363,14 +372,25 @@ def bench_one(label, name, lens, Hq, Hk, D, causal=True):
     try:
         with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
             f = lambda: F.scaled_dot_product_attention(qp, kp, vp, is_causal=causal, enable_gqa=(Hq != Hk))
-            res["cudnn_padded"] = bench_ms(f)
+            res["cudnn_padded"] = sorted(bench_ms(f) for _ in range(reps))[reps // 2]
     except Exception as ex:
         log("  cudnn padded: %s" % str(ex).splitlines()[0][:160])
     del qp, kp, vp
     try:
         from torch.nn.attention import varlen as tvl
-        fv = lambda: tvl.varlen_attn(q, kk, v, cq, cq, L, L, is_causal=causal)
+        try:
+            tvl.varlen_attn(q, kk, v, cq, cq, L, L, window_size=(-1, 0) if causal else (-1, -1))
+            fv = lambda: tvl.varlen_attn(q, kk, v, cq, cq, L, L, window_size=(-1, 0) if causal else (-1, -1))
+        except TypeError:
+            fv = lambda: tvl.varlen_attn(q, kk, v, cq, cq, L, L, is_causal=causal)
         res["torch_varlen"] = bench_ms(fv)
+        if label not in profiled:  # which kernels torch's varlen runs
+            profiled.add(label)
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                fv()
+                torch.cuda.synchronize()
+            names = sorted({ev.name[:70] for ev in prof.events() if ev.device_type == torch.autograd.DeviceType.CUDA})
+            log("  torch varlen_attn runs: %s" % "; ".join(names[:4]))
     except Exception as ex:
         log("  torch.nn.attention.varlen: %s" % str(ex).splitlines()[0][:160])
     try:
@@ -422,6 +442,8 @@ def bench():
         rows.append((lab, "vl_d128_c1", lens, 16, 16, 128, True))
     rows.append((sets[0][0], "vl_d128_c0", sets[0][1], 32, 8, 128, False))
     rows.append((sets[0][0], "vl_d64_c1", sets[0][1], 32, 8, 64, True))
+    rows.append(("64 seqs 16..1024", "vl_d128_c1", [r.randint(16, 1024) for _ in range(64)], 32, 8, 128, True))
+    equal_length(r)
     for lab, name, lens, hq, hk, d, causal in rows:
         if over_budget(3):
             log("SKIPPED timing %s %s %d:%d (time budget)" % (lab, name, hq, hk))
@@ -430,12 +452,101 @@ def bench():
             log("MISSING kernel %s" % name)
             continue
         try:
-            bench_one(lab, name, lens, hq, hk, d, causal)
+            bench_one(lab, name, lens, hq, hk, d, causal, reps=3)
         except Exception as ex:
             log("FAIL timing %s %s: %s" % (lab, name, ex))
             failures.append("timing %s: %s" % (lab, ex))
             if "CUDA" in str(ex):
                 raise
+
+
+def equal_length(r):
+    """varlen's cost: 8 sequences of 2048 tokens (32:8, d128, causal) as varlen
+    and as the plain kernel's batch [8][2048] (the same tokens, BSHD)."""
+    if "plain" not in entries or over_budget(10):
+        return
+    B, S, Hq, Hk, D = 8, 2048, 32, 8, 128
+    q = torch.randn(B * S, Hq, D, device=dev, dtype=torch.bfloat16)
+    kk = torch.randn(B * S, Hk, D, device=dev, dtype=torch.bfloat16)
+    v = torch.randn_like(kk)
+    o = torch.empty_like(q)
+    lse = torch.empty(Hq, B * S, device=dev, dtype=torch.float32)
+    cq = torch.tensor(cu_of([S] * B), dtype=torch.int32, device=dev)
+    vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D), cu_seqlens_q=cq, cu_seqlens_k=cq,
+                total_q=B * S, total_k=B * S, batch=B, seqlen_q=S, seqlen_k=S, heads_q=Hq, heads_k=Hk)
+    for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
+        vals["%s_stride_s" % t], vals["%s_stride_h" % t] = x.stride(0), x.stride(1)
+    vl = sorted(bench_ms(launcher(cat.kernel("vl_d128_c1", TARGET), vals)) for _ in range(3))[1]
+    o_vl = o.clone()
+    pv = dict(vals)
+    for t in ("cu_seqlens_q", "cu_seqlens_k", "total_q", "total_k"):
+        del pv[t]
+    pv["LSE"] = torch.empty(B, Hq, S, device=dev, dtype=torch.float32)
+    for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
+        pv["%s_stride_b" % t] = S * x.stride(0)
+    pl = sorted(bench_ms(launcher(cat.kernel("plain", TARGET), pv)) for _ in range(3))[1]
+    rel = ((o.double() - o_vl.double()).norm() / o.double().norm()).item()
+    line = "equal lengths [8][2048] 32:8 d128 causal: varlen %.3f ms, plain %.3f ms (varlen %.3fx the time; outputs rel L2 %.1e)" % (
+        vl, pl, vl / pl, rel)
+    log(line)
+    summary.append(line)
+    if not rel < 1e-2:
+        failures.append("equal lengths: varlen and plain outputs differ, rel L2 %.3e" % rel)
+
+
+def big_offsets(name, Hq, D):
+    """64-bit offsets: 136 sequences of 4000 tokens and three short ones at
+    the end, Hq x D elements per token so that Q and O pass 2^31 elements;
+    the first and the last three sequences against fp64, no NaN left in O
+    (poisoned first)."""
+    if name not in entries or over_budget(20):
+        log("SKIPPED big offsets %s" % name)
+        return
+    e = entries[name]
+    Hk = 8
+    lens = [4000] * 136 + [2500, 77, 1]
+    seqs = [(n, n) for n in lens]
+    T = sum(lens)
+    q = torch.randn(T, Hq, D, device=dev, dtype=torch.bfloat16)
+    kk = torch.randn(T, Hk, D, device=dev, dtype=torch.bfloat16)
+    v = torch.randn_like(kk)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((Hq, T), float("nan"), device=dev, dtype=torch.float32)
+    cq = cu_of(lens)
+    cu = torch.tensor(cq, dtype=torch.int32, device=dev)
+    vals = dict(Q=q, K=kk, V=v, O=o, LSE=lse, scale=1.0 / math.sqrt(D), cu_seqlens_q=cu, cu_seqlens_k=cu,
+                total_q=T, total_k=T)
+    for t, x in (("q", q), ("k", kk), ("v", v), ("o", o)):
+        vals["%s_stride_s" % t], vals["%s_stride_h" % t] = x.stride(0), x.stride(1)
+    for d, x in dict(batch=len(lens), seqlen_q=4000, seqlen_k=4000, heads_q=Hq, heads_k=Hk).items():
+        if d in e["runtime_params"]:
+            vals[d] = x
+    go = launcher(cat.kernel(name, TARGET), vals)
+    faulthandler.dump_traceback_later(HANG_S * 4, exit=True)
+    try:
+        go()
+        torch.cuda.synchronize()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    nan = bool(torch.isnan(o).any().item()) or bool(torch.isnan(lse).any().item())
+    worst = 0.0
+    for b in (0, len(lens) - 3, len(lens) - 2, len(lens) - 1):
+        oref, lref = reference(q[cq[b]:cq[b + 1]], kk[cq[b]:cq[b + 1]], v[cq[b]:cq[b + 1]], 1.0 / math.sqrt(D),
+                               True, 0.0, None, None, None)
+        got = o[cq[b]:cq[b + 1]].double()
+        eo = ((got - oref).norm() / oref.norm()).item()
+        el = ((lse[:, cq[b]:cq[b + 1]].double() - lref).norm() / lref.norm()).item()
+        worst = max(worst, eo, el)
+        del oref, lref, got
+    ok = not nan and worst < TOL
+    line = "big offsets %s: %d tokens x %d x %d = %.3g elements of Q (2^31 = %.3g): worst rel L2 %.3e, NaN left %s: %s" % (
+        name, T, Hq, D, float(T * Hq * D), float(2 ** 31), worst, nan, "ok" if ok else "FAIL")
+    log(line)
+    summary.append(line)
+    if not ok:
+        failures.append(line)
+    del q, kk, v, o, lse
+    torch.cuda.empty_cache()
 
 
 def main():
@@ -444,10 +555,13 @@ def main():
     log("attn_varlen90: %s, commit %s, torch %s, cudnn %s" % (torch.cuda.get_device_name(0), commit,
                                                              torch.__version__, torch.backends.cudnn.version()))
     order = ["vl_d128_c1", "vl_d64_c1", "vl_d128_c0", "vl_d64_c0", "vlsink", "vlfeat_d64", "vlfeat_d128"]
-    names = [n for n in order if n in entries] + sorted(n for n in entries if n not in order)
+    vl = {n for n, e in entries.items() if e["params"].get("varlen") in ("true", "1")}
+    names = [n for n in order if n in vl] + sorted(n for n in vl if n not in order)
     numerics(names[:2])
     bench()
     numerics(names[2:])
+    big_offsets("vl_d128_c1", 32, 128)
+    big_offsets("vl_d64_c1", 64, 64)
     log("\n".join(["", "== summary"] + summary))
     log("attn_varlen90: %d failures, %.0f s" % (len(failures), time.time() - T0))
     return 1 if failures else 0
