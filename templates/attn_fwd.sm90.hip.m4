@@ -45,8 +45,9 @@ m4_divert(-1)                                                   -*- C -*-
 #     and lengths Sq, Sk in attn_tile (the block-per-tile form: also in its
 #     attn_grid, made per block from cu_seqlens of sequence z; blocks past
 #     the sequence's tiles exit).  The persistent walk (attn_walk_vl) counts
-#     the units of sequence after sequence, its cursor (sequence b, first
-#     unit u0) carried in the tile from one call to the next.  The tensor
+#     the units class by class (the sequences with the most key blocks
+#     first), sequence after sequence within a class, its cursor (sequence b,
+#     first unit u0, class c) carried in the tile from one call to the next.  The tensor
 #     maps are 3-D over the packed tensors ({head_dim, total, heads}): a box
 #     that runs past a sequence's end reads the next sequence's rows, keys
 #     masked by the sequence's Sk (the masked blocks: those past wg_full <=
