@@ -289,8 +289,8 @@ static void model_gemm(const yt_node *m, const char *nm, const yt_node *target, 
   }
 }
 
-/* The serving prefill (varlen), attn_decode past head_dim 128 and
-   attn_bwd at head dims other than 64 and 128 have no sm_90a kernel yet: a
+/* attn_fwd (the serving prefill: varlen) and attn_bwd at head dims other
+   than 64 and 128, and attn_decode past head_dim 128, have no sm_90a kernel: a
    model's such kernels go to its AMD targets only (the spec reader drops
    the others, and the entry when none is left); fp8 projections go to the
    targets with their encoding. */
@@ -302,11 +302,11 @@ unsigned model_entry_needs(const yt_node *entry) {
     size_t l = strlen(dt->value);
     return l > 5 && !strcmp(dt->value + l - 5, "_fnuz") ? TGT_FP8_FNUZ : TGT_FP8_OCP;
   }
-  if (!strcmp(op->value, "attn_bwd"))
+  if (!strcmp(op->value, "attn_bwd") || (!strcmp(op->value, "attn_fwd") && yt_map_get(entry, "varlen")))
     return d && d->kind == YT_SCALAR && strcmp(d->value, "64") && strcmp(d->value, "128") ? TGT_AMD : 0;
   if (!strcmp(op->value, "attn_decode"))
     return d && d->kind == YT_SCALAR && strtol(d->value, NULL, 10) > 128 ? TGT_AMD : 0;
-  return !strcmp(op->value, "attn_fwd") && yt_map_get(entry, "varlen") ? TGT_AMD : 0;
+  return 0;
 }
 
 static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n) {

@@ -5,7 +5,7 @@
    seqlen_k, as FlashAttention does. Layouts by strides. Serving features,
    each baked so that a kernel without it has none of its code: a sliding
    window, attention sinks, logit soft-capping (AMD and sm_90a) and packed
-   variable-length sequences (varlen; AMD only for now). Skeletons:
+   variable-length sequences (varlen). Skeletons:
    templates/attn_fwd.hip.m4, attn_fwd.sm90.hip.m4. */
 #include <math.h>
 #include <stdio.h>
@@ -74,20 +74,8 @@ static int attn_uses(const op_inst *k, const char *param) {
   return i >= 0 && !op_feature_off(k, i);
 }
 
-/* The features the Hopper template does not have yet: a spec error naming
-   the feature (the session that has the H200 to prove them adds them).
-   Windows, sinks and soft-capping it has (attn_fwd.sm90.hip.m4). */
-static int attn_fwd_check(const op_inst *k, char *msg, size_t n) {
-  static const char *const feats[][2] = {{"varlen", "packed variable-length sequences (varlen) are"}};
-  if (attn_check(k, msg, n)) return -1;
-  for (size_t i = 0; attn_is_wgmma(k) && i < sizeof feats / sizeof feats[0]; i++)
-    if (attn_uses(k, feats[i][0])) {
-      snprintf(msg, n, "%s not yet available for %s ('%s'; AMD targets have it)", feats[i][1], k->target,
-               feats[i][0]);
-      return -1;
-    }
-  return 0;
-}
+/* Every feature runs on both targets (attn_fwd.hip.m4, attn_fwd.sm90.hip.m4). */
+static int attn_fwd_check(const op_inst *k, char *msg, size_t n) { return attn_check(k, msg, n); }
 
 /* The AMD kernel's register and loop plan per target, measured with each
    target's compiler (tests/build_attn.sh builds every kernel of
@@ -158,7 +146,9 @@ static void attn_plan_amd(const op_inst *k, op_plan *p) {
    kernel with a window takes d64's form, a block per tile of two
    warpgroups (256 threads, up to 255 registers, one block per
    multiprocessor by its shared memory): in the persistent one the
-   consumers' cp.async path spilled (3-5 registers at 232). */
+   consumers' cp.async path spilled (3-5 registers at 232).  varlen:
+   vl_order 1, the persistent walk takes the sequences' units by cost
+   class, the costliest first (attn_walk_vl); 0, sequence after sequence. */
 static void attn_plan_wgmma(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim");
   int d128 = d == 128, ws = d128 && !attn_uses(k, "window_left") && !attn_uses(k, "window_right");
@@ -168,6 +158,7 @@ static void attn_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "block_n", d128 ? 128 : 64);
   op_plan_tune(p, "stages", d128 ? 3 : 5);
   op_plan_tune(p, "bar_bytes", 256);
+  if (attn_uses(k, "varlen")) op_plan_tune(p, "vl_order", 1);
   p->block = ws ? 384 : 256;
   p->dynamic_lds = (int)(128 * d * 2 + op_tune(p, "stages") * 2 * op_tune(p, "block_n") * d * 2 +
                          op_tune(p, "bar_bytes") + 1024);
@@ -176,18 +167,23 @@ static void attn_plan_wgmma(const op_inst *k, op_plan *p) {
 /* Hopper: K and V (and Q when the producer loads it) as [batch][heads]
    [seqlen][head_dim] tensors by strides, copied in boxes of 64 columns x
    block_n keys (or 128 queries) of one head: 128-byte rows, the 128-byte
-   swizzle of the skeleton's slabs. */
-static void attn_tmaps(op_plan *p) {
+   swizzle of the skeleton's slabs.  varlen: the packed tensors as 3-D
+   {head_dim, total, heads}, the rows counted by the arguments total_q and
+   total_k (a box that runs past a sequence's end reads the next sequence's
+   rows, which the kernel masks or does not store; past the tensor's end,
+   zeros). */
+static void attn_tmaps(const op_inst *k, op_plan *p) {
+  int vl = attn_uses(k, "varlen"), rank = vl ? 3 : 4;
   const int box[] = {64, (int)op_tune(p, "block_n"), 1, 1};
-  const char *const kd[] = {"head_dim", "seqlen_k", "heads_k", "batch"};
+  const char *const kd[] = {"head_dim", vl ? "total_k" : "seqlen_k", "heads_k", "batch"};
   const char *const ks[] = {"k_stride_s", "k_stride_h", "k_stride_b"};
   const char *const vs[] = {"v_stride_s", "v_stride_h", "v_stride_b"};
-  op_tmap tk = op_tmap_make("K", 4, kd, ks, box, 128), tv = op_tmap_make("V", 4, kd, vs, box, 128);
+  op_tmap tk = op_tmap_make("K", rank, kd, ks, box, 128), tv = op_tmap_make("V", rank, kd, vs, box, 128);
   if (op_tune(p, "tmap_q")) {
     const int qbox[] = {64, 128, 1, 1};
-    const char *const qd[] = {"head_dim", "seqlen_q", "heads_q", "batch"};
+    const char *const qd[] = {"head_dim", vl ? "total_q" : "seqlen_q", "heads_q", "batch"};
     const char *const qs[] = {"q_stride_s", "q_stride_h", "q_stride_b"};
-    op_tmap tq = op_tmap_make("Q", 4, qd, qs, qbox, 128);
+    op_tmap tq = op_tmap_make("Q", rank, qd, qs, qbox, 128);
     op_arg_tmap(p->args, &p->nargs, "tmap_q", &tq);
   }
   op_arg_tmap(p->args, &p->nargs, "tmap_k", &tk);
@@ -209,12 +205,17 @@ static void attn_strides(const op_inst *k, op_plan *p, const char *tensor) {
 }
 
 /* The features' arguments, after the dimensions: cumulative sequence
-   lengths (varlen, int32 [batch + 1] each, on the device), the sinks (fp32
-   [heads_q]) and the window sizes left to run time. */
+   lengths (varlen, int32 [batch + 1] each, on the device; sm_90a adds the
+   packed tensors' rows, total_q and total_k, which its tensor maps need),
+   the sinks (fp32 [heads_q]) and the window sizes left to run time. */
 static void attn_feature_args(const op_inst *k, op_plan *p) {
   if (attn_uses(k, "varlen")) {
     op_arg_add(p->args, &p->nargs, "const int *", "cu_seqlens_q");
     op_arg_add(p->args, &p->nargs, "const int *", "cu_seqlens_k");
+    if (attn_is_wgmma(k)) {
+      op_arg_add(p->args, &p->nargs, "int", "total_q");
+      op_arg_add(p->args, &p->nargs, "int", "total_k");
+    }
   }
   if (attn_uses(k, "sinks")) op_arg_add(p->args, &p->nargs, "const float *", "sinks");
   if (attn_uses(k, "window_left") && op_is_any(k, "window_left")) op_arg_add(p->args, &p->nargs, "int", "window_left");
@@ -237,7 +238,7 @@ static void attn_args(const op_inst *k, op_plan *p) {
   for (int i = 0; i < 5; i++)
     if (op_is_any(k, dims[i])) op_arg_add(a, n, "int", dims[i]);
   attn_feature_args(k, p);
-  if (attn_is_wgmma(k)) attn_tmaps(p);
+  if (attn_is_wgmma(k)) attn_tmaps(k, p);
 }
 
 /* A block per tile of 128 queries of one head, or (persistent) as many
@@ -262,6 +263,8 @@ static void attn_plan(const op_inst *k, op_plan *p) {
   attn_args(k, p);
   attn_grid(k, p);
   op_plan_check(p, "heads_q % heads_k == 0", "heads_q must be a multiple of heads_k (GQA groups)");
+  if (attn_is_wgmma(k) && attn_uses(k, "varlen"))
+    op_plan_check(p, "total_q >= 0 && total_k >= 0", "total_q and total_k are the packed tensors' rows");
   static const char *const ts[] = {"q", "k", "v", "o"};
   for (int i = 0; i < 4; i++) {
     char rule[OP_FORMULA];

@@ -12,10 +12,12 @@ m4_divert(-1)                                                   -*- C -*-
 # serving features (baked; a kernel without one has none of their code and
 # compiles to the same object as before them): window_left, window_right (a
 # sliding window; -1 no edge, `any' a kernel argument), sinks (bool), softcap
-# (0: none); not varlen (gen/op_attn.c refuses it here).  Kernel arguments
-# (hkm_kernarg_struct): Q, K, V, O, LSE (may be null), element strides
-# {q,k,v,o}_stride_{b,s,h} (head_dim contiguous), scale, the run-time ones of
-# the dimensions, then sinks and the run-time window sizes.
+# (0: none), varlen (bool).  Kernel arguments (hkm_kernarg_struct): Q, K, V,
+# O, LSE (may be null), element strides {q,k,v,o}_stride_{b,s,h} (head_dim
+# contiguous; varlen: _s, _h of the packed [total][heads][head_dim] tensors),
+# scale, the run-time ones of the dimensions, then cu_seqlens_q,
+# cu_seqlens_k, total_q, total_k (varlen), sinks and the run-time window
+# sizes, then the tensor maps.
 #
 # Features, as attn_fwd.hip.m4 has them:
 #   softcap: the scores become tanh(scale s / cap) (hk_tanhf), the softmax
@@ -38,9 +40,23 @@ m4_divert(-1)                                                   -*- C -*-
 #     first row sees).  Tiles whose rows
 #     see no key (a right edge above seqlen_q - seqlen_k) are the empty ones
 #     before the busy tiles, as with a causal mask.
-#   The feature code sits under `if constexpr' so that the plain kernels'
-#   PTX is what it was without it, byte for byte (even a dead call on a tile
-#   changed it): tests/pipeline/build_sm90_feat.sh.
+#   varlen: seqlen_q and seqlen_k are the longest sequence's; a tile is
+#     (sequence, 128 queries, head) with the sequence's token offsets qs, ks
+#     and lengths Sq, Sk in attn_tile (the block-per-tile form: also in its
+#     attn_grid, made per block from cu_seqlens of sequence z; blocks past
+#     the sequence's tiles exit).  The persistent walk (attn_walk_vl) counts
+#     the units class by class (the sequences with the most key blocks
+#     first), sequence after sequence within a class, its cursor (sequence b,
+#     first unit u0, class c) carried in the tile from one call to the next.  The tensor
+#     maps are 3-D over the packed tensors ({head_dim, total, heads}): a box
+#     that runs past a sequence's end reads the next sequence's rows, keys
+#     masked by the sequence's Sk (the masked blocks: those past wg_full <=
+#     Sk - 1), queries not stored; past the tensor's end, zeros.  LSE is
+#     [heads_q][total_q].
+#   The feature code sits under `if constexpr' (or m4 text, where a plain
+#   kernel's argument struct lacks the names) so that the plain kernels'
+#   code is what it was without it, byte for byte (even a dead call on a
+#   tile changed it): tests/pipeline/build_sm90_feat.sh.
 #
 # Tiles of 128 queries of one head.  d64: a block per tile, grid x =
 # cdiv(seqlen_q, 128), y = heads_q, z = batch; without a causal mask block
@@ -113,7 +129,10 @@ m4_divert(-1)                                                   -*- C -*-
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [128])
-hkm_if_true([sinks], [], [])hkm_param([softcap])
+hkm_if_true([sinks], [], [])hkm_if_true([varlen], [], [])hkm_param([softcap])
+# varlen: a tile's own lengths (attn_tile) instead of the launch's
+m4_define([hkm_vl_sq], [hkm_fwd_varlen([w.Sq], [g.Sq])])
+m4_define([hkm_vl_sk], [hkm_fwd_varlen([w.Sk], [g.Sk])])
 m4_ifelse(hkm_block_size, m4_ifelse(hkm_tune([producer]), [1], [384], [256]), [],
       [hkm_fatal([attn_fwd needs hkm_block_size 384 (with a producer warpgroup) or 256, got ]hkm_block_size)])
 
@@ -163,6 +182,7 @@ static constexpr bool WIN_R = ]hkm_fwd_winr([true], [false])[;      // its right
 static constexpr bool SINKS = ]hkm_fwd_sinks([true], [false])[;
 static constexpr bool SOFTCAP = ]hkm_fwd_softcap([true], [false])[;
 static constexpr float CAP = (float)(]hkm_fwd_softcap([hkm_param([softcap])], [0])[);
+static constexpr bool VARLEN = ]hkm_fwd_varlen([true], [false])[;
 ]hkm_attn_common()[
 ]hkm_attn_window()[
 ]hkm_attn_sink()[
@@ -287,11 +307,15 @@ HK_DEVICE void attn_load_kv(hk_lds_t lds, const hk_bf16 *Kh, const hk_bf16 *Vh, 
 // block, y = head, z = batch.)
 struct attn_grid {
     int nq, nqb, Hq, hb, busy, group, Sq, Sk;
-    int wl, wr;                                       // the window's edges (WIN_L, WIN_R; -1: none)
+    int wl, wr;                                       // the window's edges (WIN_L, WIN_R; -1: none)]hkm_fwd_varlen([[
+    const int *cu_q, *cu_k;                           // varlen: cumulative lengths, batch + 1 each
+    int batch, qs, ks;                                // ... sequences; a block per tile: its first tokens]])[
 };
 // n_blocks K/V blocks from key block t0 (WIN_L; else 0)
 struct attn_tile {
-    int q0, hq, b, n_blocks, t0;
+    int q0, hq, b, n_blocks, t0;]hkm_fwd_varlen([[
+    int qs, ks, Sq, Sk;                               // varlen: sequence b's first tokens and lengths
+    int u0, c;                                        // ... its first unit and class (attn_walk_vl's cursor)]])[
 };
 
 // Query blocks with keys: qb * BLOCK_M + BLOCK_M + Sk - Sq > 0 (attn_tile_at's
@@ -358,8 +382,10 @@ HK_DEVICE attn_tile attn_tile_at(const attn_grid &g, int t)
 // the p-th shortest (tiles k = 2u, 2u + 1), whose costs add up to about the
 // same in every unit; the middle tile of an odd count comes once
 // (n_blocks = 0 the second time: skipped).
-HK_DEVICE bool attn_walk(const attn_grid &g, int k, attn_tile &w)
-{
+]hkm_fwd_varlen([[HK_DEVICE bool attn_walk_vl(const attn_grid &g, int k, attn_tile &w);
+]])[HK_DEVICE bool attn_walk(const attn_grid &g, int k, attn_tile &w)
+{]hkm_fwd_varlen([[
+    return attn_walk_vl(g, k, w);]])[
     if (!CAUSAL) {
         const int t = hk_block_id_x() + k * hk_grid_dim_x();
         if (t >= g.busy)
@@ -379,6 +405,98 @@ HK_DEVICE bool attn_walk(const attn_grid &g, int k, attn_tile &w)
     return true;
 }
 
+]hkm_fwd_varlen([[// ---- varlen: the walk over packed sequences ----------------------------------------
+// Sequence b's first tokens and lengths into w (loads of cu_seqlens, which
+// L1 keeps: every thread of the block reads the same words).
+HK_DEVICE void attn_vl_seq(const attn_grid &g, attn_tile &w, int b)
+{
+    w.b = b;
+    w.qs = hk_global_load_i32(g.cu_q + b);
+    w.Sq = hk_global_load_i32(g.cu_q + b + 1) - w.qs;
+    w.ks = hk_global_load_i32(g.cu_k + b);
+    w.Sk = hk_global_load_i32(g.cu_k + b + 1) - w.ks;
+}
+HK_DEVICE int attn_nq(int Sq) { return (Sq + BLOCK_M - 1) / BLOCK_M; }
+// Units per head of the sequence in w: its busy tiles (causal: pairs of them).
+HK_DEVICE int attn_vl_per_head(const attn_tile &w)
+{
+    const int nqb = attn_busy_blocks(attn_nq(w.Sq), w.Sq, w.Sk);
+    return CAUSAL ? (nqb + 1) / 2 : nqb;
+}
+// Empty tiles per head of the sequence in w (causal with Sq > Sk, or no keys).
+HK_DEVICE int attn_vl_empty(const attn_tile &w)
+{
+    return attn_nq(w.Sq) - attn_busy_blocks(attn_nq(w.Sq), w.Sq, w.Sk);
+}
+// A sequence's cost class: floor(log2) of its key blocks (about what one
+// of its units costs: a causal pair nq + 1 blocks, a non-causal tile all of
+// them), at most top.
+HK_DEVICE int attn_vl_class(int Sk, int top)
+{
+    int c = 0;
+    for (int kb = attn_key_blocks(Sk); kb > 1 && c < top; kb >>= 1)
+        ++c;
+    return c;
+}
+// VL_ORDER: the busy units go class by class, the costliest first (top: the
+// class of seqlen_k, the longest sequence's keys), so that the cheap ones
+// fill the end of the launch (as attn_walk's longest tiles first); within a
+// class, sequence after sequence.
+static constexpr bool VL_ORDER = ]hkm_tune([vl_order])[;
+// Moves w's cursor on to the sequence that holds unit u (units counted per
+// head by attn_vl_empty when EMPTY, else attn_vl_per_head, times heads, in
+// the order above; the empty tiles sequence after sequence); false past the
+// last.  k == 0 starts the walk.  A block's units only grow, so the cursor
+// only moves forward: a walk reads each sequence's lengths once per class.
+template <bool EMPTY>
+HK_DEVICE bool attn_vl_seek(const attn_grid &g, int k, int u, attn_tile &w)
+{
+    constexpr bool CLS = VL_ORDER && !EMPTY;
+    const int top = CLS ? attn_vl_class(g.Sk, 30) : 0;
+    const auto units = [&](const attn_tile &t) {
+        if (EMPTY)
+            return attn_vl_empty(t) * g.Hq;
+        return !CLS || attn_vl_class(t.Sk, top) == t.c ? attn_vl_per_head(t) * g.Hq : 0;
+    };
+    if (k == 0) {
+        w.u0 = 0;
+        w.c = top;
+        attn_vl_seq(g, w, 0);
+    }
+    for (int n = units(w); u >= w.u0 + n; n = units(w)) {
+        int next = w.b + 1;
+        if (next >= g.batch) {
+            if (!CLS || w.c == 0)
+                return false;
+            --w.c;                                        // the next class, from the first sequence
+            next = 0;
+        }
+        w.u0 += n;
+        attn_vl_seq(g, w, next);
+    }
+    return true;
+}
+// attn_walk's units over the sequences: unit u = sequence (in the order
+// above), head, then p (the pair or tile of the head), tiles as attn_tile_at
+// has them per sequence (the last query block first; causal: the p-th
+// longest and the p-th shortest).
+HK_DEVICE bool attn_walk_vl(const attn_grid &g, int k, attn_tile &w)
+{
+    const int u = hk_block_id_x() + (CAUSAL ? k >> 1 : k) * hk_grid_dim_x();
+    if (!attn_vl_seek<false>(g, k, u, w))
+        return false;
+    const int per_head = attn_vl_per_head(w), nq = attn_nq(w.Sq), nqb = attn_busy_blocks(nq, w.Sq, w.Sk);
+    const int r = (u - w.u0) / per_head, p = u - w.u0 - r * per_head;
+    const int i = CAUSAL && (k & 1) ? nqb - 1 - p : p;
+    w.q0 = (nq - 1 - i) * BLOCK_M;
+    w.hq = r;
+    w.t0 = 0;
+    w.n_blocks = attn_key_blocks(attn_key_end(w.q0, w.Sq, w.Sk));
+    if (CAUSAL && (k & 1) && i == p)
+        w.n_blocks = 0;
+    return true;
+}
+]])[
 // Empty tile e (0 .. (nq - nqb) hb - 1): query block e % (nq - nqb), head and
 // batch from e / (nq - nqb).
 HK_DEVICE attn_tile attn_empty_tile_at(const attn_grid &g, int e)
@@ -405,10 +523,10 @@ HK_DEVICE void attn_tile_limits(const attn_grid &g, const attn_tile &w, int wg, 
             klim[h] = attn_hi(w.q0 + row0 + 8 * h, g.Sq, g.Sk, g.wr);
         return;
     }
-    wg_full = attn_last_key(w.q0 + wg * WG_M, g.Sq, g.Sk);
+    wg_full = attn_last_key(w.q0 + wg * WG_M, ]hkm_vl_sq[, ]hkm_vl_sk[);
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-        klim[h] = attn_last_key(w.q0 + row0 + 8 * h, g.Sq, g.Sk);
+        klim[h] = attn_last_key(w.q0 + row0 + 8 * h, ]hkm_vl_sq[, ]hkm_vl_sk[);
 }
 
 // A window's masks in a tile (WIN_L or WIN_R), from warp-uniform values
@@ -471,7 +589,7 @@ HK_DEVICE void attn_mbar_setup(hk_lds_t lds)
 }
 
 // The copying thread: K/V block blk (keys blk * BLOCK_N .., KV head hkv,
-// batch b) as the pos-th block of the ring at ring_off (d64: pos = blk; d128:
+// batch b; varlen: b is the sequence's first key token) as the pos-th block of the ring at ring_off (d64: pos = blk; d128:
 // counted over the block's tiles), once the consumers have released the
 // stage's previous block (pos - STAGES): D / 64 boxes of 64 columns x
 // BLOCK_N keys, the 128-byte swizzle of the slabs; keys past seqlen_k read
@@ -485,8 +603,12 @@ HK_DEVICE void attn_tma_fill(hk_lds_t lds, int ring_off, int full0, int empty0, 
     hk_mbar_arrive_expect_tx(lds, full0 + 8 * s, KV_TILE_BYTES);
 #pragma unroll
     for (int sl = 0; sl < D / 64; ++sl)
-        hk_tma_load_4d(lds, ring_off + s * KV_TILE_BYTES + sl * KV_SLAB, map, sl * 64, blk * BLOCK_N, hkv, b,
-                       full0 + 8 * s);
+        if constexpr (VARLEN)
+            hk_tma_load_3d(lds, ring_off + s * KV_TILE_BYTES + sl * KV_SLAB, map, sl * 64, b + blk * BLOCK_N, hkv,
+                           full0 + 8 * s);
+        else
+            hk_tma_load_4d(lds, ring_off + s * KV_TILE_BYTES + sl * KV_SLAB, map, sl * 64, blk * BLOCK_N, hkv, b,
+                           full0 + 8 * s);
 }
 
 // ---- the two products of one warpgroup (issued, not waited for) ------------------
@@ -837,8 +959,9 @@ HK_DEVICE void attn_tma_q(hk_lds_t lds, const hk_tmap *map, const attn_tile &w)
 {
     hk_mbar_arrive_expect_tx(lds, q_full(), Q_BYTES);
 #pragma unroll
-    for (int sl = 0; sl < D / 64; ++sl)
-        hk_tma_load_4d(lds, Q_OFF + sl * Q_SLAB, map, sl * 64, w.q0, w.hq, w.b, q_full());
+    for (int sl = 0; sl < D / 64; ++sl)]hkm_fwd_varlen([[
+        hk_tma_load_3d(lds, Q_OFF + sl * Q_SLAB, map, sl * 64, w.qs + w.q0, w.hq, q_full());]], [[
+        hk_tma_load_4d(lds, Q_OFF + sl * Q_SLAB, map, sl * 64, w.q0, w.hq, w.b, q_full());]])[
 }
 
 // The producer (one thread): for each of the block's tiles, its K and V
@@ -868,8 +991,8 @@ HK_DEVICE void attn_produce_tiles(hk_lds_t lds, const attn_grid &g, const hk_tma
                     hk_mbar_wait(lds, q_empty(), (it - 1) & 1);
                 attn_tma_q(lds, tq, w);
             }
-            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, pos + j, j, hkv, w.b);
-            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, pos + j, j, hkv, w.b);
+            attn_tma_fill(lds, K_OFF, k_full(0), k_empty(0), tk, pos + j, j, hkv, ]hkm_fwd_varlen([[w.ks]], [[w.b]])[);
+            attn_tma_fill(lds, V_OFF, v_full(0), v_empty(0), tv, pos + j, j, hkv, ]hkm_fwd_varlen([[w.ks]], [[w.b]])[);
         }
         if (early == w.n_blocks) {                    // fewer than STAGES - 1 blocks: Q after them
             if (it > 0)
@@ -966,11 +1089,11 @@ HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile 
                           const float (&m_run)[2], const float (&l_run)[2])
 {
     const int lane = hk_lane_id();
-    hk_bf16 *Oh = a.O + (long)w.b * a.o_stride_b + (long)w.hq * a.o_stride_h;
+    hk_bf16 *Oh = a.O + ]hkm_fwd_varlen([[(long)w.qs * a.o_stride_s]], [[(long)w.b * a.o_stride_b]])[ + (long)w.hq * a.o_stride_h;
     // inline, not attn_aligned: as a call ptxas compiled the prologue differently (128K 32:8 -6%)
-    const bool vec_o = (a.o_stride_b % 2 == 0) && (a.o_stride_s % 2 == 0) && (a.o_stride_h % 2 == 0) &&
+    const bool vec_o = ]hkm_fwd_varlen([[]], [[(a.o_stride_b % 2 == 0) && ]])[(a.o_stride_s % 2 == 0) && (a.o_stride_h % 2 == 0) &&
                        ((unsigned long)a.O % 4 == 0);
-    const bool o16 = WIDE && (a.o_stride_b % 8 == 0) && (a.o_stride_s % 8 == 0) && (a.o_stride_h % 8 == 0) &&
+    const bool o16 = WIDE && ]hkm_fwd_varlen([[]], [[(a.o_stride_b % 8 == 0) && ]])[(a.o_stride_s % 8 == 0) && (a.o_stride_h % 8 == 0) &&
                      ((unsigned long)a.O % 16 == 0);
     static_assert(O_TILES % 4 == 0, "whole 16-byte chunks per quad");]hkm_fwd_sinks([[
     const float sb = hk_global_load_f32(a.sinks + w.hq) * LOG2E;  // the head's sink in base 2]])[
@@ -983,8 +1106,8 @@ HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile 
         float m = m_run[h], inv = attn_inv_sum(l);]hkm_fwd_sinks([[
         const float alpha = attn_sink(sb, m, l);
         inv = attn_inv_sum(l) * alpha;]])[
-        if (a.LSE && (lane & 3) == 0 && qi < g.Sq) /* the null test first, as the kernel measured had it */
-            hk_global_store_f32(a.LSE + ((long)w.b * g.Hq + w.hq) * g.Sq + qi, attn_lse(m, l));
+        if (a.LSE && (lane & 3) == 0 && qi < ]hkm_vl_sq[) /* the null test first, as the kernel measured had it */
+            hk_global_store_f32(a.LSE + ]hkm_fwd_varlen([[(long)w.hq * a.total_q + w.qs]], [[((long)w.b * g.Hq + w.hq) * g.Sq]])[ + qi, attn_lse(m, l));
         if (o16) {
             // lane t holds word t of tiles 4g + k: a 4 x 4 transpose in the
             // quad (xor 2, then xor 1) gives lane t all of tile 4g + t
@@ -1012,11 +1135,11 @@ HK_DEVICE void attn_store(const hk_args &a, const attn_grid &g, const attn_tile 
                     else
                         wd[k + 1] = r;
                 }
-                if (qi < g.Sq)
+                if (qi < ]hkm_vl_sq[)
                     hk_global_store_b128(Oq + g4 * 32, wd);
             }
         }
-        if (qi >= g.Sq || o16)
+        if (qi >= ]hkm_vl_sq[ || o16)
             continue;
         hk_bf16 *Oq = Oh + (long)qi * a.o_stride_s + (lane & 3) * 2;
 #pragma unroll
@@ -1046,9 +1169,25 @@ HK_DEVICE void attn_o_init(o_acc_t &o, float (&m_run)[2], float (&l_run)[2])
 
 // The output of the tiles without keys (causal, seqlen_q > seqlen_k: rows
 // before the first visible key), spread over the blocks: O = 0, LSE = -inf.
+// varlen: empty tiles e = (sequence, head, query block) over the sequences.
 template <bool WIDE>
 HK_DEVICE void attn_store_empty(const hk_args &a, const attn_grid &g, int row0)
 {
+]hkm_fwd_varlen([[
+    if constexpr (VARLEN) {
+        attn_tile w = {};
+        for (int k = 0, e = hk_block_id_x(); attn_vl_seek<true>(g, k, e, w); ++k, e += hk_grid_dim_x()) {
+            const int ne = attn_vl_empty(w), r = (e - w.u0) / ne;
+            w.q0 = (e - w.u0 - r * ne) * BLOCK_M;
+            w.hq = r;
+            w.n_blocks = 0;
+            o_acc_t o;
+            float m_run[2], l_run[2];
+            attn_o_init(o, m_run, l_run);
+            attn_store<WIDE>(a, g, w, row0, o, m_run, l_run);
+        }
+        return;
+    }]])[
     for (int e = hk_block_id_x(); e < (g.nq - g.nqb) * g.hb; e += hk_grid_dim_x()) {
         o_acc_t o;
         float m_run[2], l_run[2];
@@ -1103,9 +1242,9 @@ HK_DEVICE void attn_run_ws_copy(hk_lds_t lds, const hk_args &a, const attn_grid 
         if (w.n_blocks == 0)
             continue;
         const int hkv = w.hq / g.group;
-        const hk_bf16 *Qh = a.Q + (long)w.b * a.q_stride_b + (long)w.hq * a.q_stride_h;
-        const hk_bf16 *Kh = a.K + (long)w.b * a.k_stride_b + (long)hkv * a.k_stride_h;
-        const hk_bf16 *Vh = a.V + (long)w.b * a.v_stride_b + (long)hkv * a.v_stride_h;
+        const hk_bf16 *Qh = a.Q + ]hkm_fwd_varlen([[(long)w.qs * a.q_stride_s]], [[(long)w.b * a.q_stride_b]])[ + (long)w.hq * a.q_stride_h;
+        const hk_bf16 *Kh = a.K + ]hkm_fwd_varlen([[(long)w.ks * a.k_stride_s]], [[(long)w.b * a.k_stride_b]])[ + (long)hkv * a.k_stride_h;
+        const hk_bf16 *Vh = a.V + ]hkm_fwd_varlen([[(long)w.ks * a.v_stride_s]], [[(long)w.b * a.v_stride_b]])[ + (long)hkv * a.v_stride_h;
         int wg_full, klim[2];
         attn_tile_limits(g, w, wg, row0, wg_full, klim);
         attn_win win = {};                                // no window here (PERSIST)
@@ -1113,7 +1252,7 @@ HK_DEVICE void attn_run_ws_copy(hk_lds_t lds, const hk_args &a, const attn_grid 
         float m_run[2], l_run[2];
         attn_o_init(o, m_run, l_run);
         attn_sync();
-        attn_kv_loop<VEC, POS>(lds, Qh, Kh, Vh, a.q_stride_s, a.k_stride_s, a.v_stride_s, w.q0, g.Sq, g.Sk,
+        attn_kv_loop<VEC, POS>(lds, Qh, Kh, Vh, a.q_stride_s, a.k_stride_s, a.v_stride_s, w.q0, ]hkm_vl_sq[, ]hkm_vl_sk[,
                                w.n_blocks, wg, wg_full, klim, win, c, m_run, l_run, o);
         attn_store<false>(a, g, w, row0, o, m_run, l_run);
     }
@@ -1178,9 +1317,20 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
                                bool vec)
 {
     int tile, hq, b;
-    attn_block_order(hk_grid_dim_x(), g.Hq, batch, g.group, g.Sk, tile, hq, b);
+    if constexpr (VARLEN) {
+        // g is sequence z's (the kernel made it); blocks past its tiles have left
+        tile = (g.Sq + BLOCK_M - 1) / BLOCK_M - 1 - hk_block_id_x();
+        hq = hk_block_id_y();
+        b = hk_block_id_z();
+    } else {
+        attn_block_order(hk_grid_dim_x(), g.Hq, batch, g.group, g.Sk, tile, hq, b);
+    }
     const int q0 = tile * BLOCK_M;
-    attn_tile w = {q0, hq, b, attn_key_blocks(attn_key_end(q0, g.Sq, g.Sk)), 0};
+    attn_tile w = {q0, hq, b, attn_key_blocks(attn_key_end(q0, g.Sq, g.Sk)), 0};]hkm_fwd_varlen([[
+    w.qs = g.qs;
+    w.ks = g.ks;
+    w.Sq = g.Sq;
+    w.Sk = g.Sk;]])[
     if constexpr (WIN_R)
         w.n_blocks = attn_key_blocks(attn_tile_end(g, q0));
     if constexpr (WIN_L)
@@ -1188,9 +1338,9 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
     const int hkv = hq / g.group;
     const int wg = hk_wave_id() / 4, row0 = attn_row0();
 
-    const hk_bf16 *Qh = hk_a.Q + (long)b * hk_a.q_stride_b + (long)hq * hk_a.q_stride_h;
-    const hk_bf16 *Kh = hk_a.K + (long)b * hk_a.k_stride_b + (long)hkv * hk_a.k_stride_h;
-    const hk_bf16 *Vh = hk_a.V + (long)b * hk_a.v_stride_b + (long)hkv * hk_a.v_stride_h;
+    const hk_bf16 *Qh = hk_a.Q + ]hkm_fwd_varlen([[(long)g.qs * hk_a.q_stride_s]], [[(long)b * hk_a.q_stride_b]])[ + (long)hq * hk_a.q_stride_h;
+    const hk_bf16 *Kh = hk_a.K + ]hkm_fwd_varlen([[(long)g.ks * hk_a.k_stride_s]], [[(long)b * hk_a.k_stride_b]])[ + (long)hkv * hk_a.k_stride_h;
+    const hk_bf16 *Vh = hk_a.V + ]hkm_fwd_varlen([[(long)g.ks * hk_a.v_stride_s]], [[(long)b * hk_a.v_stride_b]])[ + (long)hkv * hk_a.v_stride_h;
     int wg_full, klim[2];
     attn_tile_limits(g, w, wg, row0, wg_full, klim);
     attn_win win = {};
@@ -1214,7 +1364,7 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
     attn_o_init(o, m_run, l_run);
     attn_dispatch(use_tma, vec, c, [&](auto tma, auto v, auto pos) {
         if constexpr (decltype(tma)::value)
-            attn_kv_loop_tma<decltype(pos)::value>(hk_lds, &hk_a.tmap_k, &hk_a.tmap_v, hkv, b, w.n_blocks, wg,
+            attn_kv_loop_tma<decltype(pos)::value>(hk_lds, &hk_a.tmap_k, &hk_a.tmap_v, hkv, ]hkm_fwd_varlen([[g.ks]], [[b]])[, w.n_blocks, wg,
                                                    wg_full, klim, win, c, m_run, l_run, o);
         else
             attn_kv_loop<decltype(v)::value, decltype(pos)::value>(
@@ -1232,7 +1382,43 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
     const int Sq = seqlen_q, Sk = seqlen_k;
     // the window's edges (-1: none, also where the kernel has no window)
     const int win_l = ]hkm_fwd_winl([[window_left]], [[-1]])[, win_r = ]hkm_fwd_winr([[window_right]], [[-1]])[;
+]hkm_fwd_varlen([[
+    (void)varlen;
+    // varlen: the packed tensors' strides (no batch stride), the maps' rows
+    // (total_q, total_k: the runtime leaves a map of no rows zero)
+    const bool vec = (hk_a.q_stride_s % 8 == 0) && (hk_a.q_stride_h % 8 == 0) && ((unsigned long)hk_a.Q % 16 == 0) &&
+                     (hk_a.k_stride_s % 8 == 0) && (hk_a.k_stride_h % 8 == 0) && ((unsigned long)hk_a.K % 16 == 0) &&
+                     (hk_a.v_stride_s % 8 == 0) && (hk_a.v_stride_h % 8 == 0) && ((unsigned long)hk_a.V % 16 == 0);
+    const bool use_tma = vec && hk_a.total_k >= 1 &&
+                         (!PERSIST || (hk_a.total_q >= 1 && hk_a.q_stride_s > 0 && hk_a.q_stride_h > 0 &&
+                                       hk_a.q_stride_s < (1L << 39) && hk_a.q_stride_h < (1L << 39))) &&
+                         hk_a.k_stride_s > 0 && hk_a.k_stride_h > 0 && hk_a.v_stride_s > 0 && hk_a.v_stride_h > 0 &&
+                         hk_a.k_stride_s < (1L << 39) && hk_a.k_stride_h < (1L << 39) &&
+                         hk_a.v_stride_s < (1L << 39) && hk_a.v_stride_h < (1L << 39);
 
+    HK_LDS_DECLARE_DYNAMIC();
+    if constexpr (PERSIST) {
+        attn_grid g = attn_grid_make(Sq, Sk, heads_q, heads_k, batch, win_l, win_r);
+        g.cu_q = hk_a.cu_seqlens_q;
+        g.cu_k = hk_a.cu_seqlens_k;
+        g.batch = batch;
+        attn_main_ws(hk_lds, hk_a, g, use_tma, vec, attn_scale(hk_a.scale));
+    } else {
+        // a block per tile of sequence z: its grid, or nothing past its tiles
+        const int b = hk_block_id_z();
+        const int qs = hk_global_load_i32(hk_a.cu_seqlens_q + b), ks = hk_global_load_i32(hk_a.cu_seqlens_k + b);
+        const int sq = hk_global_load_i32(hk_a.cu_seqlens_q + b + 1) - qs;
+        if (hk_block_id_x() * BLOCK_M >= sq)             // block-uniform, before any barrier
+            return;
+        attn_grid g = attn_grid_make(sq, hk_global_load_i32(hk_a.cu_seqlens_k + b + 1) - ks, heads_q, heads_k, 1,
+                                     win_l, win_r);
+        g.qs = qs;
+        g.ks = ks;
+        attn_block_tile(hk_lds, hk_a, g, batch, use_tma, vec);
+    }
+    (void)Sq, (void)Sk;
+}
+]], [[
     // 16-byte copies need 8-element strides and 16-byte aligned bases
     const bool vec = (hk_a.q_stride_b % 8 == 0) && (hk_a.q_stride_s % 8 == 0) && (hk_a.q_stride_h % 8 == 0) &&
                      ((unsigned long)hk_a.Q % 16 == 0) && (hk_a.k_stride_b % 8 == 0) &&
@@ -1262,4 +1448,4 @@ HK_DEVICE void attn_block_tile(hk_lds_t hk_lds, const hk_args &hk_a, const attn_
         attn_block_tile(hk_lds, hk_a, attn_grid_make(Sq, Sk, heads_q, heads_k, batch, win_l, win_r), batch, use_tma,
                         vec);
 }
-]hkm_output_end()
+]])[]hkm_output_end()
