@@ -73,15 +73,26 @@ static constexpr int t_pitch(int rows) { return rows * 2 + 16; }
 static constexpr int Q_SUB = Q_STEP / 32;                   // 32-query subtiles of a step
 static constexpr int K_SUB = BLOCK_N / 32;                  // 32-key subtiles of a step
 static constexpr int QT_PITCH = t_pitch(Q_STEP), KT_PITCH = t_pitch(BLOCK_N);
-// KV workgroups: Q, dO, Q^T, dO^T, LSE * log2(e), D, D partial sums
-static constexpr int KV_TR = Q_STEP * ROW_PITCH, KV_TT = D * QT_PITCH;
+// Where the target reads LDS transposed (LDS_TR: hk_lds_load_tr_b64, gfx950)
+// the tiles are stored row-major only and the loops double-buffer them (one
+// barrier per step); elsewhere the transposed copies are stored too, once.
+static constexpr bool LDS_TR = ]hkm_tune([lds_tr])[;
+static constexpr int NBUF = LDS_TR ? 2 : 1;
+// KV workgroups, per buffer: Q, dO, (Q^T, dO^T), LSE * log2(e), then D: with
+// LDS_TR KV_NPART partial sums per row ([part][row], summed where D is read),
+// else D and its partial sums per row and 8 columns (summed after a barrier)
+static constexpr int KV_NPART = ATTN_THREADS / (2 * Q_STEP);
+static constexpr int KV_TR = Q_STEP * ROW_PITCH, KV_TT = LDS_TR ? 0 : D * QT_PITCH;
 static constexpr int KV_Q = 0, KV_DO = KV_TR, KV_QT = 2 * KV_TR, KV_DOT = 2 * KV_TR + KV_TT;
-static constexpr int KV_LSE = 2 * KV_TR + 2 * KV_TT, KV_D = KV_LSE + Q_STEP * 4, KV_DPART = KV_D + Q_STEP * 4;
-static constexpr int KV_BYTES = KV_DPART + Q_STEP * (D / 8) * 4;  // partial sums of D: [row][8 columns]
-// Q workgroups: K, V, K^T
+static constexpr int KV_LSE = 2 * KV_TR + 2 * KV_TT, KV_D = KV_LSE + Q_STEP * 4;
+static constexpr int KV_DPART = LDS_TR ? KV_D : KV_D + Q_STEP * 4;
+static constexpr int KV_BUF = KV_DPART + Q_STEP * (LDS_TR ? KV_NPART : D / 8) * 4;
+static constexpr int KV_BYTES = NBUF * KV_BUF;
+// Q workgroups, per buffer: K, V, (K^T)
 static constexpr int Q_TR = BLOCK_N * ROW_PITCH;
 static constexpr int Q_K = 0, Q_V = Q_TR, Q_KT = 2 * Q_TR;
-static constexpr int Q_BYTES = 2 * Q_TR + D * KT_PITCH;
+static constexpr int Q_BUF = 2 * Q_TR + (LDS_TR ? 0 : D * KT_PITCH);
+static constexpr int Q_BYTES = NBUF * Q_BUF;
 static constexpr int LDS_BYTES = KV_BYTES > Q_BYTES ? KV_BYTES : Q_BYTES;
 ]hkm_attn_limits()[
 typedef float attn_f2 __attribute__((ext_vector_type(2)));
@@ -92,6 +103,8 @@ static_assert((Q_STEP == 32 || Q_STEP == 64) && (BLOCK_N == 32 || BLOCK_N == 64)
 static_assert(D % 32 == 0, "32x32 MFMA tiles");
 static_assert(Q_STEP <= ATTN_THREADS, "one thread per row of a step for LSE and D");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
+static_assert(LDS_TR == (HK_LDS_TR != 0), "the plan's lds_tr is the tile header's HK_LDS_TR");
+static_assert(!LDS_TR || (HK_MFMA_KPL == 8 && ATTN_THREADS % (2 * Q_STEP) == 0), "transposing reads: 8 k per lane");
 
 // ---- global -> registers -> LDS ------------------------------------------------
 // Tiles move in units of (row pair, 8 columns): two 16-byte loads (rows at or
@@ -316,6 +329,202 @@ HK_DEVICE void bwd_kv_step(hk_lds_t lds, const bwd_dims &x, int q0, int kw0,
     }
 }
 
+#if HK_LDS_TR
+// ---- KV workgroups where LDS is read transposed ------------------------------
+// A step's rows in registers, loaded a step ahead: thread (wave w, lane l)
+// holds row 32 (w / KV_NPART) + l % 32 of the step, its 16-byte pieces
+// s, s + KV_TPR, ... (slot s = 2 (w % KV_NPART) + l / 32) of Q, dO and O.
+// So a row's KV_TPR threads pair up as lanes l and l ^ 32 of KV_NPART waves:
+// D's partial sum of a pair is added across the halves, and the KV_NPART
+// waves' sums are added where D is read (no barrier of their own).
+static constexpr int KV_TPR = ATTN_THREADS / Q_STEP, KV_PIECES = D / 8;
+static constexpr int KV_PJ = (KV_PIECES + KV_TPR - 1) / KV_TPR;
+struct bwd_kvt_rows {
+    hk_bf16x8 q[KV_PJ], g[KV_PJ], o[KV_PJ];
+    float lse;                                           // raw: scaled at the put
+};
+
+HK_DEVICE int bwd_kvt_row() { return hk_lane_id() % 32 + 32 * (hk_wave_id() / KV_NPART); }
+HK_DEVICE int bwd_kvt_slot() { return 2 * (hk_wave_id() % KV_NPART) + hk_lane_id() / 32; }
+
+// The head's tensors from the step's first row, and how many rows are left.
+struct bwd_kvt_src {
+    const hk_bf16 *q, *o, *g;
+    const float *lse;
+    int left;
+};
+
+// Rows past the last query load the last one instead (finite data, no
+// branch): their P is masked to 0, which zeroes their share of every product.
+template <bool VEC>
+HK_DEVICE void bwd_kvt_fetch_v(bwd_kvt_rows &r, const hk_args &a, const bwd_kvt_src &src)
+{
+    const int row = bwd_kvt_row() < src.left ? bwd_kvt_row() : src.left - 1, slot = bwd_kvt_slot();
+    const hk_bf16 *q = src.q + (long)row * a.q_stride_s, *g = src.g + (long)row * a.do_stride_s,
+                  *o = src.o + (long)row * a.o_stride_s;
+#pragma unroll
+    for (int j = 0; j < KV_PJ; ++j) {
+        const int c = slot + KV_TPR * j;
+        if (KV_PIECES % KV_TPR == 0 || c < KV_PIECES) {
+            r.q[j] = hk_global_load_bf16x8(q + 8 * c, 8, VEC);
+            r.g[j] = hk_global_load_bf16x8(g + 8 * c, 8, VEC);
+            r.o[j] = hk_global_load_bf16x8(o + 8 * c, 8, VEC);
+        }
+    }
+}
+
+HK_DEVICE void bwd_kvt_fetch(bwd_kvt_rows &r, const hk_args &a, const bwd_kvt_src &src, bool vec)
+{
+    const int tid = hk_thread_id() % Q_STEP;
+    if (vec)                                             // uniform: one branch per step
+        bwd_kvt_fetch_v<true>(r, a, src);
+    else
+        bwd_kvt_fetch_v<false>(r, a, src);
+    r.lse = hk_global_load_f32(src.lse + (tid < src.left ? tid : src.left - 1));
+}
+
+// The step's tiles into the buffer at b: Q, dO row-major, LSE * log2(e) and
+// D's partial sums.
+HK_DEVICE void bwd_kvt_put(hk_lds_t lds, int b, const bwd_kvt_rows &r)
+{
+    const int tid = hk_thread_id(), row = bwd_kvt_row(), slot = bwd_kvt_slot();
+    float part = 0.0f;
+#pragma unroll
+    for (int j = 0; j < KV_PJ; ++j) {
+        const int c = slot + KV_TPR * j;
+        if (KV_PIECES % KV_TPR == 0 || c < KV_PIECES) {
+            hk_lds_store_b128(lds, b + KV_Q + row * ROW_PITCH + c * 16, __builtin_bit_cast(hk_u32x4, r.q[j]));
+            hk_lds_store_b128(lds, b + KV_DO + row * ROW_PITCH + c * 16, __builtin_bit_cast(hk_u32x4, r.g[j]));
+            part += bwd_dot8(r.g[j], r.o[j]);
+        }
+    }
+    part += hk_swap_halves(part);                        // the row's two slots of this wave
+    if (hk_lane_id() < 32)
+        hk_lds_store_b32(lds, b + KV_DPART + ((hk_wave_id() % KV_NPART) * Q_STEP + row) * 4, hk_f32_as_u32(part));
+    if (tid < Q_STEP)
+        hk_lds_store_b32(lds, b + KV_LSE + tid * 4, hk_f32_as_u32(r.lse * LOG2E));
+}
+
+// The A operands of acc (d x 32) += A B over rows r0 .. r0 + 31 of the
+// row-major tile at base (pitch ROW_PITCH), A = the tile's d x rows
+// transpose read by hk_lds_load_tr_b64, in the k order of bwd_to_b's
+// operands (k = 8 h + j of a 16-row step holds row 8 (j / 4) + 4 h + j % 4):
+// lane 16 g + s reads row 4 (g / 2) + s / 4 (+ 8 for the operand's second
+// half), columns 16 (g % 2) + 4 (s % 4) .. + 3 of each 32-column tile.
+HK_DEVICE void bwd_tr_ops(hk_lds_t lds, int base, int r0, hk_mfma_ab_t (&op)[STEPS32][D_TILES])
+{
+    const int lane = hk_lane_id(), s = lane % 16, g = lane / 16;
+    const int off = base + (r0 + 4 * (g / 2) + s / 4) * ROW_PITCH + (16 * (g % 2) + 4 * (s % 4)) * 2;
+#pragma unroll
+    for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+        for (int dt = 0; dt < D_TILES; ++dt) {
+            const hk_bf16x4 lo = hk_lds_load_tr_b64(lds, off + st * 16 * ROW_PITCH + dt * 64);
+            const hk_bf16x4 hi = hk_lds_load_tr_b64(lds, off + (st * 16 + 8) * ROW_PITCH + dt * 64);
+            const hk_bf16x8 v = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
+            op[st][dt] = __builtin_bit_cast(hk_mfma_ab_t, v);
+        }
+}
+
+// The A operands of acc (32 x 32) += A B over head_dim: rows of the row-major tile at off.
+HK_DEVICE void bwd_row_ops(hk_lds_t lds, int off, hk_mfma_ab_t (&op)[D_CHUNKS][AB_PER_CHUNK])
+{
+    const int lane = hk_lane_id();
+    const int row = lane % 32, half = lane / 32;
+#pragma unroll
+    for (int u = 0; u < D_CHUNKS; ++u)
+#pragma unroll
+        for (int e = 0; e < AB_PER_CHUNK; ++e)
+            op[u][e] = hk_lds_load_mfma_ab(lds, off + row * ROW_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2);
+}
+
+// P = exp2(S c - LSE log2 e) and dS = P (dP - D) in place, element i of the
+// lane holding query qh + (i/4)*8 + i%4 and key `key`; MASK: 0 for a query
+// past the last or a key it does not see.
+template <bool MASK>
+HK_DEVICE void bwd_softmax(const bwd_dims &x, int qh, int key, const hk_u32x4 (&l4)[4],
+                           const hk_u32x4 (&d4)[4][KV_NPART], hk_mfma_acc_t &s, hk_mfma_acc_t &dp)
+{
+#pragma unroll
+    for (int g = 0; g < 4; ++g)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            float dd = hk_u32_as_f32(d4[g][0][j]);
+#pragma unroll
+            for (int p = 1; p < KV_NPART; ++p)
+                dd += hk_u32_as_f32(d4[g][p][j]);
+            const int i = g * 4 + j, qi = qh + g * 8 + j;
+            float p = hk_exp2f(s[i] * x.c - hk_u32_as_f32(l4[g][j]));
+            if (MASK)
+                p = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq)) ? p : 0.0f;
+            s[i] = p;
+            dp[i] = p * (dp[i] - dd);
+        }
+}
+
+// One wave, one step of Q_STEP queries from q0 out of the buffer at b, one
+// 32-query subtile after the other: S = Q K^T, dP = dO V^T, P, dS, then
+// dV^T += dO^T P, dK^T += Q^T dS. Each product's operands are read from LDS
+// together before its MFMAs (scheduling barriers keep them so: one wait per
+// group instead of one per MFMA), the transposed ones under the softmax.
+HK_DEVICE void bwd_kvt_step(hk_lds_t lds, int b, const bwd_dims &x, int q0, int kw0,
+                            const hk_mfma_ab_t (&kop)[D_CHUNKS][AB_PER_CHUNK],
+                            const hk_mfma_ab_t (&vop)[D_CHUNKS][AB_PER_CHUNK],
+                            hk_mfma_acc_t (&dk)[D_TILES], hk_mfma_acc_t (&dv)[D_TILES])
+{
+    const int lane = hk_lane_id();
+    const int half = lane / 32, key = kw0 + lane % 32;
+#pragma unroll
+    for (int q = 0; q < Q_SUB; ++q) {
+        // element i of S, dP: query q0 + 32 q + (i/4)*8 + h*4 + i%4
+        hk_u32x4 l4[4], d4[4][KV_NPART];
+#pragma unroll
+        for (int g = 0; g < 4; ++g) {
+            const int r = q * 32 + g * 8 + half * 4;
+            l4[g] = hk_lds_load_b128(lds, b + KV_LSE + r * 4);
+#pragma unroll
+            for (int p = 0; p < KV_NPART; ++p)
+                d4[g][p] = hk_lds_load_b128(lds, b + KV_DPART + (p * Q_STEP + r) * 4);
+        }
+        hk_mfma_ab_t qa[D_CHUNKS][AB_PER_CHUNK], ga[D_CHUNKS][AB_PER_CHUNK];
+        bwd_row_ops(lds, b + KV_Q + q * 32 * ROW_PITCH, qa);
+        bwd_row_ops(lds, b + KV_DO + q * 32 * ROW_PITCH, ga);
+        hk_sched_barrier();
+        hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
+#pragma unroll
+        for (int u = 0; u < D_CHUNKS; ++u)
+#pragma unroll
+            for (int e = 0; e < AB_PER_CHUNK; ++e) {
+                s = hk_mfma_32x32(qa[u][e], kop[u][e], s);     // S = Q K^T
+                dp = hk_mfma_32x32(ga[u][e], vop[u][e], dp);   // dP = dO V^T
+            }
+        hk_sched_barrier();
+        hk_mfma_ab_t gt[STEPS32][D_TILES], qt[STEPS32][D_TILES];
+        bwd_tr_ops(lds, b + KV_DO, q * 32, gt);
+        bwd_tr_ops(lds, b + KV_Q, q * 32, qt);
+        hk_sched_barrier();
+        // a subtile every lane of the wave sees whole (uniform) needs no mask
+        const int qb = q0 + q * 32;
+        if (qb + 32 <= x.Sq && (!CAUSAL || kw0 + 31 <= qb + (x.Sk - x.Sq)))
+            bwd_softmax<false>(x, qb + half * 4, key, l4, d4, s, dp);
+        else
+            bwd_softmax<true>(x, qb + half * 4, key, l4, d4, s, dp);
+        hk_mfma_ab_t pop[STEPS32], dsop[STEPS32];
+        bwd_to_b(s, pop);
+        bwd_to_b(dp, dsop);
+        hk_sched_barrier();
+#pragma unroll
+        for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+            for (int dt = 0; dt < D_TILES; ++dt) {
+                dv[dt] = hk_mfma_32x32(gt[st][dt], pop[st], dv[dt]);   // dV^T += dO^T P
+                dk[dt] = hk_mfma_32x32(qt[st][dt], dsop[st], dk[dt]);  // dK^T += Q^T dS
+            }
+        hk_sched_barrier();
+    }
+}
+#endif
+
 HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
 {
     const int nkb = (x.Sk + KV_BLOCK - 1) / KV_BLOCK;
@@ -343,6 +552,52 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     // the group (one flat loop: one back edge, barriers in every trip)
     const int qfirst = CAUSAL ? (k0 - diag > 0 ? k0 - diag : 0) : 0;
     const int t0 = qfirst / Q_STEP, n_t = qfirst < x.Sq ? (x.Sq + Q_STEP - 1) / Q_STEP - t0 : 0;
+#if HK_LDS_TR
+    // double-buffered: step w reads buffer w % 2 while step w + 1's rows,
+    // loaded before its MFMAs, are put into the other after them; one
+    // barrier per step (a wave puts into a buffer only after every wave has
+    // passed the barrier that ended the step reading it). src walks the
+    // steps: t0 .. of the group's first query head, then of the next.
+    bwd_kvt_src src;
+    src.q = a.Q + (long)b * a.q_stride_b + (long)hkv * group * a.q_stride_h + (long)t0 * Q_STEP * a.q_stride_s;
+    src.o = a.O + (long)b * a.o_stride_b + (long)hkv * group * a.o_stride_h + (long)t0 * Q_STEP * a.o_stride_s;
+    src.g = a.dO + (long)b * a.do_stride_b + (long)hkv * group * a.do_stride_h + (long)t0 * Q_STEP * a.do_stride_s;
+    src.lse = a.LSE + ((long)b * x.Hq + hkv * group) * x.Sq + t0 * Q_STEP;
+    src.left = x.Sq - t0 * Q_STEP;
+    bwd_kvt_rows rows;
+    if (n_t > 0) {
+        bwd_kvt_fetch(rows, a, src, vec);
+        bwd_kvt_put(lds, 0, rows);
+    }
+    hk_barrier();
+    int q0 = t0 * Q_STEP;
+    for (int w = 0; w < group * n_t; ++w) {
+        const int cur = (w & 1) * KV_BUF, qc = q0;
+        // the next step (uniform): the next rows, or the next head's first
+        if (src.left > Q_STEP) {
+            q0 += Q_STEP;
+            src.q += (long)Q_STEP * a.q_stride_s;
+            src.o += (long)Q_STEP * a.o_stride_s;
+            src.g += (long)Q_STEP * a.do_stride_s;
+            src.lse += Q_STEP;
+            src.left -= Q_STEP;
+        } else {
+            const long back = (long)(q0 - t0 * Q_STEP);
+            q0 = t0 * Q_STEP;
+            src.q += a.q_stride_h - back * a.q_stride_s;
+            src.o += a.o_stride_h - back * a.o_stride_s;
+            src.g += a.do_stride_h - back * a.do_stride_s;
+            src.lse += x.Sq - back;
+            src.left = x.Sq - q0;
+        }
+        if (w + 1 < group * n_t)
+            bwd_kvt_fetch(rows, a, src, vec);
+        bwd_kvt_step(lds, cur, x, qc, kw0, kop, vop, dk, dv);
+        if (w + 1 < group * n_t)
+            bwd_kvt_put(lds, KV_BUF - cur, rows);
+        hk_barrier();
+    }
+#else
     // one step ahead: the rows of step w + 1 are loaded before step w computes
     bwd_kv_rows rows;
     if (n_t > 0)
@@ -369,6 +624,7 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         // keeps one body
         bwd_kv_step(lds, x, q0, kw0, kop, vop, dk, dv);
     }
+#endif
     hk_bf16 *dKh = a.dK + (long)b * a.k_stride_b + (long)hkv * a.k_stride_h;
     hk_bf16 *dVh = a.dV + (long)b * a.v_stride_b + (long)hkv * a.v_stride_h;
     bwd_store_t(dKh, a.k_stride_s, key, key < x.Sk, a.scale, dk);

@@ -34,6 +34,12 @@
  *   hk_lds_load_b32/b64/b128  load 4/8/16 bytes of LDS at a byte offset (naturally aligned)
  *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of LDS at a byte offset (naturally aligned)
  *   hk_lds_load_mfma_ab       load one MFMA A/B operand (HK_MFMA_AB_BYTES bytes) from LDS
+ *   HK_LDS_TR                 1 where the target has LDS transposing reads (gfx950), else 0
+ *   hk_lds_load_tr_b64(l, off)  wave collective (all 64 lanes active): each lane names 4 bf16 (8 bytes,
+ *                             8-byte aligned) at LDS byte off; within each group of 16 lanes, lane
+ *                             16g + i receives element i % 4 of lane 16g + 4j + i / 4's as its element j
+ *                             (j = 0..3): 4 rows x 16 columns read row-wise come back column-wise
+ *                             (gfx950 ds_read_b64_tr_b16); where HK_LDS_TR is 0 it is unavailable
  *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
  *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
  *   hk_global_load_f32        1 float from global
@@ -260,6 +266,26 @@ HK_DEVICE hk_u32x4 hk_lds_load_b128(hk_lds_t l, int off) { return *(const hk_u32
 HK_DEVICE void hk_lds_store_b32(hk_lds_t l, int off, unsigned v) { *(unsigned *)(l.base + off) = v; }
 HK_DEVICE void hk_lds_store_b64(hk_lds_t l, int off, hk_u32x2 v) { *(hk_u32x2 *)(l.base + off) = v; }
 HK_DEVICE void hk_lds_store_b128(hk_lds_t l, int off, hk_u32x4 v) { *(hk_u32x4 *)(l.base + off) = v; }
+
+/* LDS transposing read. The lane map: CDNA4 ISA "MFMA transpose load from LDS"
+ * (each lane ends with 4 consecutive rows of one column), as HipKittens'
+ * column-layout register tiles address it on MI355X (lane 16g + s reads row
+ * s / 4, columns 4 (s % 4) .. + 3 of its group's block, and holds column s
+ * after the read). The emulator (hk_emu.h) implements the same map. */
+#if defined(__gfx950__) && __has_builtin(__builtin_amdgcn_ds_read_tr16_b64_v4i16)
+#define HK_LDS_TR 1
+HK_DEVICE hk_bf16x4 hk_lds_load_tr_b64(hk_lds_t l, int off)
+{
+    typedef short hk_i16x4_ __attribute__((ext_vector_type(4)));
+    const hk_i16x4_ v = __builtin_amdgcn_ds_read_tr16_b64_v4i16(
+        (__attribute__((address_space(3))) hk_i16x4_ *)(l.base + off));
+    return __builtin_bit_cast(hk_bf16x4, v);
+}
+#else
+#define HK_LDS_TR 0
+HK_DEVICE hk_bf16x4 hk_lds_load_tr_b64(hk_lds_t l, int off)
+    __attribute__((unavailable("hk_cdna.h: LDS transposing reads need gfx950 (HK_LDS_TR)")));
+#endif
 
 /* ---- global memory ---------------------------------------------------------- */
 
