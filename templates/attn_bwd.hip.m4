@@ -143,38 +143,6 @@ HK_DEVICE void bwd_to_b(const hk_mfma_acc_t &x, hk_mfma_ab_t (&out)[STEPS32])
     }
 }
 
-// acc (32 x 32) += A B over head_dim: A rows from the row-major LDS tile at
-// off, B from registers (lane half h holds d = 16u + 8h + 0..7 of chunk u).
-HK_DEVICE void bwd_mm_d(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[D_CHUNKS][AB_PER_CHUNK],
-                        hk_mfma_acc_t &acc)
-{
-    const int lane = hk_lane_id();
-    const int row = lane % 32, half = lane / 32;
-#pragma unroll
-    for (int u = 0; u < D_CHUNKS; ++u)
-#pragma unroll
-        for (int e = 0; e < AB_PER_CHUNK; ++e)
-            acc = hk_mfma_32x32(
-                hk_lds_load_mfma_ab(lds, off + row * ROW_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2),
-                bop[u][e], acc);
-}
-
-// acc[dt] (d x 32) += A B over rows r0 .. r0 + 31: A from the transposed LDS
-// tile at off (pitch tp), B the bf16 operands of a D-layout accumulator (bwd_to_b).
-HK_DEVICE void bwd_mm_t(hk_lds_t lds, int off, int tp, int r0, const hk_mfma_ab_t (&bop)[STEPS32],
-                        hk_mfma_acc_t (&acc)[D_TILES])
-{
-    const int lane = hk_lane_id();
-    const int row = lane % 32, half = lane / 32;
-#pragma unroll
-    for (int st = 0; st < STEPS32; ++st)
-#pragma unroll
-        for (int dt = 0; dt < D_TILES; ++dt)
-            acc[dt] = hk_mfma_32x32(
-                hk_lds_load_mfma_ab(lds, off + (dt * 32 + row) * tp + (r0 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2),
-                bop[st], acc[dt]);
-}
-
 // The B operands of one 32-row slice of a head (row r, 8 d per chunk and lane
 // half), zero past n.
 HK_DEVICE void bwd_b_ops(const hk_bf16 *base, long ss, int r, int n, bool vec,
@@ -285,52 +253,149 @@ HK_DEVICE void bwd_kv_rowterm(hk_lds_t lds)
     }
 }
 
-// One wave, one step of Q_STEP queries from q0 (32-query subtiles), keys
-// kw0 + 0..31 (the lane's: kw0 + lane % 32).
-HK_DEVICE void bwd_kv_step(hk_lds_t lds, const bwd_dims &x, int q0, int kw0,
+// The A operands of acc (32 x 32) += A B over head_dim: rows of the row-major tile at off.
+HK_DEVICE void bwd_row_ops(hk_lds_t lds, int off, hk_mfma_ab_t (&op)[D_CHUNKS][AB_PER_CHUNK])
+{
+    const int lane = hk_lane_id();
+    const int row = lane % 32, half = lane / 32;
+#pragma unroll
+    for (int u = 0; u < D_CHUNKS; ++u)
+#pragma unroll
+        for (int e = 0; e < AB_PER_CHUNK; ++e)
+            op[u][e] = hk_lds_load_mfma_ab(lds, off + row * ROW_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2);
+}
+
+// The A operands of acc[dt] (d x 32) += A B over rows r0 .. r0 + 31 of a
+// step, A the d x rows transpose of its tile, in the k order of bwd_to_b's
+// operands: read transposed from the row-major tile at row_off (LDS_TR), or
+// from the transposed copy at t_off (pitch tp, rows in attn_vt_pos order).
+HK_DEVICE void bwd_at_ops(hk_lds_t lds, int row_off, int t_off, int tp, int r0,
+                          hk_mfma_ab_t (&op)[STEPS32][D_TILES])
+{
+#if HK_LDS_TR
+    (void)t_off;
+    (void)tp;
+    // k = 8 h + j of a 16-row step holds row 8 (j / 4) + 4 h + j % 4: lane
+    // 16 g + s reads row 4 (g / 2) + s / 4 (+ 8 for the operand's second
+    // half), columns 16 (g % 2) + 4 (s % 4) .. + 3 of each 32-column tile
+    const int lane = hk_lane_id(), s = lane % 16, g = lane / 16;
+    const int off = row_off + (r0 + 4 * (g / 2) + s / 4) * ROW_PITCH + (16 * (g % 2) + 4 * (s % 4)) * 2;
+#pragma unroll
+    for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+        for (int dt = 0; dt < D_TILES; ++dt) {
+            const hk_bf16x4 lo = hk_lds_load_tr_b64(lds, off + st * 16 * ROW_PITCH + dt * 64);
+            const hk_bf16x4 hi = hk_lds_load_tr_b64(lds, off + (st * 16 + 8) * ROW_PITCH + dt * 64);
+            const hk_bf16x8 v = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
+            op[st][dt] = __builtin_bit_cast(hk_mfma_ab_t, v);
+        }
+#else
+    (void)row_off;
+    const int lane = hk_lane_id();
+    const int row = lane % 32, half = lane / 32;
+#pragma unroll
+    for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+        for (int dt = 0; dt < D_TILES; ++dt)
+            op[st][dt] = hk_lds_load_mfma_ab(lds, t_off + (dt * 32 + row) * tp + (r0 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2);
+#endif
+}
+
+// D's terms per row as a KV step reads them: the partial sums (LDS_TR) or D.
+static constexpr int KV_DN = LDS_TR ? KV_NPART : 1;
+static constexpr int KV_DREAD = LDS_TR ? KV_DPART : KV_D;
+
+// P = exp2(S c - LSE log2 e) and dS = P (dP - D) in place, element i of the
+// lane holding query qh + (i/4)*8 + i%4 and key `key`; MASK: 0 for a query
+// past the last or a key it does not see.
+template <bool MASK>
+HK_DEVICE void bwd_softmax(const bwd_dims &x, int qh, int key, const hk_u32x4 (&l4)[4],
+                           const hk_u32x4 (&d4)[4][KV_DN], hk_mfma_acc_t &s, hk_mfma_acc_t &dp)
+{
+#pragma unroll
+    for (int g = 0; g < 4; ++g)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            float dd = hk_u32_as_f32(d4[g][0][j]);
+#pragma unroll
+            for (int p = 1; p < KV_DN; ++p)
+                dd += hk_u32_as_f32(d4[g][p][j]);
+            const int i = g * 4 + j, qi = qh + g * 8 + j;
+            float p = hk_exp2f(s[i] * x.c - hk_u32_as_f32(l4[g][j]));
+            if (MASK)
+                p = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq)) ? p : 0.0f;
+            s[i] = p;
+            dp[i] = p * (dp[i] - dd);
+        }
+}
+
+// One wave, one step of Q_STEP queries from q0 out of the buffer at b, keys
+// kw0 + 0..31 (the lane's: kw0 + lane % 32), one 32-query subtile after the
+// other: S = Q K^T, dP = dO V^T (A from LDS, B from registers; the D layout
+// puts the key in the lane and 16 queries in its registers), P, dS, then
+// dV^T += dO^T P, dK^T += Q^T dS (P and dS, converted to bf16, are the B
+// operands as they are). Each product's LDS operands are read together
+// before its MFMAs (scheduling barriers keep them so: one wait per group,
+// not one per MFMA), the transposed ones under the softmax.
+HK_DEVICE void bwd_kv_step(hk_lds_t lds, int b, const bwd_dims &x, int q0, int kw0,
                            const hk_mfma_ab_t (&kop)[D_CHUNKS][AB_PER_CHUNK],
                            const hk_mfma_ab_t (&vop)[D_CHUNKS][AB_PER_CHUNK],
                            hk_mfma_acc_t (&dk)[D_TILES], hk_mfma_acc_t (&dv)[D_TILES])
 {
     const int lane = hk_lane_id();
     const int half = lane / 32, key = kw0 + lane % 32;
-    hk_mfma_acc_t s[Q_SUB], dp[Q_SUB];
 #pragma unroll
     for (int q = 0; q < Q_SUB; ++q) {
-        s[q] = dp[q] = hk_mfma_acc_zero();
-        bwd_mm_d(lds, KV_Q + q * 32 * ROW_PITCH, kop, s[q]);   // S = Q K^T
-        bwd_mm_d(lds, KV_DO + q * 32 * ROW_PITCH, vop, dp[q]); // dP = dO V^T
-    }
-    hk_mfma_ab_t pop[Q_SUB][STEPS32], dsop[Q_SUB][STEPS32];
-#pragma unroll
-    for (int q = 0; q < Q_SUB; ++q) {
-        // element i: query q0 + 32 q + (i/4)*8 + h*4 + i%4
+        // element i of S, dP: query q0 + 32 q + (i/4)*8 + h*4 + i%4
+        hk_u32x4 l4[4], d4[4][KV_DN];
 #pragma unroll
         for (int g = 0; g < 4; ++g) {
             const int r = q * 32 + g * 8 + half * 4;
-            const hk_u32x4 l4 = hk_lds_load_b128(lds, KV_LSE + r * 4);
-            const hk_u32x4 d4 = hk_lds_load_b128(lds, KV_D + r * 4);
+            l4[g] = hk_lds_load_b128(lds, b + KV_LSE + r * 4);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const int i = g * 4 + j, qi = q0 + r + j;
-                const bool vis = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq));
-                const float p = vis ? hk_exp2f(s[q][i] * x.c - hk_u32_as_f32(l4[j])) : 0.0f;
-                s[q][i] = p;
-                dp[q][i] = p * (dp[q][i] - hk_u32_as_f32(d4[j]));
-            }
+            for (int p = 0; p < KV_DN; ++p)
+                d4[g][p] = hk_lds_load_b128(lds, b + KV_DREAD + (p * Q_STEP + r) * 4);
         }
-        bwd_to_b(s[q], pop[q]);
-        bwd_to_b(dp[q], dsop[q]);
-    }
+        hk_mfma_ab_t qa[D_CHUNKS][AB_PER_CHUNK], ga[D_CHUNKS][AB_PER_CHUNK];
+        bwd_row_ops(lds, b + KV_Q + q * 32 * ROW_PITCH, qa);
+        bwd_row_ops(lds, b + KV_DO + q * 32 * ROW_PITCH, ga);
+        hk_sched_barrier();
+        hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
 #pragma unroll
-    for (int q = 0; q < Q_SUB; ++q) {
-        bwd_mm_t(lds, KV_DOT, QT_PITCH, q * 32, pop[q], dv);   // dV^T += dO^T P
-        bwd_mm_t(lds, KV_QT, QT_PITCH, q * 32, dsop[q], dk);   // dK^T += Q^T dS
+        for (int u = 0; u < D_CHUNKS; ++u)
+#pragma unroll
+            for (int e = 0; e < AB_PER_CHUNK; ++e) {
+                s = hk_mfma_32x32(qa[u][e], kop[u][e], s);     // S = Q K^T
+                dp = hk_mfma_32x32(ga[u][e], vop[u][e], dp);   // dP = dO V^T
+            }
+        hk_sched_barrier();
+        hk_mfma_ab_t gt[STEPS32][D_TILES], qt[STEPS32][D_TILES];
+        bwd_at_ops(lds, b + KV_DO, b + KV_DOT, QT_PITCH, q * 32, gt);
+        bwd_at_ops(lds, b + KV_Q, b + KV_QT, QT_PITCH, q * 32, qt);
+        hk_sched_barrier();
+        // a subtile every lane of the wave sees whole (uniform) needs no mask
+        const int qb = q0 + q * 32;
+        if (qb + 32 <= x.Sq && (!CAUSAL || kw0 + 31 <= qb + (x.Sk - x.Sq)))
+            bwd_softmax<false>(x, qb + half * 4, key, l4, d4, s, dp);
+        else
+            bwd_softmax<true>(x, qb + half * 4, key, l4, d4, s, dp);
+        hk_mfma_ab_t pop[STEPS32], dsop[STEPS32];
+        bwd_to_b(s, pop);
+        bwd_to_b(dp, dsop);
+        hk_sched_barrier();
+#pragma unroll
+        for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+            for (int dt = 0; dt < D_TILES; ++dt) {
+                dv[dt] = hk_mfma_32x32(gt[st][dt], pop[st], dv[dt]);   // dV^T += dO^T P
+                dk[dt] = hk_mfma_32x32(qt[st][dt], dsop[st], dk[dt]);  // dK^T += Q^T dS
+            }
+        hk_sched_barrier();
     }
 }
 
 #if HK_LDS_TR
-// ---- KV workgroups where LDS is read transposed ------------------------------
+// ---- KV rows where LDS is read transposed (double-buffered steps) -------------
 // A step's rows in registers, loaded a step ahead: thread (wave w, lane l)
 // holds row 32 (w / KV_NPART) + l % 32 of the step, its 16-byte pieces
 // s, s + KV_TPR, ... (slot s = 2 (w % KV_NPART) + l / 32) of Q, dO and O.
@@ -405,124 +470,6 @@ HK_DEVICE void bwd_kvt_put(hk_lds_t lds, int b, const bwd_kvt_rows &r)
         hk_lds_store_b32(lds, b + KV_LSE + tid * 4, hk_f32_as_u32(r.lse * LOG2E));
 }
 
-// The A operands of acc (d x 32) += A B over rows r0 .. r0 + 31 of the
-// row-major tile at base (pitch ROW_PITCH), A = the tile's d x rows
-// transpose read by hk_lds_load_tr_b64, in the k order of bwd_to_b's
-// operands (k = 8 h + j of a 16-row step holds row 8 (j / 4) + 4 h + j % 4):
-// lane 16 g + s reads row 4 (g / 2) + s / 4 (+ 8 for the operand's second
-// half), columns 16 (g % 2) + 4 (s % 4) .. + 3 of each 32-column tile.
-HK_DEVICE void bwd_tr_ops(hk_lds_t lds, int base, int r0, hk_mfma_ab_t (&op)[STEPS32][D_TILES])
-{
-    const int lane = hk_lane_id(), s = lane % 16, g = lane / 16;
-    const int off = base + (r0 + 4 * (g / 2) + s / 4) * ROW_PITCH + (16 * (g % 2) + 4 * (s % 4)) * 2;
-#pragma unroll
-    for (int st = 0; st < STEPS32; ++st)
-#pragma unroll
-        for (int dt = 0; dt < D_TILES; ++dt) {
-            const hk_bf16x4 lo = hk_lds_load_tr_b64(lds, off + st * 16 * ROW_PITCH + dt * 64);
-            const hk_bf16x4 hi = hk_lds_load_tr_b64(lds, off + (st * 16 + 8) * ROW_PITCH + dt * 64);
-            const hk_bf16x8 v = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
-            op[st][dt] = __builtin_bit_cast(hk_mfma_ab_t, v);
-        }
-}
-
-// The A operands of acc (32 x 32) += A B over head_dim: rows of the row-major tile at off.
-HK_DEVICE void bwd_row_ops(hk_lds_t lds, int off, hk_mfma_ab_t (&op)[D_CHUNKS][AB_PER_CHUNK])
-{
-    const int lane = hk_lane_id();
-    const int row = lane % 32, half = lane / 32;
-#pragma unroll
-    for (int u = 0; u < D_CHUNKS; ++u)
-#pragma unroll
-        for (int e = 0; e < AB_PER_CHUNK; ++e)
-            op[u][e] = hk_lds_load_mfma_ab(lds, off + row * ROW_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2);
-}
-
-// P = exp2(S c - LSE log2 e) and dS = P (dP - D) in place, element i of the
-// lane holding query qh + (i/4)*8 + i%4 and key `key`; MASK: 0 for a query
-// past the last or a key it does not see.
-template <bool MASK>
-HK_DEVICE void bwd_softmax(const bwd_dims &x, int qh, int key, const hk_u32x4 (&l4)[4],
-                           const hk_u32x4 (&d4)[4][KV_NPART], hk_mfma_acc_t &s, hk_mfma_acc_t &dp)
-{
-#pragma unroll
-    for (int g = 0; g < 4; ++g)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            float dd = hk_u32_as_f32(d4[g][0][j]);
-#pragma unroll
-            for (int p = 1; p < KV_NPART; ++p)
-                dd += hk_u32_as_f32(d4[g][p][j]);
-            const int i = g * 4 + j, qi = qh + g * 8 + j;
-            float p = hk_exp2f(s[i] * x.c - hk_u32_as_f32(l4[g][j]));
-            if (MASK)
-                p = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq)) ? p : 0.0f;
-            s[i] = p;
-            dp[i] = p * (dp[i] - dd);
-        }
-}
-
-// One wave, one step of Q_STEP queries from q0 out of the buffer at b, one
-// 32-query subtile after the other: S = Q K^T, dP = dO V^T, P, dS, then
-// dV^T += dO^T P, dK^T += Q^T dS. Each product's operands are read from LDS
-// together before its MFMAs (scheduling barriers keep them so: one wait per
-// group instead of one per MFMA), the transposed ones under the softmax.
-HK_DEVICE void bwd_kvt_step(hk_lds_t lds, int b, const bwd_dims &x, int q0, int kw0,
-                            const hk_mfma_ab_t (&kop)[D_CHUNKS][AB_PER_CHUNK],
-                            const hk_mfma_ab_t (&vop)[D_CHUNKS][AB_PER_CHUNK],
-                            hk_mfma_acc_t (&dk)[D_TILES], hk_mfma_acc_t (&dv)[D_TILES])
-{
-    const int lane = hk_lane_id();
-    const int half = lane / 32, key = kw0 + lane % 32;
-#pragma unroll
-    for (int q = 0; q < Q_SUB; ++q) {
-        // element i of S, dP: query q0 + 32 q + (i/4)*8 + h*4 + i%4
-        hk_u32x4 l4[4], d4[4][KV_NPART];
-#pragma unroll
-        for (int g = 0; g < 4; ++g) {
-            const int r = q * 32 + g * 8 + half * 4;
-            l4[g] = hk_lds_load_b128(lds, b + KV_LSE + r * 4);
-#pragma unroll
-            for (int p = 0; p < KV_NPART; ++p)
-                d4[g][p] = hk_lds_load_b128(lds, b + KV_DPART + (p * Q_STEP + r) * 4);
-        }
-        hk_mfma_ab_t qa[D_CHUNKS][AB_PER_CHUNK], ga[D_CHUNKS][AB_PER_CHUNK];
-        bwd_row_ops(lds, b + KV_Q + q * 32 * ROW_PITCH, qa);
-        bwd_row_ops(lds, b + KV_DO + q * 32 * ROW_PITCH, ga);
-        hk_sched_barrier();
-        hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
-#pragma unroll
-        for (int u = 0; u < D_CHUNKS; ++u)
-#pragma unroll
-            for (int e = 0; e < AB_PER_CHUNK; ++e) {
-                s = hk_mfma_32x32(qa[u][e], kop[u][e], s);     // S = Q K^T
-                dp = hk_mfma_32x32(ga[u][e], vop[u][e], dp);   // dP = dO V^T
-            }
-        hk_sched_barrier();
-        hk_mfma_ab_t gt[STEPS32][D_TILES], qt[STEPS32][D_TILES];
-        bwd_tr_ops(lds, b + KV_DO, q * 32, gt);
-        bwd_tr_ops(lds, b + KV_Q, q * 32, qt);
-        hk_sched_barrier();
-        // a subtile every lane of the wave sees whole (uniform) needs no mask
-        const int qb = q0 + q * 32;
-        if (qb + 32 <= x.Sq && (!CAUSAL || kw0 + 31 <= qb + (x.Sk - x.Sq)))
-            bwd_softmax<false>(x, qb + half * 4, key, l4, d4, s, dp);
-        else
-            bwd_softmax<true>(x, qb + half * 4, key, l4, d4, s, dp);
-        hk_mfma_ab_t pop[STEPS32], dsop[STEPS32];
-        bwd_to_b(s, pop);
-        bwd_to_b(dp, dsop);
-        hk_sched_barrier();
-#pragma unroll
-        for (int st = 0; st < STEPS32; ++st)
-#pragma unroll
-            for (int dt = 0; dt < D_TILES; ++dt) {
-                dv[dt] = hk_mfma_32x32(gt[st][dt], pop[st], dv[dt]);   // dV^T += dO^T P
-                dk[dt] = hk_mfma_32x32(qt[st][dt], dsop[st], dk[dt]);  // dK^T += Q^T dS
-            }
-        hk_sched_barrier();
-    }
-}
 #endif
 
 HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
@@ -592,7 +539,7 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         }
         if (w + 1 < group * n_t)
             bwd_kvt_fetch(rows, a, src, vec);
-        bwd_kvt_step(lds, cur, x, qc, kw0, kop, vop, dk, dv);
+        bwd_kv_step(lds, cur, x, qc, kw0, kop, vop, dk, dv);
         if (w + 1 < group * n_t)
             bwd_kvt_put(lds, KV_BUF - cur, rows);
         hk_barrier();
@@ -622,7 +569,7 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         // every wave, even one whose keys this step's queries do not see
         // (masked to zero): the others hold the barrier anyway, and the loop
         // keeps one body
-        bwd_kv_step(lds, x, q0, kw0, kop, vop, dk, dv);
+        bwd_kv_step(lds, 0, x, q0, kw0, kop, vop, dk, dv);
     }
 #endif
     hk_bf16 *dKh = a.dK + (long)b * a.k_stride_b + (long)hkv * a.k_stride_h;
@@ -658,8 +605,9 @@ HK_DEVICE void bwd_q_fetch(bwd_q_rows &r, const hk_args &a, const hk_bf16 *Kh, c
     }
 }
 
-// K (row-major and transposed) and V (row-major) of a step.
-HK_DEVICE void bwd_q_put(hk_lds_t lds, const bwd_q_rows &r)
+// K (row-major, and transposed unless LDS_TR) and V (row-major) of a step,
+// into the buffer at b.
+HK_DEVICE void bwd_q_put(hk_lds_t lds, int b, const bwd_q_rows &r)
 {
     const int tid = hk_thread_id();
 #pragma unroll
@@ -667,41 +615,58 @@ HK_DEVICE void bwd_q_put(hk_lds_t lds, const bwd_q_rows &r)
         const int u = tid + ATTN_THREADS * j;
         if (Q_UNITS % ATTN_THREADS == 0 || u < Q_UNITS) {
             const int p = u % Q_PAIRS, c = (u / Q_PAIRS) * 8;
-            bwd_put_pair(lds, Q_K, Q_KT, KT_PITCH, p, c, r.k[j][0], r.k[j][1]);
-            bwd_put_pair(lds, Q_V, -1, KT_PITCH, p, c, r.v[j][0], r.v[j][1]);
+            bwd_put_pair(lds, b + Q_K, LDS_TR ? -1 : b + Q_KT, KT_PITCH, p, c, r.k[j][0], r.k[j][1]);
+            bwd_put_pair(lds, b + Q_V, -1, KT_PITCH, p, c, r.v[j][0], r.v[j][1]);
         }
     }
 }
 
-// One wave, one step of BLOCK_N keys from kb: the lane's query (its B operands,
-// LSE * log2(e) lse2, row term dd, last visible key klim).
-HK_DEVICE void bwd_q_step(hk_lds_t lds, const bwd_dims &x, int kb, bool qv, int klim, float lse2, float dd,
+// One wave, one step of BLOCK_N keys from kb out of the buffer at b, one
+// 32-key subtile after the other: the lane's query (its B operands, LSE *
+// log2(e) lse2, row term dd, last visible key klim); S^T = K Q^T, dP^T = V
+// dO^T, dS^T = P^T (dP^T - D), dQ^T += K^T dS^T, each product's LDS operands
+// read together before its MFMAs, as in bwd_kv_step.
+HK_DEVICE void bwd_q_step(hk_lds_t lds, int b, const bwd_dims &x, int kb, bool qv, int klim, float lse2, float dd,
                           const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER_CHUNK],
                           const hk_mfma_ab_t (&doop)[D_CHUNKS][AB_PER_CHUNK], hk_mfma_acc_t (&dq)[D_TILES])
 {
     const int half = hk_lane_id() / 32;
-    hk_mfma_acc_t s[K_SUB], dp[K_SUB];
 #pragma unroll
     for (int t = 0; t < K_SUB; ++t) {
-        s[t] = dp[t] = hk_mfma_acc_zero();
-        bwd_mm_d(lds, Q_K + t * 32 * ROW_PITCH, qop, s[t]);   // S^T = K Q^T
-        bwd_mm_d(lds, Q_V + t * 32 * ROW_PITCH, doop, dp[t]); // dP^T = V dO^T
-    }
-    hk_mfma_ab_t dsop[K_SUB][STEPS32];
+        hk_mfma_ab_t ka[D_CHUNKS][AB_PER_CHUNK], va[D_CHUNKS][AB_PER_CHUNK];
+        bwd_row_ops(lds, b + Q_K + t * 32 * ROW_PITCH, ka);
+        bwd_row_ops(lds, b + Q_V + t * 32 * ROW_PITCH, va);
+        hk_sched_barrier();
+        hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
 #pragma unroll
-    for (int t = 0; t < K_SUB; ++t) {
-        // element i: key kb + 32 t + (i/4)*8 + h*4 + i%4
+        for (int u = 0; u < D_CHUNKS; ++u)
+#pragma unroll
+            for (int e = 0; e < AB_PER_CHUNK; ++e) {
+                s = hk_mfma_32x32(ka[u][e], qop[u][e], s);     // S^T = K Q^T
+                dp = hk_mfma_32x32(va[u][e], doop[u][e], dp);  // dP^T = V dO^T
+            }
+        hk_sched_barrier();
+        hk_mfma_ab_t kt[STEPS32][D_TILES];
+        bwd_at_ops(lds, b + Q_K, b + Q_KT, KT_PITCH, t * 32, kt);
+        hk_sched_barrier();
+        // element i: key kb + 32 t + (i/4)*8 + h*4 + i%4; masked past the lane's last key
+        const int k0 = kb + t * 32 + half * 4;
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
-            const bool vis = qv && kb + t * 32 + (i / 4) * 8 + half * 4 + i % 4 <= klim;
-            const float p = vis ? hk_exp2f(s[t][i] * x.c - lse2) : 0.0f;
-            dp[t][i] = p * (dp[t][i] - dd);
+            const bool vis = qv && k0 + (i / 4) * 8 + i % 4 <= klim;
+            const float p = vis ? hk_exp2f(s[i] * x.c - lse2) : 0.0f;
+            dp[i] = p * (dp[i] - dd);
         }
-        bwd_to_b(dp[t], dsop[t]);
-    }
+        hk_mfma_ab_t dsop[STEPS32];
+        bwd_to_b(dp, dsop);
+        hk_sched_barrier();
 #pragma unroll
-    for (int t = 0; t < K_SUB; ++t)
-        bwd_mm_t(lds, Q_KT, KT_PITCH, t * 32, dsop[t], dq);  // dQ^T += K^T dS^T
+        for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+            for (int dt = 0; dt < D_TILES; ++dt)
+                dq[dt] = hk_mfma_32x32(kt[st][dt], dsop[st], dq[dt]);  // dQ^T += K^T dS^T
+        hk_sched_barrier();
+    }
 }
 
 HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
@@ -747,15 +712,31 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     bwd_q_rows rows;
     if (n_blocks > 0)
         bwd_q_fetch(rows, a, Kh, Vh, 0, x.Sk, vk, vv);
+#if HK_LDS_TR
+    // double-buffered as the KV loop: one barrier per step
+    if (n_blocks > 0)
+        bwd_q_put(lds, 0, rows);
+    hk_barrier();
+    for (int t = 0; t < n_blocks; ++t) {
+        const int kb = t * BLOCK_N, cur = (t & 1) * Q_BUF;
+        if (t + 1 < n_blocks)                            // uniform
+            bwd_q_fetch(rows, a, Kh, Vh, kb + BLOCK_N, x.Sk, vk, vv);
+        bwd_q_step(lds, cur, x, kb, qv, klim, lse2, dd, qop, doop, dq);
+        if (t + 1 < n_blocks)
+            bwd_q_put(lds, Q_BUF - cur, rows);
+        hk_barrier();
+    }
+#else
     for (int t = 0; t < n_blocks; ++t) {
         const int kb = t * BLOCK_N;
         hk_barrier();                                    // the previous step's tiles are read
-        bwd_q_put(lds, rows);
+        bwd_q_put(lds, 0, rows);
         hk_barrier();
         if (t + 1 < n_blocks)                            // uniform
             bwd_q_fetch(rows, a, Kh, Vh, kb + BLOCK_N, x.Sk, vk, vv);
-        bwd_q_step(lds, x, kb, qv, klim, lse2, dd, qop, doop, dq); // masked past the wave's last key
+        bwd_q_step(lds, 0, x, kb, qv, klim, lse2, dd, qop, doop, dq);
     }
+#endif
     hk_bf16 *dQh = a.dQ + (long)b * a.q_stride_b + (long)hq * a.q_stride_h;
     bwd_store_t(dQh, a.q_stride_s, qi, qv, a.scale, dq);
 }
