@@ -119,13 +119,14 @@ HK_DEVICE hk_bf16x8 bwd_row8(const hk_bf16 *base, long ss, int r, int n, int c, 
 }
 
 
-// Sum of the products of 8 bf16 pairs, fp32.
+// Sum of the products of 8 bf16 pairs, fp32 (four packed dot products).
 HK_DEVICE float bwd_dot8(hk_bf16x8 x, hk_bf16x8 y)
 {
+    const hk_u32x4 a = __builtin_bit_cast(hk_u32x4, x), b = __builtin_bit_cast(hk_u32x4, y);
     float s = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-        s += hk_bf16_to_f32(x[i]) * hk_bf16_to_f32(y[i]);
+    for (int i = 0; i < 4; ++i)
+        s = hk_dot2_bf16(a[i], b[i], s);
     return s;
 }
 
@@ -336,11 +337,15 @@ HK_DEVICE void bwd_softmax(const bwd_dims &x, int qh, int key, const hk_u32x4 (&
 // dV^T += dO^T P, dK^T += Q^T dS (P and dS, converted to bf16, are the B
 // operands as they are). Each product's LDS operands are read together
 // before its MFMAs (scheduling barriers keep them so: one wait per group,
-// not one per MFMA), the transposed ones under the softmax.
+// not one per MFMA), the transposed ones under the softmax. issue() runs
+// once, after the first subtile's LDS reads are issued: the next step's
+// global loads go out there (issued before those reads, their address
+// registers would be waited for when the reads reuse them).
+template <class F>
 HK_DEVICE void bwd_kv_step(hk_lds_t lds, int b, const bwd_dims &x, int q0, int kw0,
                            const hk_mfma_ab_t (&kop)[D_CHUNKS][AB_PER_CHUNK],
                            const hk_mfma_ab_t (&vop)[D_CHUNKS][AB_PER_CHUNK],
-                           hk_mfma_acc_t (&dk)[D_TILES], hk_mfma_acc_t (&dv)[D_TILES])
+                           hk_mfma_acc_t (&dk)[D_TILES], hk_mfma_acc_t (&dv)[D_TILES], F &&issue)
 {
     const int lane = hk_lane_id();
     const int half = lane / 32, key = kw0 + lane % 32;
@@ -360,6 +365,10 @@ HK_DEVICE void bwd_kv_step(hk_lds_t lds, int b, const bwd_dims &x, int q0, int k
         bwd_row_ops(lds, b + KV_Q + q * 32 * ROW_PITCH, qa);
         bwd_row_ops(lds, b + KV_DO + q * 32 * ROW_PITCH, ga);
         hk_sched_barrier();
+        if (q == 0) {
+            issue();
+            hk_sched_barrier();
+        }
         hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
 #pragma unroll
         for (int u = 0; u < D_CHUNKS; ++u)
@@ -412,21 +421,24 @@ struct bwd_kvt_rows {
 HK_DEVICE int bwd_kvt_row() { return hk_lane_id() % 32 + 32 * (hk_wave_id() / KV_NPART); }
 HK_DEVICE int bwd_kvt_slot() { return 2 * (hk_wave_id() % KV_NPART) + hk_lane_id() / 32; }
 
-// The head's tensors from the step's first row, and how many rows are left.
+// The head's tensors from the step's first row, and how many rows are left;
+// the thread's row offsets (elements).
 struct bwd_kvt_src {
     const hk_bf16 *q, *o, *g;
     const float *lse;
     int left;
+    long rq, ro, rg;
 };
 
-// Rows past the last query load the last one instead (finite data, no
-// branch): their P is masked to 0, which zeroes their share of every product.
+// A thread whose row is past the last query loads the step's first row
+// instead (finite data, no branch): its P is masked to 0, which zeroes its
+// share of every product.
 template <bool VEC>
-HK_DEVICE void bwd_kvt_fetch_v(bwd_kvt_rows &r, const hk_args &a, const bwd_kvt_src &src)
+HK_DEVICE void bwd_kvt_fetch_v(bwd_kvt_rows &r, const bwd_kvt_src &src)
 {
-    const int row = bwd_kvt_row() < src.left ? bwd_kvt_row() : src.left - 1, slot = bwd_kvt_slot();
-    const hk_bf16 *q = src.q + (long)row * a.q_stride_s, *g = src.g + (long)row * a.do_stride_s,
-                  *o = src.o + (long)row * a.o_stride_s;
+    const bool in = bwd_kvt_row() < src.left;
+    const int slot = bwd_kvt_slot();
+    const hk_bf16 *q = src.q + (in ? src.rq : 0), *g = src.g + (in ? src.rg : 0), *o = src.o + (in ? src.ro : 0);
 #pragma unroll
     for (int j = 0; j < KV_PJ; ++j) {
         const int c = slot + KV_TPR * j;
@@ -438,21 +450,22 @@ HK_DEVICE void bwd_kvt_fetch_v(bwd_kvt_rows &r, const hk_args &a, const bwd_kvt_
     }
 }
 
-HK_DEVICE void bwd_kvt_fetch(bwd_kvt_rows &r, const hk_args &a, const bwd_kvt_src &src, bool vec)
+// Every thread loads the LSE of query lane % Q_STEP (the first row's past the last).
+HK_DEVICE void bwd_kvt_fetch(bwd_kvt_rows &r, const bwd_kvt_src &src, bool vec)
 {
-    const int tid = hk_thread_id() % Q_STEP;
+    const int t = hk_lane_id() % Q_STEP;
     if (vec)                                             // uniform: one branch per step
-        bwd_kvt_fetch_v<true>(r, a, src);
+        bwd_kvt_fetch_v<true>(r, src);
     else
-        bwd_kvt_fetch_v<false>(r, a, src);
-    r.lse = hk_global_load_f32(src.lse + (tid < src.left ? tid : src.left - 1));
+        bwd_kvt_fetch_v<false>(r, src);
+    r.lse = hk_global_load_f32(src.lse + (t < src.left ? t : 0));
 }
 
 // The step's tiles into the buffer at b: Q, dO row-major, LSE * log2(e) and
 // D's partial sums.
 HK_DEVICE void bwd_kvt_put(hk_lds_t lds, int b, const bwd_kvt_rows &r)
 {
-    const int tid = hk_thread_id(), row = bwd_kvt_row(), slot = bwd_kvt_slot();
+    const int row = bwd_kvt_row(), slot = bwd_kvt_slot();
     float part = 0.0f;
 #pragma unroll
     for (int j = 0; j < KV_PJ; ++j) {
@@ -464,10 +477,9 @@ HK_DEVICE void bwd_kvt_put(hk_lds_t lds, int b, const bwd_kvt_rows &r)
         }
     }
     part += hk_swap_halves(part);                        // the row's two slots of this wave
-    if (hk_lane_id() < 32)
-        hk_lds_store_b32(lds, b + KV_DPART + ((hk_wave_id() % KV_NPART) * Q_STEP + row) * 4, hk_f32_as_u32(part));
-    if (tid < Q_STEP)
-        hk_lds_store_b32(lds, b + KV_LSE + tid * 4, hk_f32_as_u32(r.lse * LOG2E));
+    // both halves store the same sum, and every wave the same LSE: no branch
+    hk_lds_store_b32(lds, b + KV_DPART + ((hk_wave_id() % KV_NPART) * Q_STEP + row) * 4, hk_f32_as_u32(part));
+    hk_lds_store_b32(lds, b + KV_LSE + (hk_lane_id() % Q_STEP) * 4, hk_f32_as_u32(r.lse * LOG2E));
 }
 
 #endif
@@ -511,37 +523,32 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     src.g = a.dO + (long)b * a.do_stride_b + (long)hkv * group * a.do_stride_h + (long)t0 * Q_STEP * a.do_stride_s;
     src.lse = a.LSE + ((long)b * x.Hq + hkv * group) * x.Sq + t0 * Q_STEP;
     src.left = x.Sq - t0 * Q_STEP;
+    src.rq = (long)bwd_kvt_row() * a.q_stride_s;
+    src.ro = (long)bwd_kvt_row() * a.o_stride_s;
+    src.rg = (long)bwd_kvt_row() * a.do_stride_s;
     bwd_kvt_rows rows;
     if (n_t > 0) {
-        bwd_kvt_fetch(rows, a, src, vec);
+        bwd_kvt_fetch(rows, src, vec);
         bwd_kvt_put(lds, 0, rows);
     }
     hk_barrier();
+    // The body is straight-line: the last trip fetches its own step again
+    // and puts it into the buffer nobody reads any more (so every trip's
+    // loads, stores and waits are one block, as on the device).
     int q0 = t0 * Q_STEP;
     for (int w = 0; w < group * n_t; ++w) {
         const int cur = (w & 1) * KV_BUF, qc = q0;
         // the next step (uniform): the next rows, or the next head's first
-        if (src.left > Q_STEP) {
-            q0 += Q_STEP;
-            src.q += (long)Q_STEP * a.q_stride_s;
-            src.o += (long)Q_STEP * a.o_stride_s;
-            src.g += (long)Q_STEP * a.do_stride_s;
-            src.lse += Q_STEP;
-            src.left -= Q_STEP;
-        } else {
-            const long back = (long)(q0 - t0 * Q_STEP);
-            q0 = t0 * Q_STEP;
-            src.q += a.q_stride_h - back * a.q_stride_s;
-            src.o += a.o_stride_h - back * a.o_stride_s;
-            src.g += a.do_stride_h - back * a.do_stride_s;
-            src.lse += x.Sq - back;
-            src.left = x.Sq - q0;
-        }
-        if (w + 1 < group * n_t)
-            bwd_kvt_fetch(rows, a, src, vec);
-        bwd_kv_step(lds, cur, x, qc, kw0, kop, vop, dk, dv);
-        if (w + 1 < group * n_t)
-            bwd_kvt_put(lds, KV_BUF - cur, rows);
+        const bool more = w + 1 < group * n_t, next_head = src.left <= Q_STEP;
+        const int drow = !more ? 0 : next_head ? t0 * Q_STEP - q0 : Q_STEP, dh = more && next_head;
+        q0 += drow;
+        src.q += (long)drow * a.q_stride_s + (dh ? a.q_stride_h : 0);
+        src.o += (long)drow * a.o_stride_s + (dh ? a.o_stride_h : 0);
+        src.g += (long)drow * a.do_stride_s + (dh ? a.do_stride_h : 0);
+        src.lse += drow + (dh ? x.Sq : 0);
+        src.left = x.Sq - q0;
+        bwd_kv_step(lds, cur, x, qc, kw0, kop, vop, dk, dv, [&] { bwd_kvt_fetch(rows, src, vec); });
+        bwd_kvt_put(lds, KV_BUF - cur, rows);
         hk_barrier();
     }
 #else
@@ -559,17 +566,18 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         hk_barrier();
         bwd_kv_rowterm(lds);
         hk_barrier();
-        if (w + 1 < group * n_t) {                       // uniform
-            const int hq = hkv * group + (w + 1) / n_t, qn = (t0 + (w + 1) % n_t) * Q_STEP;
+        // straight-line: the last trip fetches its own step again (uniform)
+        const int wn = w + 1 < group * n_t ? w + 1 : w;
+        const int hq = hkv * group + wn / n_t, qn = (t0 + wn % n_t) * Q_STEP;
+        // every wave, even one whose keys this step's queries do not see
+        // (masked to zero): the others hold the barrier anyway, and the loop
+        // keeps one body
+        bwd_kv_step(lds, 0, x, q0, kw0, kop, vop, dk, dv, [&] {
             bwd_kv_fetch(rows, a, a.Q + (long)b * a.q_stride_b + (long)hq * a.q_stride_h,
                          a.O + (long)b * a.o_stride_b + (long)hq * a.o_stride_h,
                          a.dO + (long)b * a.do_stride_b + (long)hq * a.do_stride_h,
                          a.LSE + ((long)b * x.Hq + hq) * x.Sq, qn, x.Sq, vec);
-        }
-        // every wave, even one whose keys this step's queries do not see
-        // (masked to zero): the others hold the barrier anyway, and the loop
-        // keeps one body
-        bwd_kv_step(lds, 0, x, q0, kw0, kop, vop, dk, dv);
+        });
     }
 #endif
     hk_bf16 *dKh = a.dK + (long)b * a.k_stride_b + (long)hkv * a.k_stride_h;
@@ -717,13 +725,11 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     if (n_blocks > 0)
         bwd_q_put(lds, 0, rows);
     hk_barrier();
-    for (int t = 0; t < n_blocks; ++t) {
+    for (int t = 0; t < n_blocks; ++t) {           // straight-line, as the KV loop
         const int kb = t * BLOCK_N, cur = (t & 1) * Q_BUF;
-        if (t + 1 < n_blocks)                            // uniform
-            bwd_q_fetch(rows, a, Kh, Vh, kb + BLOCK_N, x.Sk, vk, vv);
+        bwd_q_fetch(rows, a, Kh, Vh, t + 1 < n_blocks ? kb + BLOCK_N : kb, x.Sk, vk, vv);
         bwd_q_step(lds, cur, x, kb, qv, klim, lse2, dd, qop, doop, dq);
-        if (t + 1 < n_blocks)
-            bwd_q_put(lds, Q_BUF - cur, rows);
+        bwd_q_put(lds, Q_BUF - cur, rows);
         hk_barrier();
     }
 #else
@@ -732,8 +738,7 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
         hk_barrier();                                    // the previous step's tiles are read
         bwd_q_put(lds, 0, rows);
         hk_barrier();
-        if (t + 1 < n_blocks)                            // uniform
-            bwd_q_fetch(rows, a, Kh, Vh, kb + BLOCK_N, x.Sk, vk, vv);
+        bwd_q_fetch(rows, a, Kh, Vh, t + 1 < n_blocks ? kb + BLOCK_N : kb, x.Sk, vk, vv);
         bwd_q_step(lds, 0, x, kb, qv, klim, lse2, dd, qop, doop, dq);
     }
 #endif

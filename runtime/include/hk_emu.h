@@ -638,6 +638,12 @@ HK_DEVICE float hk_tanhf(float x)
     const float e = exp2f(-2.88539008177792681f * fabsf(x));
     return copysignf((1.0f - e) / (1.0f + e), x);
 }
+/* two fmas, as hk_cdna.h's fallback (gfx950's v_dot2_f32_bf16 may round its sums differently in the last bit) */
+HK_DEVICE float hk_dot2_bf16(unsigned a, unsigned b, float c)
+{
+    return fmaf(hk_u32_as_f32(a & 0xffff0000u), hk_u32_as_f32(b & 0xffff0000u),
+                fmaf(hk_u32_as_f32(a << 16), hk_u32_as_f32(b << 16), c));
+}
 HK_DEVICE float hk_swap_halves(float x)
 {
     unsigned u;

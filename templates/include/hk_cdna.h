@@ -90,6 +90,9 @@
  *   hk_maxf(a, b)             larger of two floats (v_max_f32; a NaN operand gives the other one)
  *   hk_tanhf(x)               tanh(x) from hk_exp2f and a reciprocal (~1e-7 absolute; odd; +-inf give +-1)
  *   hk_swap_halves(x)         wave collective: the value of x in lane l ^ 32 (all 64 lanes must call it)
+ *   hk_dot2_bf16(a, b, c)     c + a.lo b.lo + a.hi b.hi in fp32 for two bf16 pairs packed in a, b (low half
+ *                             first): v_dot2_f32_bf16 on gfx950, two fmas elsewhere (the products are exact;
+ *                             the sums may round differently in the last bit)
  * fp8 (docs/FP8.md). F names a format: E4M3_FNUZ, E5M2_FNUZ (gfx942) or E4M3_OCP, E5M2_OCP (gfx950);
  * HK_FP8_E4M3 / HK_FP8_E5M2 are the target's own. A format the target lacks, or any fp8 on gfx90a,
  * is a compile error naming it ("... is unavailable: ..."):
@@ -689,6 +692,19 @@ HK_DEVICE float hk_tanhf(float x)
     const float t = (1.0f - e) / (1.0f + e);
 #endif
     return __builtin_copysignf(t, x);
+}
+
+HK_DEVICE float hk_dot2_bf16(unsigned a, unsigned b, float c)
+{
+#if defined(__gfx950__) && __has_builtin(__builtin_amdgcn_fdot2_f32_bf16)
+    typedef __bf16 hk_bf16x2_ __attribute__((ext_vector_type(2)));
+    return __builtin_amdgcn_fdot2_f32_bf16(__builtin_bit_cast(hk_bf16x2_, a), __builtin_bit_cast(hk_bf16x2_, b), c,
+                                           false);
+#else
+    const float a0 = __builtin_bit_cast(float, a << 16), a1 = __builtin_bit_cast(float, a & 0xffff0000u);
+    const float b0 = __builtin_bit_cast(float, b << 16), b1 = __builtin_bit_cast(float, b & 0xffff0000u);
+    return __builtin_fmaf(a1, b1, __builtin_fmaf(a0, b0, c));
+#endif
 }
 
 /* Lane l gets x of lane l ^ 32: v_permlane32_swap where the target has it
