@@ -351,16 +351,6 @@ HK_DEVICE void bwd_kv_step(hk_lds_t lds, int b, const bwd_dims &x, int q0, int k
     const int half = lane / 32, key = kw0 + lane % 32;
 #pragma unroll
     for (int q = 0; q < Q_SUB; ++q) {
-        // element i of S, dP: query q0 + 32 q + (i/4)*8 + h*4 + i%4
-        hk_u32x4 l4[4], d4[4][KV_DN];
-#pragma unroll
-        for (int g = 0; g < 4; ++g) {
-            const int r = q * 32 + g * 8 + half * 4;
-            l4[g] = hk_lds_load_b128(lds, b + KV_LSE + r * 4);
-#pragma unroll
-            for (int p = 0; p < KV_DN; ++p)
-                d4[g][p] = hk_lds_load_b128(lds, b + KV_DREAD + (p * Q_STEP + r) * 4);
-        }
         hk_mfma_ab_t qa[D_CHUNKS][AB_PER_CHUNK], ga[D_CHUNKS][AB_PER_CHUNK];
         bwd_row_ops(lds, b + KV_Q + q * 32 * ROW_PITCH, qa);
         bwd_row_ops(lds, b + KV_DO + q * 32 * ROW_PITCH, ga);
@@ -378,6 +368,17 @@ HK_DEVICE void bwd_kv_step(hk_lds_t lds, int b, const bwd_dims &x, int q0, int k
                 dp = hk_mfma_32x32(ga[u][e], vop[u][e], dp);   // dP = dO V^T
             }
         hk_sched_barrier();
+        // element i of S, dP: query q0 + 32 q + (i/4)*8 + h*4 + i%4 (its
+        // LSE and D read first: the softmax waits for them alone)
+        hk_u32x4 l4[4], d4[4][KV_DN];
+#pragma unroll
+        for (int g = 0; g < 4; ++g) {
+            const int r = q * 32 + g * 8 + half * 4;
+            l4[g] = hk_lds_load_b128(lds, b + KV_LSE + r * 4);
+#pragma unroll
+            for (int p = 0; p < KV_DN; ++p)
+                d4[g][p] = hk_lds_load_b128(lds, b + KV_DREAD + (p * Q_STEP + r) * 4);
+        }
         hk_mfma_ab_t gt[STEPS32][D_TILES], qt[STEPS32][D_TILES];
         bwd_at_ops(lds, b + KV_DO, b + KV_DOT, QT_PITCH, q * 32, gt);
         bwd_at_ops(lds, b + KV_Q, b + KV_QT, QT_PITCH, q * 32, qt);
