@@ -129,12 +129,12 @@ static int attn_bwd_check(const op_inst *k, char *msg, size_t n) {
 }
 
 /* LDS of a KV workgroup's steps of `rows` queries (attn_bwd.hip.m4 KV_BYTES),
-   rows padded by 16 bytes. With transposing reads (tr): two buffers of Q and
+   rows padded by 16 bytes (d128's with transposing reads by 64, swizzled). With transposing reads (tr): two buffers of Q and
    dO row-major, LSE and 256 / (2 rows) partial sums of D per row; else one
    of Q and dO row-major and transposed, LSE and D per row, and partial sums
    of D per row and 8 columns. */
 static long attn_bwd_kv_lds(long d, long rows, int tr) {
-  if (tr) return 2 * (2 * rows * (2 * d + 16) + 4 * rows + 4 * 256 / 2);
+  if (tr) return 2 * (2 * rows * (2 * d + (d == 128 ? 64 : 16)) + 4 * rows + 4 * 256 / 2);
   return 2 * rows * (2 * d + 16) + 2 * d * (2 * rows + 16) + 8 * rows + rows * (d / 8) * 4;
 }
 
@@ -151,7 +151,8 @@ static void attn_bwd_plan_amd(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "kv_block", 128);
   const tgt_info *t = tgt_find(k->target);
   int tr = tgt_has(t, TGT_LDS_TR);
-  int q64 = row->q64[attn_bwd_dim_index(d)] && attn_bwd_kv_lds(d, 64, tr) <= (long)t->lds_unit;
+  int di = attn_bwd_dim_index(d); /* >= 0: attn_bwd_check passed */
+  int q64 = di >= 0 && row->q64[di] && attn_bwd_kv_lds(d, 64, tr) <= (long)t->lds_unit;
   op_plan_tune(p, "lds_tr", tr);
   op_plan_tune(p, "q_step", q64 ? 64 : 32);
   op_plan_tune(p, "q_block", 128);

@@ -66,18 +66,33 @@ static constexpr int D_CHUNKS = D / 16;                     // over head_dim: 16
 static constexpr int AB_PER_CHUNK = 8 / HK_MFMA_KPL;        // operands per 8 bf16 of a lane
 static constexpr int D_TILES = D / 32;                      // d x 32 accumulators: 32-row tiles
 static constexpr int STEPS32 = 32 / HK_MFMA_K;              // MFMAs over 32 rows (queries or keys)
-// LDS: tiles of R rows, row-major [row][d] (rows padded by 16 bytes) or
-// transposed [d][row] (rows in attn_vt_pos order, padded by 16 bytes)
-static constexpr int ROW_PITCH = D * 2 + 16;
-static constexpr int t_pitch(int rows) { return rows * 2 + 16; }
-static constexpr int Q_SUB = Q_STEP / 32;                   // 32-query subtiles of a step
-static constexpr int K_SUB = BLOCK_N / 32;                  // 32-key subtiles of a step
-static constexpr int QT_PITCH = t_pitch(Q_STEP), KT_PITCH = t_pitch(BLOCK_N);
 // Where the target reads LDS transposed (LDS_TR: hk_lds_load_tr_b64, gfx950)
 // the tiles are stored row-major only and the loops double-buffer them (one
 // barrier per step); elsewhere the transposed copies are stored too, once.
 static constexpr bool LDS_TR = ]hkm_tune([lds_tr])[;
 static constexpr int NBUF = LDS_TR ? 2 : 1;
+// LDS: tiles of R rows, row-major [row][d] (rows padded by 16 bytes) or
+// transposed [d][row] (rows in attn_vt_pos order, padded by 16 bytes). With
+// SWZ (LDS_TR at d128) row-major rows are padded by 64 bytes instead (a row
+// 16 banks on from the last) and chunk c (16 bytes) of row r sits at
+// c ^ ((r / 4) % 4): the MFMA A rows (16 rows of one chunk per pass), the
+// transposing reads (4 rows x 4 chunks per pass) and the row stores all
+// fall on distinct banks (gfx950's passes, docs/EMULATOR.md), and only a
+// lane's own row picks the XOR, so unrolled offsets stay immediates.
+static constexpr bool SWZ = LDS_TR && D == 128;
+static constexpr int ROW_PITCH = D * 2 + (SWZ ? 64 : 16);
+static constexpr int t_pitch(int rows) { return rows * 2 + 16; }
+static constexpr int Q_SUB = Q_STEP / 32;                   // 32-query subtiles of a step
+static constexpr int K_SUB = BLOCK_N / 32;                  // 32-key subtiles of a step
+static constexpr int QT_PITCH = t_pitch(Q_STEP), KT_PITCH = t_pitch(BLOCK_N);
+// Byte cb of row r of a row-major tile.
+HK_DEVICE int bwd_rc(int r, int cb)
+{
+    if constexpr (SWZ)
+        return r * ROW_PITCH + (cb ^ (((r >> 2) & 3) << 4));
+    else
+        return r * ROW_PITCH + cb;
+}
 // KV workgroups, per buffer: Q, dO, (Q^T, dO^T), LSE * log2(e), then D: with
 // LDS_TR KV_NPART partial sums per row ([part][row], summed where D is read),
 // else D and its partial sums per row and 8 columns (summed after a barrier)
@@ -209,8 +224,8 @@ HK_DEVICE void bwd_kv_fetch(bwd_kv_rows &r, const hk_args &a, const hk_bf16 *Qh,
 // Two rows of a unit, row-major at roff and transposed at toff.
 HK_DEVICE void bwd_put_pair(hk_lds_t lds, int roff, int toff, int tp, int p, int c, hk_bf16x8 x0, hk_bf16x8 x1)
 {
-    hk_lds_store_b128(lds, roff + 2 * p * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x0));
-    hk_lds_store_b128(lds, roff + (2 * p + 1) * ROW_PITCH + c * 2, __builtin_bit_cast(hk_u32x4, x1));
+    hk_lds_store_b128(lds, roff + bwd_rc(2 * p, c * 2), __builtin_bit_cast(hk_u32x4, x0));
+    hk_lds_store_b128(lds, roff + bwd_rc(2 * p + 1, c * 2), __builtin_bit_cast(hk_u32x4, x1));
     if (toff >= 0) {
         const int pos = attn_vt_pos(2 * p);
 #pragma unroll
@@ -259,11 +274,20 @@ HK_DEVICE void bwd_row_ops(hk_lds_t lds, int off, hk_mfma_ab_t (&op)[D_CHUNKS][A
 {
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
+    if constexpr (SWZ) {
+        // chunk 2u + half: the XOR takes the lane's half and u's low bit, so
+        // two lane offsets (u even, odd) and immediates for the rest
+        const int e0 = off + bwd_rc(row, 16 * half), e1 = off + bwd_rc(row, 32 + 16 * half);
 #pragma unroll
-    for (int u = 0; u < D_CHUNKS; ++u)
+        for (int u = 0; u < D_CHUNKS; ++u)
+            op[u][0] = hk_lds_load_mfma_ab(lds, (u % 2 ? e1 : e0) + 64 * (u / 2));
+    } else {
 #pragma unroll
-        for (int e = 0; e < AB_PER_CHUNK; ++e)
-            op[u][e] = hk_lds_load_mfma_ab(lds, off + row * ROW_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2);
+        for (int u = 0; u < D_CHUNKS; ++u)
+#pragma unroll
+            for (int e = 0; e < AB_PER_CHUNK; ++e)
+                op[u][e] = hk_lds_load_mfma_ab(lds, off + bwd_rc(row, (16 * u + 8 * half + HK_MFMA_KPL * e) * 2));
+    }
 }
 
 // The A operands of acc[dt] (d x 32) += A B over rows r0 .. r0 + 31 of a
@@ -280,13 +304,15 @@ HK_DEVICE void bwd_at_ops(hk_lds_t lds, int row_off, int t_off, int tp, int r0,
     // 16 g + s reads row 4 (g / 2) + s / 4 (+ 8 for the operand's second
     // half), columns 16 (g % 2) + 4 (s % 4) .. + 3 of each 32-column tile
     const int lane = hk_lane_id(), s = lane % 16, g = lane / 16;
-    const int off = row_off + (r0 + 4 * (g / 2) + s / 4) * ROW_PITCH + (16 * (g % 2) + 4 * (s % 4)) * 2;
+    // (the XOR of SWZ sees the lane's row and columns only: st and dt are immediates)
+    const int row = r0 + 4 * (g / 2) + s / 4, cb = (16 * (g % 2) + 4 * (s % 4)) * 2;
+    const int olo = row_off + bwd_rc(row, cb), ohi = row_off + bwd_rc(row + 8, cb);
 #pragma unroll
     for (int st = 0; st < STEPS32; ++st)
 #pragma unroll
         for (int dt = 0; dt < D_TILES; ++dt) {
-            const hk_bf16x4 lo = hk_lds_load_tr_b64(lds, off + st * 16 * ROW_PITCH + dt * 64);
-            const hk_bf16x4 hi = hk_lds_load_tr_b64(lds, off + (st * 16 + 8) * ROW_PITCH + dt * 64);
+            const hk_bf16x4 lo = hk_lds_load_tr_b64(lds, olo + st * 16 * ROW_PITCH + dt * 64);
+            const hk_bf16x4 hi = hk_lds_load_tr_b64(lds, ohi + st * 16 * ROW_PITCH + dt * 64);
             const hk_bf16x8 v = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
             op[st][dt] = __builtin_bit_cast(hk_mfma_ab_t, v);
         }
@@ -468,12 +494,16 @@ HK_DEVICE void bwd_kvt_put(hk_lds_t lds, int b, const bwd_kvt_rows &r)
 {
     const int row = bwd_kvt_row(), slot = bwd_kvt_slot();
     float part = 0.0f;
+    // piece c = slot + KV_TPR j: with SWZ the XOR sees the slot only (KV_TPR 4)
+    static_assert(!SWZ || KV_TPR == 4, "SWZ: 4 slots a row");
+    const int o = b + bwd_rc(row, slot * 16);
 #pragma unroll
     for (int j = 0; j < KV_PJ; ++j) {
         const int c = slot + KV_TPR * j;
         if (KV_PIECES % KV_TPR == 0 || c < KV_PIECES) {
-            hk_lds_store_b128(lds, b + KV_Q + row * ROW_PITCH + c * 16, __builtin_bit_cast(hk_u32x4, r.q[j]));
-            hk_lds_store_b128(lds, b + KV_DO + row * ROW_PITCH + c * 16, __builtin_bit_cast(hk_u32x4, r.g[j]));
+            const int at = SWZ ? o + KV_TPR * 16 * j : b + bwd_rc(row, c * 16);
+            hk_lds_store_b128(lds, at + KV_Q, __builtin_bit_cast(hk_u32x4, r.q[j]));
+            hk_lds_store_b128(lds, at + KV_DO, __builtin_bit_cast(hk_u32x4, r.g[j]));
             part += bwd_dot8(r.g[j], r.o[j]);
         }
     }
