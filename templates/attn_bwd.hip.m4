@@ -66,10 +66,11 @@ static constexpr int D_CHUNKS = D / 16;                     // over head_dim: 16
 static constexpr int AB_PER_CHUNK = 8 / HK_MFMA_KPL;        // operands per 8 bf16 of a lane
 static constexpr int D_TILES = D / 32;                      // d x 32 accumulators: 32-row tiles
 static constexpr int STEPS32 = 32 / HK_MFMA_K;              // MFMAs over 32 rows (queries or keys)
-// Where the target reads LDS transposed (LDS_TR: hk_lds_load_tr_b64, gfx950)
+// Where the plan reads LDS transposed (LDS_TR: hk_lds_load_tr_b64, gfx950)
 // the tiles are stored row-major only and the loops double-buffer them (one
 // barrier per step); elsewhere the transposed copies are stored too, once.
-static constexpr bool LDS_TR = ]hkm_tune([lds_tr])[;
+#define BWD_TR ]hkm_tune([lds_tr])[ // LDS_TR, for the preprocessor
+static constexpr bool LDS_TR = BWD_TR;
 static constexpr int NBUF = LDS_TR ? 2 : 1;
 // LDS: tiles of R rows, row-major [row][d] (rows padded by 16 bytes) or
 // transposed [d][row] (rows in attn_vt_pos order, padded by 16 bytes). With
@@ -85,6 +86,16 @@ static constexpr int t_pitch(int rows) { return rows * 2 + 16; }
 static constexpr int Q_SUB = Q_STEP / 32;                   // 32-query subtiles of a step
 static constexpr int K_SUB = BLOCK_N / 32;                  // 32-key subtiles of a step
 static constexpr int QT_PITCH = t_pitch(Q_STEP), KT_PITCH = t_pitch(BLOCK_N);
+// The steps read each product's LDS operands together before its MFMAs,
+// held there by scheduling barriers, where the registers allow (the plan's
+// batch, 0 where it would spill): one wait per group, not one per MFMA.
+static constexpr bool BATCH = ]hkm_tune([batch])[;
+HK_DEVICE void bwd_sched()
+{
+    if constexpr (BATCH)
+        hk_sched_barrier();
+}
+
 // Byte cb of row r of a row-major tile.
 HK_DEVICE int bwd_rc(int r, int cb)
 {
@@ -118,7 +129,7 @@ static_assert((Q_STEP == 32 || Q_STEP == 64) && (BLOCK_N == 32 || BLOCK_N == 64)
 static_assert(D % 32 == 0, "32x32 MFMA tiles");
 static_assert(Q_STEP <= ATTN_THREADS, "one thread per row of a step for LSE and D");
 static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
-static_assert(LDS_TR == (HK_LDS_TR != 0), "the plan's lds_tr is the tile header's HK_LDS_TR");
+static_assert(!LDS_TR || HK_LDS_TR, "the plan's lds_tr needs the tile header's HK_LDS_TR");
 static_assert(!LDS_TR || (HK_MFMA_KPL == 8 && ATTN_THREADS % (2 * Q_STEP) == 0), "transposing reads: 8 k per lane");
 
 // ---- global -> registers -> LDS ------------------------------------------------
@@ -290,42 +301,68 @@ HK_DEVICE void bwd_row_ops(hk_lds_t lds, int off, hk_mfma_ab_t (&op)[D_CHUNKS][A
     }
 }
 
-// The A operands of acc[dt] (d x 32) += A B over rows r0 .. r0 + 31 of a
-// step, A the d x rows transpose of its tile, in the k order of bwd_to_b's
-// operands: read transposed from the row-major tile at row_off (LDS_TR), or
-// from the transposed copy at t_off (pitch tp, rows in attn_vt_pos order).
-HK_DEVICE void bwd_at_ops(hk_lds_t lds, int row_off, int t_off, int tp, int r0,
-                          hk_mfma_ab_t (&op)[STEPS32][D_TILES])
+// The A operand (st, dt) of acc[dt] (d x 32) += A B over rows r0 .. r0 + 31
+// of a step, A the d x rows transpose of its tile, in the k order of
+// bwd_to_b's operands: read transposed from the row-major tile at row_off
+// (LDS_TR), or from the transposed copy at t_off (pitch tp, rows in
+// attn_vt_pos order).
+HK_DEVICE hk_mfma_ab_t bwd_at_op(hk_lds_t lds, int row_off, int t_off, int tp, int r0, int st, int dt)
 {
-#if HK_LDS_TR
+#if BWD_TR
     (void)t_off;
     (void)tp;
     // k = 8 h + j of a 16-row step holds row 8 (j / 4) + 4 h + j % 4: lane
     // 16 g + s reads row 4 (g / 2) + s / 4 (+ 8 for the operand's second
     // half), columns 16 (g % 2) + 4 (s % 4) .. + 3 of each 32-column tile
-    const int lane = hk_lane_id(), s = lane % 16, g = lane / 16;
     // (the XOR of SWZ sees the lane's row and columns only: st and dt are immediates)
+    const int lane = hk_lane_id(), s = lane % 16, g = lane / 16;
     const int row = r0 + 4 * (g / 2) + s / 4, cb = (16 * (g % 2) + 4 * (s % 4)) * 2;
     const int olo = row_off + bwd_rc(row, cb), ohi = row_off + bwd_rc(row + 8, cb);
-#pragma unroll
-    for (int st = 0; st < STEPS32; ++st)
-#pragma unroll
-        for (int dt = 0; dt < D_TILES; ++dt) {
-            const hk_bf16x4 lo = hk_lds_load_tr_b64(lds, olo + st * 16 * ROW_PITCH + dt * 64);
-            const hk_bf16x4 hi = hk_lds_load_tr_b64(lds, ohi + st * 16 * ROW_PITCH + dt * 64);
-            const hk_bf16x8 v = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
-            op[st][dt] = __builtin_bit_cast(hk_mfma_ab_t, v);
-        }
+    const hk_bf16x4 lo = hk_lds_load_tr_b64(lds, olo + st * 16 * ROW_PITCH + dt * 64);
+    const hk_bf16x4 hi = hk_lds_load_tr_b64(lds, ohi + st * 16 * ROW_PITCH + dt * 64);
+    const hk_bf16x8 v = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
+    return __builtin_bit_cast(hk_mfma_ab_t, v);
 #else
     (void)row_off;
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
+    return hk_lds_load_mfma_ab(lds, t_off + (dt * 32 + row) * tp + (r0 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2);
+#endif
+}
+
+HK_DEVICE void bwd_at_ops(hk_lds_t lds, int row_off, int t_off, int tp, int r0,
+                          hk_mfma_ab_t (&op)[STEPS32][D_TILES])
+{
 #pragma unroll
     for (int st = 0; st < STEPS32; ++st)
 #pragma unroll
         for (int dt = 0; dt < D_TILES; ++dt)
-            op[st][dt] = hk_lds_load_mfma_ab(lds, t_off + (dt * 32 + row) * tp + (r0 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2);
-#endif
+            op[st][dt] = bwd_at_op(lds, row_off, t_off, tp, r0, st, dt);
+}
+
+// Without BATCH: acc += A B over head_dim (A rows of the tile at off) and
+// acc[dt] += A^T B (as bwd_at_op), each operand read where its MFMA takes it.
+HK_DEVICE void bwd_mm_rows(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[D_CHUNKS][AB_PER_CHUNK],
+                           hk_mfma_acc_t &acc)
+{
+    const int lane = hk_lane_id();
+    const int row = lane % 32, half = lane / 32;
+#pragma unroll
+    for (int u = 0; u < D_CHUNKS; ++u)
+#pragma unroll
+        for (int e = 0; e < AB_PER_CHUNK; ++e)
+            acc = hk_mfma_32x32(
+                hk_lds_load_mfma_ab(lds, off + bwd_rc(row, (16 * u + 8 * half + HK_MFMA_KPL * e) * 2)), bop[u][e], acc);
+}
+
+HK_DEVICE void bwd_mm_at(hk_lds_t lds, int row_off, int t_off, int tp, int r0, const hk_mfma_ab_t (&bop)[STEPS32],
+                         hk_mfma_acc_t (&acc)[D_TILES])
+{
+#pragma unroll
+    for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+        for (int dt = 0; dt < D_TILES; ++dt)
+            acc[dt] = hk_mfma_32x32(bwd_at_op(lds, row_off, t_off, tp, r0, st, dt), bop[st], acc[dt]);
 }
 
 // D's terms per row as a KV step reads them: the partial sums (LDS_TR) or D.
@@ -335,27 +372,34 @@ static constexpr int KV_DREAD = LDS_TR ? KV_DPART : KV_D;
 // P = exp2(S c - LSE log2 e) and dS = P (dP - D) in place, element i of the
 // lane holding query qh + (i/4)*8 + i%4 and key `key`; MASK: 0 for a query
 // past the last or a key it does not see.
+// Rows g*8 .. + 3 of bwd_softmax's: LSE l4, D's terms d4.
+template <bool MASK>
+HK_DEVICE void bwd_softmax4(const bwd_dims &x, int qh, int key, int g, const hk_u32x4 &l4,
+                            const hk_u32x4 (&d4)[KV_DN], hk_mfma_acc_t &s, hk_mfma_acc_t &dp)
+{
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        float dd = hk_u32_as_f32(d4[0][j]);
+#pragma unroll
+        for (int p = 1; p < KV_DN; ++p)
+            dd += hk_u32_as_f32(d4[p][j]);
+        const int i = g * 4 + j, qi = qh + g * 8 + j;
+        float p = hk_exp2f(s[i] * x.c - hk_u32_as_f32(l4[j]));
+        if (MASK)
+            p = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq)) ? p : 0.0f;
+        s[i] = p;
+        dp[i] = p * (dp[i] - dd);
+    }
+}
+
 template <bool MASK>
 HK_DEVICE void bwd_softmax(const bwd_dims &x, int qh, int key, const hk_u32x4 (&l4)[4],
                            const hk_u32x4 (&d4)[4][KV_DN], hk_mfma_acc_t &s, hk_mfma_acc_t &dp)
 {
 #pragma unroll
     for (int g = 0; g < 4; ++g)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            float dd = hk_u32_as_f32(d4[g][0][j]);
-#pragma unroll
-            for (int p = 1; p < KV_DN; ++p)
-                dd += hk_u32_as_f32(d4[g][p][j]);
-            const int i = g * 4 + j, qi = qh + g * 8 + j;
-            float p = hk_exp2f(s[i] * x.c - hk_u32_as_f32(l4[g][j]));
-            if (MASK)
-                p = qi < x.Sq && (!CAUSAL || key <= qi + (x.Sk - x.Sq)) ? p : 0.0f;
-            s[i] = p;
-            dp[i] = p * (dp[i] - dd);
-        }
+        bwd_softmax4<MASK>(x, qh, key, g, l4[g], d4[g], s, dp);
 }
-
 // One wave, one step of Q_STEP queries from q0 out of the buffer at b, keys
 // kw0 + 0..31 (the lane's: kw0 + lane % 32), one 32-query subtile after the
 // other: S = Q K^T, dP = dO V^T (A from LDS, B from registers; the D layout
@@ -377,60 +421,87 @@ HK_DEVICE void bwd_kv_step(hk_lds_t lds, int b, const bwd_dims &x, int q0, int k
     const int half = lane / 32, key = kw0 + lane % 32;
 #pragma unroll
     for (int q = 0; q < Q_SUB; ++q) {
-        hk_mfma_ab_t qa[D_CHUNKS][AB_PER_CHUNK], ga[D_CHUNKS][AB_PER_CHUNK];
-        bwd_row_ops(lds, b + KV_Q + q * 32 * ROW_PITCH, qa);
-        bwd_row_ops(lds, b + KV_DO + q * 32 * ROW_PITCH, ga);
-        hk_sched_barrier();
-        if (q == 0) {
-            issue();
-            hk_sched_barrier();
-        }
         hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
-#pragma unroll
-        for (int u = 0; u < D_CHUNKS; ++u)
-#pragma unroll
-            for (int e = 0; e < AB_PER_CHUNK; ++e) {
-                s = hk_mfma_32x32(qa[u][e], kop[u][e], s);     // S = Q K^T
-                dp = hk_mfma_32x32(ga[u][e], vop[u][e], dp);   // dP = dO V^T
+        hk_mfma_ab_t gt[STEPS32][D_TILES], qt[STEPS32][D_TILES]; // BATCH only
+        if constexpr (BATCH) {
+            hk_mfma_ab_t qa[D_CHUNKS][AB_PER_CHUNK], ga[D_CHUNKS][AB_PER_CHUNK];
+            bwd_row_ops(lds, b + KV_Q + q * 32 * ROW_PITCH, qa);
+            bwd_row_ops(lds, b + KV_DO + q * 32 * ROW_PITCH, ga);
+            bwd_sched();
+            if (q == 0) {
+                issue();
+                bwd_sched();
             }
-        hk_sched_barrier();
-        // element i of S, dP: query q0 + 32 q + (i/4)*8 + h*4 + i%4 (its
-        // LSE and D read first: the softmax waits for them alone)
-        hk_u32x4 l4[4], d4[4][KV_DN];
 #pragma unroll
-        for (int g = 0; g < 4; ++g) {
-            const int r = q * 32 + g * 8 + half * 4;
-            l4[g] = hk_lds_load_b128(lds, b + KV_LSE + r * 4);
+            for (int u = 0; u < D_CHUNKS; ++u)
 #pragma unroll
-            for (int p = 0; p < KV_DN; ++p)
-                d4[g][p] = hk_lds_load_b128(lds, b + KV_DREAD + (p * Q_STEP + r) * 4);
+                for (int e = 0; e < AB_PER_CHUNK; ++e) {
+                    s = hk_mfma_32x32(qa[u][e], kop[u][e], s);     // S = Q K^T
+                    dp = hk_mfma_32x32(ga[u][e], vop[u][e], dp);   // dP = dO V^T
+                }
+            bwd_sched();
+        } else {
+            if (q == 0)
+                issue();
+            bwd_mm_rows(lds, b + KV_Q + q * 32 * ROW_PITCH, kop, s);
+            bwd_mm_rows(lds, b + KV_DO + q * 32 * ROW_PITCH, vop, dp);
         }
-        hk_mfma_ab_t gt[STEPS32][D_TILES], qt[STEPS32][D_TILES];
-        bwd_at_ops(lds, b + KV_DO, b + KV_DOT, QT_PITCH, q * 32, gt);
-        bwd_at_ops(lds, b + KV_Q, b + KV_QT, QT_PITCH, q * 32, qt);
-        hk_sched_barrier();
-        // a subtile every lane of the wave sees whole (uniform) needs no mask
+        // element i of S, dP: query q0 + 32 q + (i/4)*8 + h*4 + i%4; with
+        // BATCH its LSE and D are read first (the softmax waits for them
+        // alone), and a subtile every lane of the wave sees whole (uniform)
+        // takes a softmax without the mask; without, 4 rows at a time (fewer
+        // registers)
         const int qb = q0 + q * 32;
-        if (qb + 32 <= x.Sq && (!CAUSAL || kw0 + 31 <= qb + (x.Sk - x.Sq)))
-            bwd_softmax<false>(x, qb + half * 4, key, l4, d4, s, dp);
-        else
-            bwd_softmax<true>(x, qb + half * 4, key, l4, d4, s, dp);
+        if constexpr (BATCH) {
+            hk_u32x4 l4[4], d4[4][KV_DN];
+#pragma unroll
+            for (int g = 0; g < 4; ++g) {
+                const int r = q * 32 + g * 8 + half * 4;
+                l4[g] = hk_lds_load_b128(lds, b + KV_LSE + r * 4);
+#pragma unroll
+                for (int p = 0; p < KV_DN; ++p)
+                    d4[g][p] = hk_lds_load_b128(lds, b + KV_DREAD + (p * Q_STEP + r) * 4);
+            }
+            bwd_at_ops(lds, b + KV_DO, b + KV_DOT, QT_PITCH, q * 32, gt);
+            bwd_at_ops(lds, b + KV_Q, b + KV_QT, QT_PITCH, q * 32, qt);
+            bwd_sched();
+            if (qb + 32 <= x.Sq && (!CAUSAL || kw0 + 31 <= qb + (x.Sk - x.Sq)))
+                bwd_softmax<false>(x, qb + half * 4, key, l4, d4, s, dp);
+            else
+                bwd_softmax<true>(x, qb + half * 4, key, l4, d4, s, dp);
+        } else {
+#pragma unroll
+            for (int g = 0; g < 4; ++g) {
+                const int r = q * 32 + g * 8 + half * 4;
+                hk_u32x4 d4[KV_DN];
+                const hk_u32x4 l4 = hk_lds_load_b128(lds, b + KV_LSE + r * 4);
+#pragma unroll
+                for (int p = 0; p < KV_DN; ++p)
+                    d4[p] = hk_lds_load_b128(lds, b + KV_DREAD + (p * Q_STEP + r) * 4);
+                bwd_softmax4<true>(x, qb + half * 4, key, g, l4, d4, s, dp);
+            }
+        }
         hk_mfma_ab_t pop[STEPS32], dsop[STEPS32];
         bwd_to_b(s, pop);
         bwd_to_b(dp, dsop);
-        hk_sched_barrier();
+        bwd_sched();
+        if constexpr (BATCH) {
 #pragma unroll
-        for (int st = 0; st < STEPS32; ++st)
+            for (int st = 0; st < STEPS32; ++st)
 #pragma unroll
-            for (int dt = 0; dt < D_TILES; ++dt) {
-                dv[dt] = hk_mfma_32x32(gt[st][dt], pop[st], dv[dt]);   // dV^T += dO^T P
-                dk[dt] = hk_mfma_32x32(qt[st][dt], dsop[st], dk[dt]);  // dK^T += Q^T dS
-            }
-        hk_sched_barrier();
+                for (int dt = 0; dt < D_TILES; ++dt) {
+                    dv[dt] = hk_mfma_32x32(gt[st][dt], pop[st], dv[dt]);   // dV^T += dO^T P
+                    dk[dt] = hk_mfma_32x32(qt[st][dt], dsop[st], dk[dt]);  // dK^T += Q^T dS
+                }
+        } else {
+            bwd_mm_at(lds, b + KV_DO, b + KV_DOT, QT_PITCH, q * 32, pop, dv);
+            bwd_mm_at(lds, b + KV_Q, b + KV_QT, QT_PITCH, q * 32, dsop, dk);
+        }
+        bwd_sched();
     }
 }
 
-#if HK_LDS_TR
+#if BWD_TR
 // ---- KV rows where LDS is read transposed (double-buffered steps) -------------
 // A step's rows in registers, loaded a step ahead: thread (wave w, lane l)
 // holds row 32 (w / KV_NPART) + l % 32 of the step, its 16-byte pieces
@@ -542,7 +613,7 @@ HK_DEVICE void bwd_kv(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     // the group (one flat loop: one back edge, barriers in every trip)
     const int qfirst = CAUSAL ? (k0 - diag > 0 ? k0 - diag : 0) : 0;
     const int t0 = qfirst / Q_STEP, n_t = qfirst < x.Sq ? (x.Sq + Q_STEP - 1) / Q_STEP - t0 : 0;
-#if HK_LDS_TR
+#if BWD_TR
     // double-buffered: step w reads buffer w % 2 while step w + 1's rows,
     // loaded before its MFMAs, are put into the other after them; one
     // barrier per step (a wave puts into a buffer only after every wave has
@@ -672,22 +743,27 @@ HK_DEVICE void bwd_q_step(hk_lds_t lds, int b, const bwd_dims &x, int kb, bool q
     const int half = hk_lane_id() / 32;
 #pragma unroll
     for (int t = 0; t < K_SUB; ++t) {
-        hk_mfma_ab_t ka[D_CHUNKS][AB_PER_CHUNK], va[D_CHUNKS][AB_PER_CHUNK];
-        bwd_row_ops(lds, b + Q_K + t * 32 * ROW_PITCH, ka);
-        bwd_row_ops(lds, b + Q_V + t * 32 * ROW_PITCH, va);
-        hk_sched_barrier();
         hk_mfma_acc_t s = hk_mfma_acc_zero(), dp = hk_mfma_acc_zero();
+        hk_mfma_ab_t kt[STEPS32][D_TILES]; // BATCH only
+        if constexpr (BATCH) {
+            hk_mfma_ab_t ka[D_CHUNKS][AB_PER_CHUNK], va[D_CHUNKS][AB_PER_CHUNK];
+            bwd_row_ops(lds, b + Q_K + t * 32 * ROW_PITCH, ka);
+            bwd_row_ops(lds, b + Q_V + t * 32 * ROW_PITCH, va);
+            bwd_sched();
 #pragma unroll
-        for (int u = 0; u < D_CHUNKS; ++u)
+            for (int u = 0; u < D_CHUNKS; ++u)
 #pragma unroll
-            for (int e = 0; e < AB_PER_CHUNK; ++e) {
-                s = hk_mfma_32x32(ka[u][e], qop[u][e], s);     // S^T = K Q^T
-                dp = hk_mfma_32x32(va[u][e], doop[u][e], dp);  // dP^T = V dO^T
-            }
-        hk_sched_barrier();
-        hk_mfma_ab_t kt[STEPS32][D_TILES];
-        bwd_at_ops(lds, b + Q_K, b + Q_KT, KT_PITCH, t * 32, kt);
-        hk_sched_barrier();
+                for (int e = 0; e < AB_PER_CHUNK; ++e) {
+                    s = hk_mfma_32x32(ka[u][e], qop[u][e], s);     // S^T = K Q^T
+                    dp = hk_mfma_32x32(va[u][e], doop[u][e], dp);  // dP^T = V dO^T
+                }
+            bwd_sched();
+            bwd_at_ops(lds, b + Q_K, b + Q_KT, KT_PITCH, t * 32, kt);
+            bwd_sched();
+        } else {
+            bwd_mm_rows(lds, b + Q_K + t * 32 * ROW_PITCH, qop, s);
+            bwd_mm_rows(lds, b + Q_V + t * 32 * ROW_PITCH, doop, dp);
+        }
         // element i: key kb + 32 t + (i/4)*8 + h*4 + i%4; masked past the lane's last key
         const int k0 = kb + t * 32 + half * 4;
 #pragma unroll
@@ -698,13 +774,17 @@ HK_DEVICE void bwd_q_step(hk_lds_t lds, int b, const bwd_dims &x, int kb, bool q
         }
         hk_mfma_ab_t dsop[STEPS32];
         bwd_to_b(dp, dsop);
-        hk_sched_barrier();
+        bwd_sched();
+        if constexpr (BATCH) {
 #pragma unroll
-        for (int st = 0; st < STEPS32; ++st)
+            for (int st = 0; st < STEPS32; ++st)
 #pragma unroll
-            for (int dt = 0; dt < D_TILES; ++dt)
-                dq[dt] = hk_mfma_32x32(kt[st][dt], dsop[st], dq[dt]);  // dQ^T += K^T dS^T
-        hk_sched_barrier();
+                for (int dt = 0; dt < D_TILES; ++dt)
+                    dq[dt] = hk_mfma_32x32(kt[st][dt], dsop[st], dq[dt]);  // dQ^T += K^T dS^T
+        } else {
+            bwd_mm_at(lds, b + Q_K, b + Q_KT, KT_PITCH, t * 32, dsop, dq);
+        }
+        bwd_sched();
     }
 }
 
@@ -751,7 +831,7 @@ HK_DEVICE void bwd_q(hk_lds_t lds, const hk_args &a, const bwd_dims &x, int id)
     bwd_q_rows rows;
     if (n_blocks > 0)
         bwd_q_fetch(rows, a, Kh, Vh, 0, x.Sk, vk, vv);
-#if HK_LDS_TR
+#if BWD_TR
     // double-buffered as the KV loop: one barrier per step
     if (n_blocks > 0)
         bwd_q_put(lds, 0, rows);
