@@ -18,26 +18,30 @@ m4_divert(-1)                                                   -*- C -*-
 #  - KV workgroup kb of KV head hkv: wave w owns keys k0 + 32 w .. + 31 and
 #    keeps dK^T, dV^T (d x keys) in registers, K^T and V^T as B operands.  For
 #    every query head of the group and every step of queries that sees the
-#    block, the step's Q, dO (row-major) and Q^T, dO^T (transposed, queries
-#    in B's k order) go to LDS with LSE and D = rowsum(dO * O) of its rows;
-#    then per wave:  S = Q K^T, dP = dO V^T (A from LDS, B from registers; the
-#    D layout puts the key in the lane and 16 queries in its registers),
-#    P = exp2(S scale log2 e - LSE log2 e) masked, dS = P (dP - D),
-#    dV^T += dO^T P, dK^T += Q^T dS (P and dS, converted to bf16, are the B
-#    operands as they are, attn_vt_pos ordering the transposed tiles).
+#    block, the step's Q and dO (row-major) go to LDS with LSE and D =
+#    rowsum(dO * O) of its rows (and, without the plan's lds_tr, Q^T and
+#    dO^T: transposed, queries in B's k order); then per wave:  S = Q K^T,
+#    dP = dO V^T (A from LDS, B from registers; the D layout puts the key in
+#    the lane and 16 queries in its registers), P = exp2(S scale log2 e -
+#    LSE log2 e) masked, dS = P (dP - D), dV^T += dO^T P, dK^T += Q^T dS (P
+#    and dS, converted to bf16, are the B operands as they are; dO^T and Q^T
+#    read transposed from the row-major tiles by hk_lds_load_tr_b64 with
+#    lds_tr, else from the transposed copies, attn_vt_pos ordering them).
 #  - Q workgroup of 128 queries of query head hq: wave w owns 32 queries and
 #    keeps dQ^T in registers, Q^T and dO^T as B operands and D, LSE per lane
-#    (D from its O and dO rows, once).  For each step of visible keys: K,
-#    V (row-major) and K^T (transposed) to LDS, then S^T = K Q^T,
+#    (D from its O and dO rows, once).  For each step of visible keys: K and
+#    V (row-major; without lds_tr K^T too) to LDS, then S^T = K Q^T,
 #    dP^T = V dO^T, dS^T = P^T (dP^T - D), dQ^T += K^T dS^T.
 # So S and dP are computed by both kinds: 7 products per tile pair instead
 # of 5, for no atomics, no fp32 dQ buffer and no second kernel.
 #
 # Steps of 32 or 64 rows (the plan's q_step and k_step).  Both loops run one
 # step ahead: the next step's rows are loaded into registers before the
-# current step's MFMAs and written to LDS after them (three barriers per KV
-# step: tiles free, tiles and D's partial sums written, D summed; two per Q
-# step).
+# current step's MFMAs and written to LDS after them.  With lds_tr the
+# tiles are double-buffered: one barrier per step; without, one buffer:
+# three barriers per KV step (tiles free, tiles and D's partial sums
+# written, D summed) and two per Q step.  Loop bodies are straight-line
+# (the last trip fetches its own step again).
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [96], [128], [192], [256])
