@@ -72,7 +72,7 @@ static const tgt_info tgt_table[] = {
      TGT_CDNA_REGS, TGT_CDNA_GRID, 0x4c, 0, 3, 4, "comgr,clang", {"v_mfma", "v_smfmac", NULL},
      TGT_PARTS(tgt_parts_cdna3), &tgt_mem_cdna3, &tgt_rates_cdna3},
     {"gfx950", "cdna4", "hk_cdna.h", "MI350X/MI355X",
-     TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16 | TGT_FP8_OCP, 64, 163840, 163840, TGT_CDNA_REGS,
+     TGT_AMD | TGT_MFMA | TGT_LDS_DMA | TGT_CVT_PK_BF16 | TGT_FP8_OCP | TGT_LDS_TR, 64, 163840, 163840, TGT_CDNA_REGS,
      TGT_CDNA_GRID, 0x4f, 0, 4, 8, "comgr,clang", {"v_mfma", "v_smfmac", NULL}, TGT_PARTS(tgt_parts_cdna4),
      &tgt_mem_cdna4, &tgt_rates_cdna4},
     /* shared memory per block with the opt-in limit; 228 KiB per SM, of

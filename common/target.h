@@ -17,6 +17,7 @@
 #define TGT_CVT_PK_BF16 (1u << 5) /* a packed fp32 -> bf16 conversion instruction */
 #define TGT_FP8_FNUZ (1u << 6)  /* fp8 conversions and MFMA on E4M3FNUZ/E5M2FNUZ (docs/FP8.md) */
 #define TGT_FP8_OCP (1u << 7)   /* the same on the OCP formats E4M3FN/E5M2 (sm_90a: wgmma e4m3/e5m2) */
+#define TGT_LDS_TR (1u << 8)    /* LDS transposing reads of 16-bit elements (ds_read_b64_tr_b16: hk_lds_load_tr_b64) */
 
 /* How the LDS serves one wave's access and how global memory is cached, as
    the emulator's statistics (hkgen test --stats) count them. A ds_read or

@@ -341,6 +341,12 @@ int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, si
                                                                           ? &s.rest_all : &s.rest)
                                               : s.rest;
   es_mix w = es_axpy(&rest, r->trips, &s.loop);
+  /* HKGEN_ESTIMATE_DEBUG: one wave's hot-loop trip on stderr (clocks; LDS and
+     memory instructions, waits and barriers as counted; docs/MODEL.md) */
+  if (getenv("HKGEN_ESTIMATE_DEBUG"))
+    fprintf(stderr, "loop %s: mfma %.0f valu %.0f salu %.0f lds %.1f vm %.1f vmw %.2f lgkmw %.2f bar %.1f serial %.0f; trips %.1f rest serial %.0f\n",
+            l->kernel, s.loop.mfma_clk, s.loop.valu_clk, s.loop.salu_clk, s.loop.lds_ops, s.loop.vm_ops, s.loop.vm_waits,
+            s.loop.lgkm_waits, s.loop.barriers, es_serial(&s.loop, es_fit.mem_wait), r->trips, es_serial(&rest, es_fit.mem_wait));
   es_consts k[512];
   int nk = es_consts_from_env(k, 512);
   if (nk < 1) {

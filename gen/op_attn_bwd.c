@@ -51,17 +51,25 @@
    CU) and d96 spills SGPRs. d256 spills about 150-200 VGPRs on gfx950
    (dK^T, dV^T, K^T and V^T alone hold 384 of 512) and its KV-step LDS (76
    KB) exceeds the 64 KB of gfx90a and gfx942: not offered. A target without
-   a row has no attn_bwd. */
+   a row has no attn_bwd.
+   batch (2026-12-02): reading each product's LDS operands together before
+   its MFMAs spills gfx942 d64 (4 VGPRs) and d192 (203), gfx950 d64 (70),
+   d96 and d192 (212); there they are read where each MFMA takes them. tr:
+   gfx950 reads the transposed operands with hk_lds_load_tr_b64 (double-
+   buffered steps, one barrier each) except at d64, where that loop spills
+   63-67 SGPRs at two waves (causal). */
 typedef struct {
   const char *target;
   int waves[5];
-  int q64[5]; /* per head_dim: steps of 64 queries and of 64 keys (where the LDS allows) */
+  int q64[5];   /* per head_dim: steps of 64 queries and of 64 keys (where the LDS allows) */
+  int batch[5]; /* per head_dim: a product's LDS operands read together (attn_bwd.hip.m4 BATCH) */
+  int tr[5];    /* per head_dim: transposing reads and double-buffered steps (LDS_TR), on a TGT_LDS_TR target */
 } attn_bwd_row;
 
 static const attn_bwd_row attn_bwd_rows[] = {
-    {"gfx90a", {1, 1, 1, 1, 0}, {0, 0, 0, 0, 0}}, /* not in CI: built and emulated by hand */
-    {"gfx942", {2, 1, 1, 1, 0}, {0, 0, 0, 0, 0}},
-    {"gfx950", {2, 2, 1, 1, 0}, {1, 0, 1, 0, 0}},
+    {"gfx90a", {1, 1, 1, 1, 0}, {0, 0, 0, 0, 0}, {1, 1, 1, 0, 0}, {0, 0, 0, 0, 0}}, /* not in CI: built and emulated by hand */
+    {"gfx942", {2, 1, 1, 1, 0}, {0, 0, 0, 0, 0}, {0, 1, 1, 0, 0}, {0, 0, 0, 0, 0}},
+    {"gfx950", {2, 2, 1, 1, 0}, {1, 0, 1, 0, 0}, {0, 0, 1, 0, 0}, {0, 1, 1, 1, 0}},
 };
 #define ATTN_BWD_NROWS (sizeof attn_bwd_rows / sizeof attn_bwd_rows[0])
 
@@ -128,10 +136,13 @@ static int attn_bwd_check(const op_inst *k, char *msg, size_t n) {
   return 0;
 }
 
-/* LDS of a KV workgroup's step of `rows` queries (attn_bwd.hip.m4 KV_BYTES):
-   Q and dO row-major and transposed, rows padded by 16 bytes, LSE and D per
-   row, partial sums of D per row and 8 columns. */
-static long attn_bwd_kv_lds(long d, long rows) {
+/* LDS of a KV workgroup's steps of `rows` queries (attn_bwd.hip.m4 KV_BYTES),
+   rows padded by 16 bytes (d128's with transposing reads by 64, swizzled). With transposing reads (tr): two buffers of Q and
+   dO row-major, LSE and 256 / (2 rows) partial sums of D per row; else one
+   of Q and dO row-major and transposed, LSE and D per row, and partial sums
+   of D per row and 8 columns. */
+static long attn_bwd_kv_lds(long d, long rows, int tr) {
+  if (tr) return 2 * (2 * rows * (2 * d + (d == 128 ? 64 : 16)) + 4 * rows + 4 * 256 / 2);
   return 2 * rows * (2 * d + 16) + 2 * d * (2 * rows + 16) + 8 * rows + rows * (d / 8) * 4;
 }
 
@@ -146,7 +157,12 @@ static void attn_bwd_plan_amd(const op_inst *k, op_plan *p) {
   const attn_bwd_row *row = attn_bwd_row_for(k->target);
   op_plan_tune(p, "waves", attn_bwd_waves(row, d));
   op_plan_tune(p, "kv_block", 128);
-  int q64 = row->q64[attn_bwd_dim_index(d)] && attn_bwd_kv_lds(d, 64) <= (long)tgt_find(k->target)->lds_unit;
+  const tgt_info *t = tgt_find(k->target);
+  int di = attn_bwd_dim_index(d); /* >= 0: attn_bwd_check passed */
+  int tr = tgt_has(t, TGT_LDS_TR) && di >= 0 && row->tr[di];
+  int q64 = di >= 0 && row->q64[di] && attn_bwd_kv_lds(d, 64, tr) <= (long)t->lds_unit;
+  op_plan_tune(p, "lds_tr", tr);
+  op_plan_tune(p, "batch", di >= 0 && row->batch[di]);
   op_plan_tune(p, "q_step", q64 ? 64 : 32);
   op_plan_tune(p, "q_block", 128);
   op_plan_tune(p, "k_step", q64 ? 64 : 32);

@@ -107,6 +107,9 @@ set_tests_properties(emu_fp8 PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${H
 # module's FNUZ MFMA faults on gfx950.
 add_test(emu_fp8_launch build/emu_launch fp8 build/emu)
 set_tests_properties(emu_fp8_launch PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
+# gfx950's LDS transposing read (hk_lds_load_tr_b64) by its lane rule; a divergent one refused.
+add_test(emu_tr_launch build/emu_launch tr build/emu)
+set_tests_properties(emu_tr_launch PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_barrier build/emu_launch barrier build/emu)
 set_tests_properties(emu_barrier PROPERTIES TIMEOUT 60 LABELS "emu" ENVIRONMENT "${HK_ENV}")
 add_test(emu_oob build/emu_launch oob build/emu)

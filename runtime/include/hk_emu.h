@@ -609,6 +609,25 @@ HK_DEVICE void hk_buffer_load_lds_b128(hk_buffer_t r, int off, hk_lds_t l, int l
                       hk_site_file, hk_site_line);
 }
 
+/* ---- LDS transposing read (gfx950): a wave collective of libhkrt ------------------ */
+#if HK_EMU_ARCH == 4
+#define HK_LDS_TR 1
+HK_DEVICE hk_bf16x4 hk_lds_load_tr_b64(hk_lds_t l, int off, HK_EMU_SITE)
+{
+    unsigned short v[4];
+    hk_bf16x4 r;
+    HK_EMU_LDS_CHECK(l, off, 8u, 0);
+    HK_EMU_NOTE(HKEMU_LDS_READ, off, 8u); /* counted as the ds_read_b64 of the lanes' offsets */
+    if (!hkemu_api.lds_read_tr16_b64)
+        hkemu_fault_kernel("hk_lds_load_tr_b64 needs a newer libhkrt (no LDS transposing read in its emulator)");
+    hkemu_api.lds_read_tr16_b64((unsigned)off, v);
+    memcpy(&r, v, 8);
+    return r;
+}
+#else
+#define HK_LDS_TR 0
+#endif
+
 /* ---- fast math (host libm) and cross-lane exchange (a wave collective) ---------- */
 HK_DEVICE float hk_exp2f(float x) { return exp2f(x); }
 HK_DEVICE float hk_log2f(float x) { return log2f(x); }
@@ -618,6 +637,12 @@ HK_DEVICE float hk_tanhf(float x)
 {
     const float e = exp2f(-2.88539008177792681f * fabsf(x));
     return copysignf((1.0f - e) / (1.0f + e), x);
+}
+/* two fmas, as hk_cdna.h's fallback (gfx950's v_dot2_f32_bf16 may round its sums differently in the last bit) */
+HK_DEVICE float hk_dot2_bf16(unsigned a, unsigned b, float c)
+{
+    return fmaf(hk_u32_as_f32(a & 0xffff0000u), hk_u32_as_f32(b & 0xffff0000u),
+                fmaf(hk_u32_as_f32(a << 16), hk_u32_as_f32(b << 16), c));
 }
 HK_DEVICE float hk_swap_halves(float x)
 {

@@ -38,6 +38,10 @@ typedef struct {
   void (*fault_kernel)(const char *what);  /* a kernel's own check failed: stop the launch */
   void (*mfma_16x16_bf16)(int kpl, const unsigned short *a, const unsigned short *b,
                           const float *c, float *d); /* c, d: 4 floats */
+  /* wave collective, gfx950's ds_read_b64_tr_b16: each lane names the LDS
+     byte offset of 4 bf16 (checked by the module); lane 16g + i gets element
+     i % 4 of lane 16g + 4j + i / 4's, as its element j (out: 4) */
+  void (*lds_read_tr16_b64)(unsigned off, unsigned short *out);
 } hkemu_api_t;
 
 /* note's kinds */

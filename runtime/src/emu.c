@@ -80,14 +80,15 @@ typedef struct {
 
 /* The wave collectives: a lane that reaches one deposits its operands and
    waits (TS_WAVE) until all 64 lanes of its wave are there. */
-typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP, EMU_COLL_MFMA_F8, EMU_COLL_MFMA16 } emu_coll;
+typedef enum { EMU_COLL_MFMA = 1, EMU_COLL_SWAP, EMU_COLL_MFMA_F8, EMU_COLL_MFMA16, EMU_COLL_TR16 } emu_coll;
 
 typedef struct {
   int kpl;
   unsigned char kind[64]; /* emu_coll each lane is waiting in */
   unsigned short a[64][8], b[64][8];
   float c[64][16], d[64][16];
-  unsigned xv[64], xr[64]; /* swap_halves: deposited and returned words */
+  unsigned xv[64], xr[64]; /* swap_halves: deposited and returned words; tr16: xv the offsets */
+  unsigned short tr[64][4]; /* tr16: the lanes' results */
   int f8a[64], f8b[64];     /* fp8 MFMA: the formats each lane asked for */
 } emu_wave;
 
@@ -126,6 +127,7 @@ static int hkemu_grid_dim(int axis);
 static void hkemu_fault_kernel(const char *what);
 static void hkemu_mfma_16x16_bf16(int kpl, const unsigned short *a, const unsigned short *b,
                                   const float *c, float *d);
+static void hkemu_lds_read_tr16_b64(unsigned off, unsigned short *out);
 
 /* The emulator's model of a target comes from the target table: its MFMA
    layout (k per lane), its LDS limit, and the compute units of its largest
@@ -272,6 +274,8 @@ static void emu_bind(hkemu_api_t *api, size_t have, emu_device *d) {
   }
   if (have >= offsetof(hkemu_api_t, mfma_16x16_bf16) + sizeof api->mfma_16x16_bf16)
     api->mfma_16x16_bf16 = hkemu_mfma_16x16_bf16;
+  if (have >= offsetof(hkemu_api_t, lds_read_tr16_b64) + sizeof api->lds_read_tr16_b64)
+    api->lds_read_tr16_b64 = hkemu_lds_read_tr16_b64;
 }
 
 /* dlopen of the very bytes given (verified by the caller): through an
@@ -476,6 +480,29 @@ static unsigned hkemu_swap_halves_b32(unsigned v) {
   return emu_cur->waves[w].xr[l];
 }
 
+/* LDS transposing read (gfx950 ds_read_b64_tr_b16): the lane's offset (in
+   bounds and 8-byte aligned: the module checked) staged for the wave, its 4
+   elements back once all 64 lanes are there (the instruction wants EXEC full). */
+static void hkemu_lds_read_tr16_b64(unsigned off, unsigned short *out) {
+  emu_run *r = emu_cur;
+  int w = r->cur / 64, l = r->cur % 64;
+  r->waves[w].kind[l] = EMU_COLL_TR16;
+  r->waves[w].xv[l] = off;
+  emu_yield(TS_WAVE);
+  memcpy(out, emu_cur->waves[w].tr[l], sizeof emu_cur->waves[w].tr[l]);
+}
+
+/* The wave's part: within each group of 16 lanes, a 4 x 4 transpose of
+   (lane, element) blocks: lane 16g + i, element j <- lane 16g + 4j + i / 4,
+   element i % 4. */
+static void emu_tr16_wave(const unsigned char *lds, emu_wave *wv) {
+  for (int l = 0; l < 64; l++)
+    for (int j = 0; j < 4; j++) {
+      int src = (l & ~15) + 4 * j + (l & 15) / 4;
+      memcpy(&wv->tr[l][j], lds + wv->xv[src] + 2 * (l % 4), 2);
+    }
+}
+
 /* Statistics are on (the module checked): the access of the lane running. */
 static void hkemu_note(int kind, unsigned long long addr, unsigned bytes, const char *file, int line) {
   emu_run *r = emu_cur;
@@ -537,10 +564,12 @@ static void emu_run_wave(emu_run *r, int w) {
         if (kind && wv->kind[t - lo] != kind) mixed = 1;
         kind = wv->kind[t - lo];
       }
-    const char *what = kind == EMU_COLL_SWAP ? "lane exchange (swap_halves)" : "MFMA";
+    const char *what = kind == EMU_COLL_SWAP   ? "lane exchange (swap_halves)"
+                       : kind == EMU_COLL_TR16 ? "LDS transposing read"
+                                               : "MFMA";
     if (mixed) {
-      emu_set_fault(r, "lanes of wave %d wait in different wave collectives (MFMA and lane "
-                       "exchange: divergent control flow)", w);
+      emu_set_fault(r, "lanes of wave %d wait in different wave collectives (MFMA, lane "
+                       "exchange or LDS transposing read: divergent control flow)", w);
       return;
     }
     if (at_wave != 64) {
@@ -558,6 +587,8 @@ static void emu_run_wave(emu_run *r, int w) {
         }
     if (kind == EMU_COLL_SWAP)
       for (int l = 0; l < 64; l++) wv->xr[l] = wv->xv[l ^ 32];
+    else if (kind == EMU_COLL_TR16)
+      emu_tr16_wave(r->lds, wv);
     else if (kind == EMU_COLL_MFMA_F8)
       hkemu_mfma_wave_32x32_f8(wv->f8a[0], wv->f8b[0], (const unsigned char(*)[16])wv->a,
                                (const unsigned char(*)[16])wv->b, (const float(*)[16])wv->c, wv->d);

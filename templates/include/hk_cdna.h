@@ -34,6 +34,12 @@
  *   hk_lds_load_b32/b64/b128  load 4/8/16 bytes of LDS at a byte offset (naturally aligned)
  *   hk_lds_store_b32/b64/b128 store 4/8/16 bytes of LDS at a byte offset (naturally aligned)
  *   hk_lds_load_mfma_ab       load one MFMA A/B operand (HK_MFMA_AB_BYTES bytes) from LDS
+ *   HK_LDS_TR                 1 where the target has LDS transposing reads (gfx950), else 0
+ *   hk_lds_load_tr_b64(l, off)  wave collective (all 64 lanes active): each lane names 4 bf16 (8 bytes,
+ *                             8-byte aligned) at LDS byte off; within each group of 16 lanes, lane
+ *                             16g + i receives element i % 4 of lane 16g + 4j + i / 4's as its element j
+ *                             (j = 0..3): 4 rows x 16 columns read row-wise come back column-wise
+ *                             (gfx950 ds_read_b64_tr_b16); where HK_LDS_TR is 0 it is unavailable
  *   hk_global_load_bf16x8     8 bf16 from global, elements >= n_valid read as 0 (16-byte load when allowed)
  *   hk_global_load_bf16       1 bf16 from global, 0 when !valid
  *   hk_global_load_f32        1 float from global
@@ -84,6 +90,9 @@
  *   hk_maxf(a, b)             larger of two floats (v_max_f32; a NaN operand gives the other one)
  *   hk_tanhf(x)               tanh(x) from hk_exp2f and a reciprocal (~1e-7 absolute; odd; +-inf give +-1)
  *   hk_swap_halves(x)         wave collective: the value of x in lane l ^ 32 (all 64 lanes must call it)
+ *   hk_dot2_bf16(a, b, c)     c + a.lo b.lo + a.hi b.hi in fp32 for two bf16 pairs packed in a, b (low half
+ *                             first): v_dot2_f32_bf16 on gfx950, two fmas elsewhere (the products are exact;
+ *                             the sums may round differently in the last bit)
  * fp8 (docs/FP8.md). F names a format: E4M3_FNUZ, E5M2_FNUZ (gfx942) or E4M3_OCP, E5M2_OCP (gfx950);
  * HK_FP8_E4M3 / HK_FP8_E5M2 are the target's own. A format the target lacks, or any fp8 on gfx90a,
  * is a compile error naming it ("... is unavailable: ..."):
@@ -260,6 +269,26 @@ HK_DEVICE hk_u32x4 hk_lds_load_b128(hk_lds_t l, int off) { return *(const hk_u32
 HK_DEVICE void hk_lds_store_b32(hk_lds_t l, int off, unsigned v) { *(unsigned *)(l.base + off) = v; }
 HK_DEVICE void hk_lds_store_b64(hk_lds_t l, int off, hk_u32x2 v) { *(hk_u32x2 *)(l.base + off) = v; }
 HK_DEVICE void hk_lds_store_b128(hk_lds_t l, int off, hk_u32x4 v) { *(hk_u32x4 *)(l.base + off) = v; }
+
+/* LDS transposing read. The lane map: CDNA4 ISA "MFMA transpose load from LDS"
+ * (each lane ends with 4 consecutive rows of one column), as HipKittens'
+ * column-layout register tiles address it on MI355X (lane 16g + s reads row
+ * s / 4, columns 4 (s % 4) .. + 3 of its group's block, and holds column s
+ * after the read). The emulator (hk_emu.h) implements the same map. */
+#if defined(__gfx950__) && __has_builtin(__builtin_amdgcn_ds_read_tr16_b64_v4i16)
+#define HK_LDS_TR 1
+HK_DEVICE hk_bf16x4 hk_lds_load_tr_b64(hk_lds_t l, int off)
+{
+    typedef short hk_i16x4_ __attribute__((ext_vector_type(4)));
+    const hk_i16x4_ v = __builtin_amdgcn_ds_read_tr16_b64_v4i16(
+        (__attribute__((address_space(3))) hk_i16x4_ *)(l.base + off));
+    return __builtin_bit_cast(hk_bf16x4, v);
+}
+#else
+#define HK_LDS_TR 0
+HK_DEVICE hk_bf16x4 hk_lds_load_tr_b64(hk_lds_t l, int off)
+    __attribute__((unavailable("hk_cdna.h: LDS transposing reads need gfx950 (HK_LDS_TR)")));
+#endif
 
 /* ---- global memory ---------------------------------------------------------- */
 
@@ -663,6 +692,19 @@ HK_DEVICE float hk_tanhf(float x)
     const float t = (1.0f - e) / (1.0f + e);
 #endif
     return __builtin_copysignf(t, x);
+}
+
+HK_DEVICE float hk_dot2_bf16(unsigned a, unsigned b, float c)
+{
+#if defined(__gfx950__) && __has_builtin(__builtin_amdgcn_fdot2_f32_bf16)
+    typedef __bf16 hk_bf16x2_ __attribute__((ext_vector_type(2)));
+    return __builtin_amdgcn_fdot2_f32_bf16(__builtin_bit_cast(hk_bf16x2_, a), __builtin_bit_cast(hk_bf16x2_, b), c,
+                                           false);
+#else
+    const float a0 = __builtin_bit_cast(float, a << 16), a1 = __builtin_bit_cast(float, a & 0xffff0000u);
+    const float b0 = __builtin_bit_cast(float, b << 16), b1 = __builtin_bit_cast(float, b & 0xffff0000u);
+    return __builtin_fmaf(a1, b1, __builtin_fmaf(a0, b0, c));
+#endif
 }
 
 /* Lane l gets x of lane l ^ 32: v_permlane32_swap where the target has it

@@ -5,6 +5,7 @@
  *   emu_launch barrier SO_DIR   test emu_barrier: barrier_with.so, barrier_without.so
  *   emu_launch oob SO_DIR       test emu_oob: fault_kernels.so
  *   emu_launch fp8 SO_DIR       test emu_fp8_launch: fp8_kernel_gfx942.so, fp8_kernel_gfx950.so
+ *   emu_launch tr SO_DIR        test emu_tr_launch: tr_kernel_gfx950.so
  *
  * Exit status 0 when every check passes, 1 otherwise, 2 on a setup error. */
 #include <math.h>
@@ -394,15 +395,74 @@ static int test_fp8(const char *dir) {
   return 0;
 }
 
+/* ---- emu_tr_launch -------------------------------------------------------------
+ * tr_kernel.hip: one wave's hk_lds_load_tr_b64 at random 8-byte aligned lane
+ * offsets over LDS whose element e holds e. The rule (hk_cdna.h): lane
+ * 16g + i gets, as element j, element i % 4 of the 4 that lane 16g + 4j + i/4
+ * names, i.e. LDS element offs[16g + 4j + i/4] / 2 + i % 4. Also: the read
+ * from half the wave (divergent control flow) stops the launch. */
+static void tr_run(hkrt_device *d, hkrt_func *fn, int divergent, const int *offs, unsigned short *out,
+                   hkrt_status *st) {
+  int *doffs = dev_alloc(d, 64 * sizeof(int));
+  unsigned short *dout = dev_alloc(d, 64 * 4 * 2);
+  if (hkrt_copy_to_device(d, doffs, offs, 64 * sizeof(int)) != HKRT_OK) t_die("copy to device");
+  fill16(d, dout, 64 * 4, 0xdead);
+  struct {
+    const int *offs;
+    unsigned short *out;
+    int divergent;
+  } a = {doffs, dout, divergent};
+  unsigned grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+  *st = hkrt_launch(fn, grid, block, &a, sizeof a, NULL);
+  if (*st == HKRT_OK) get16(d, out, dout, 64 * 4);
+  hkrt_free(d, doffs);
+  hkrt_free(d, dout);
+}
+
+static int test_tr(const char *dir) {
+  hkrt_device *d = open_dev("gfx950");
+  hkrt_module *mod = NULL;
+  hkrt_func *fn = load_fn(d, dir, "tr_kernel_gfx950.so", "tr_read_one", &mod);
+  uint64_t rng = 0x7472616e73ull;
+  int offs[64], bad = 0;
+  unsigned short out[64 * 4];
+  for (int rep = 0; rep < 8; rep++) {
+    for (int l = 0; l < 64; l++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      offs[l] = (int)((rng >> 33) % (4096 / 8)) * 8;
+    }
+    hkrt_status st;
+    tr_run(d, fn, 0, offs, out, &st);
+    CHECK(st == HKRT_OK, "transposing read launch: %s: %s", hkrt_status_name(st), hkrt_error());
+    for (int l = 0; l < 64 && st == HKRT_OK; l++)
+      for (int j = 0; j < 4; j++) {
+        int src = (l & ~15) + 4 * j + (l & 15) / 4;
+        bad += out[4 * l + j] != (unsigned short)(offs[src] / 2 + l % 4);
+      }
+  }
+  CHECK(bad == 0, "transposing read: %d of %d elements not the rule's", bad, 8 * 64 * 4);
+  hkrt_status st;
+  tr_run(d, fn, 1, offs, out, &st);
+  CHECK(st != HKRT_OK && strstr(hkrt_error(), "transposing read"),
+        "a transposing read from 32 of 64 lanes must stop the launch (got %s: %s)", hkrt_status_name(st),
+        hkrt_error());
+  printf("  gfx950 transposing read: 8 x 64 lanes by the rule, the divergent one refused\n");
+  hkrt_module_unload(mod);
+  hkrt_device_close(d);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   t_prog = "emu_launch";
   T_DIE_NOTE(hkrt_error);
-  if (argc != 3 || (strcmp(argv[1], "barrier") && strcmp(argv[1], "oob") && strcmp(argv[1], "fp8"))) {
-    fprintf(stderr, "usage: %s barrier|oob|fp8 SO_DIR\n", argv[0]);
+  if (argc != 3 ||
+      (strcmp(argv[1], "barrier") && strcmp(argv[1], "oob") && strcmp(argv[1], "fp8") && strcmp(argv[1], "tr"))) {
+    fprintf(stderr, "usage: %s barrier|oob|fp8|tr SO_DIR\n", argv[0]);
     return 2;
   }
   if (!strcmp(argv[1], "barrier")) test_barrier(argv[2]);
   else if (!strcmp(argv[1], "fp8")) test_fp8(argv[2]);
+  else if (!strcmp(argv[1], "tr")) test_tr(argv[2]);
   else test_oob(argv[2]);
   printf("%s: %d checks, %d failed\n", argv[1], checks, failures);
   return failures ? 1 : 0;
