@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "estimate.h"
+#include "hotloop.h"
 #include "json.h"
 #include "sha256.h"
 #include "skel.h"
@@ -36,6 +38,8 @@ typedef struct {
   cc_compiler cc;
   cg_kernel_meta meta;
   int cached, ok;
+  char *cost;            /* AMD: the estimate's formula (bd_cost); sm_90a: the plan's */
+  const char *cost_part; /* the part it is for */
 } bd_item;
 
 typedef struct {
@@ -48,6 +52,9 @@ typedef struct {
   int tty;
   double t0;
   pthread_mutex_t progress_lock;
+  cc_compiler gpu_cc[8]; /* --emulate with costs: each target's GPU compiler (gpu_have 1), for bd_cost */
+  int gpu_have[8];
+  atomic_int cost_warned;
 } bd_ctx;
 
 static double bd_now(void) {
@@ -236,6 +243,91 @@ static int bd_meta(const bd_item *it, const char *obj, size_t objlen, const char
   return 0;
 }
 
+/* Why a kernel has no cost formula: said once a build (a build without
+   llvm-objdump would say it for every kernel). */
+static void bd_cost_warn(bd_ctx *c, const bd_item *it, const char *why) {
+  if (atomic_exchange(&c->cost_warned, 1)) return;
+  diag_warn(it->k->file, it->k->line, it->k->col, "kernel %s for %s has no cost formula (hkrt_select takes the "
+            "first fitting kernel among those without one): %s", it->k->name, it->k->target, why);
+}
+
+/* Whether it gets the estimate's cost formula: an AMD target the estimate
+   models, an op that gives its work as formulas, and no cost in its plan. */
+static int bd_wants_cost(const bd_ctx *c, const bd_item *it) {
+  const tgt_info *t = tgt_find(it->k->target);
+  return c->o->costs && !c->o->sources_only && tgt_is_amd(t) && t->rates && it->k->op->work_formula &&
+         !it->k->plan->cost[0] && es_part_of(t, c->o->parts)->lds_bw;
+}
+
+/* The cost formula of it from its GPU code object at objpath, whose
+   resources are m (es_cost_formula on the part es_part_of names). */
+static void bd_cost(bd_ctx *c, bd_item *it, const char *objpath, const cg_kernel_meta *m) {
+  const op_inst *k = it->k;
+  const tgt_info *t = tgt_find(k->target);
+  const tgt_part *part = es_part_of(t, c->o->parts);
+  char mma[OP_FORMULA], bytes[OP_FORMULA], blocks[3 * OP_FORMULA + 16] = "", msg[512], out[4096];
+  k->op->work_formula(k, mma, bytes);
+  for (int a = 0; a < 3; a++) /* the grid's workgroups: the axes' product */
+    if (strcmp(k->plan->grid[a], "1"))
+      snprintf(blocks + strlen(blocks), sizeof blocks - strlen(blocks), "%s(%s)", blocks[0] ? "*" : "",
+               k->plan->grid[a]);
+  if (!blocks[0]) snprintf(blocks, sizeof blocks, "1");
+  cg_kernel_meta occ = *m;
+  occ.lds += k->plan->dynamic_lds;
+  es_launch l = {t, part, k->name, k->plan->block, bd_waves_per_simd(k->target, &occ, k->plan->block), 1,
+                 {0, 0, 0, 0}};
+  hk_buf dis;
+  buf_init(&dis);
+  if (hl_disassemble(objpath, k->target, &dis) < 0)
+    bd_cost_warn(c, it, hl_objdump() ? "llvm-objdump failed on its code object"
+                                     : "no llvm-objdump for amdgcn (install llvm-22, or set HKGEN_OBJDUMP)");
+  else if (es_cost_formula(dis.s, &l, blocks, mma, bytes, out, sizeof out, msg, sizeof msg) < 0)
+    ; /* a loop the compiler unrolled whole (a small baked problem): no formula, as the model has none */
+  else {
+    it->cost = xstrdup(out);
+    it->cost_part = part->name;
+  }
+  buf_free(&dis);
+}
+
+/* --emulate: the cost comes from the GPU code object, compiled (through the
+   cache) into a temporary folder beside the emulated one. */
+static void bd_cost_emulated(bd_ctx *c, bd_item *it) {
+  size_t nt, ti = 0;
+  const tgt_info *ts = tgt_all(&nt);
+  while (ti < nt && strcmp(ts[ti].name, it->k->target)) ti++;
+  if (ti >= nt || c->gpu_have[ti] != 1) {
+    bd_cost_warn(c, it, "no compiler for its GPU code object, which the cost formula is read from");
+    return;
+  }
+  const cc_compiler *cc = &c->gpu_cc[ti];
+  char key[65], *obj = NULL, *meta = NULL, *log = NULL;
+  size_t objlen = 0;
+  cc_cache_key(cc, it->k->target, it->src, it->srclen, key);
+  if (cc_cache_get(&c->cache, key, &obj, &objlen, &meta) < 0) {
+    if (cc_compile(cc, it->k->target, it->src, it->srclen, &obj, &objlen, &meta, &log) < 0) {
+      bd_cost_warn(c, it, "its GPU code object did not compile");
+      free(log);
+      return;
+    }
+    cc_cache_put(&c->cache, key, obj, objlen, meta);
+  }
+  cg_kernel_meta m;
+  char *dir = fs_tmp_template("hkgen-cost");
+  if (bd_meta(it, obj, objlen, meta, &m) < 0) bd_cost_warn(c, it, "its GPU code object's resources are unreadable");
+  else if (!mkdtemp(dir)) bd_cost_warn(c, it, "no temporary folder");
+  else {
+    char *path = fs_join(dir, "k.hsaco");
+    if (fs_write_file(path, obj, objlen, 0) == 0) bd_cost(c, it, path, &m);
+    else bd_cost_warn(c, it, "its GPU code object could not be written to a temporary folder");
+    fs_remove_tree(dir);
+    free(path);
+  }
+  free(dir);
+  free(obj);
+  free(meta);
+}
+
 static int bd_object(bd_ctx *c, bd_item *it) {
   char key[65], *obj = NULL, *log = NULL, *meta = NULL;
   size_t objlen = 0;
@@ -255,6 +347,7 @@ static int bd_object(bd_ctx *c, bd_item *it) {
   if (c->o->emulate) { /* host objects carry no GPU resources to check */
     sha256_hex(obj, objlen, it->obj_sha);
     rc = bd_write(c->o->outdir, it->obj_rel, obj, objlen);
+    if (rc == 0 && bd_wants_cost(c, it)) bd_cost_emulated(c, it);
   } else if (bd_meta(it, obj, objlen, meta, &it->meta) < 0) {
     diag_error(it->k->file, it->k->line, it->k->col,
                "code object of %s for %s: cannot read its resource usage", it->k->name,
@@ -268,6 +361,11 @@ static int bd_object(bd_ctx *c, bd_item *it) {
     sha256_hex(obj, objlen, it->obj_sha);
     if (bd_check_resources(it) == 0 && bd_write(c->o->outdir, it->obj_rel, obj, objlen) == 0)
       rc = 0;
+    if (rc == 0 && bd_wants_cost(c, it)) {
+      char *path = fs_join(c->o->outdir, it->obj_rel);
+      bd_cost(c, it, path, &it->meta);
+      free(path);
+    }
   }
   free(obj);
   free(meta);
@@ -413,7 +511,7 @@ static void bd_json_kernarg(jw_t *w, const op_plan *p) {
 /* The launch: block, dynamic LDS, grid formulas and the target's grid
    limits, the descriptor's tunables (for the record) and the launch rules
    libhkrt checks. */
-static void bd_json_launch(jw_t *w, const op_plan *p, const tgt_info *t) {
+static void bd_json_launch(jw_t *w, const op_plan *p, const tgt_info *t, const bd_item *it) {
   jw_key(w, "block");
   w->inline_depth = w->depth + 1;
   jw_begin_arr(w);
@@ -436,6 +534,10 @@ static void bd_json_launch(jw_t *w, const op_plan *p, const tgt_info *t) {
   jw_end_obj(w);
   w->inline_depth = 1000;
   if (p->cost[0]) jw_kstr(w, "cost", p->cost);
+  if (it->cost) { /* the estimate's formula (bd_cost): picoseconds on cost_part */
+    jw_kstr(w, "cost", it->cost);
+    jw_kstr(w, "cost_part", it->cost_part);
+  }
   jw_key(w, "checks");
   jw_begin_arr(w);
   w->inline_depth = w->depth + 1;
@@ -504,7 +606,7 @@ static void bd_manifest_kernel(jw_t *w, const bd_item *it, int sources_only, int
   }
   if (!sources_only && !emulate) bd_json_resources(w, it);
   bd_json_kernarg(w, k->plan);
-  bd_json_launch(w, k->plan, tgt_find(k->target));
+  bd_json_launch(w, k->plan, tgt_find(k->target), it);
   if (k->choice) bd_json_choice(w, k);
   jw_end_obj(w);
 }
@@ -596,6 +698,11 @@ static int bd_compilers(bd_ctx *c) {
       }
     }
     if (have[t] == 1) c->items[i].cc = ccs[t];
+    /* --emulate: the GPU compiler too where the cost formula needs the GPU object */
+    if (c->o->emulate && have[t] == 1 && !c->gpu_have[t] && bd_wants_cost(c, &c->items[i])) {
+      char why[512];
+      c->gpu_have[t] = cc_resolve(ts[t].name, &c->gpu_cc[t], why, sizeof why) == 0 ? 1 : -1;
+    }
   }
   return bad ? -1 : 0;
 }
@@ -670,6 +777,7 @@ out:
     free(c.items[i].src);
     free(c.items[i].src_rel);
     free(c.items[i].obj_rel);
+    free(c.items[i].cost);
   }
   free(c.items);
   pthread_mutex_destroy(&c.progress_lock);

@@ -14,6 +14,8 @@ typedef struct {
   int quiet;
   int emulate; /* host objects for the CPU emulator instead of GPU code */
   int json;    /* machine-readable events on stdout */
+  int costs;   /* AMD kernels get the estimate's cost formula (hkgen build) */
+  const char *parts; /* --part: the parts estimated on (es_part_of); NULL: each target's largest */
 } bd_options;
 
 /* Builds every kernel of set; returns an exit status (HK_OK, HK_EFAIL). */
@@ -21,11 +23,11 @@ int bd_build(spec_set *set, const bd_options *o);
 
 /* Tuning parameters the specs left to hkgen, chosen by the estimate where
    a kernel qualifies (choose.c); others stay as they are. */
-void bd_choose(spec_set *set, int jobs, int quiet);
+void bd_choose(spec_set *set, int jobs, int quiet, const char *parts);
 /* The same from the compile cache only, for hkgen explain: a kernel whose
    candidates are not all cached keeps its default, with k->choice saying
    which are missing. */
-void bd_choose_cached(spec_set *set);
+void bd_choose_cached(spec_set *set, const char *parts);
 
 /* 0 when outdir is new, empty, or holds only what hkgen writes (target
    folders, manifests it wrote, its lock and shard marks); else an error

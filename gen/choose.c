@@ -5,8 +5,9 @@
    kernel's own) and the spec left out at least one tuning parameter with
    a list of allowed values (gemm's tile_m, tile_n). Each combination of
    those values that the op accepts is a candidate: compiled (through the
-   cache), estimated on the target's largest part, and the fastest
-   replaces the target's default; the kernel is renamed for its values and
+   cache), estimated on the target's largest part (or the one --part
+   names), and the fastest replaces the target's default; the kernel is
+   renamed for its values and
    k->choice records every candidate's time for the manifest ("choice")
    and hkgen explain. Kernels that do not qualify are left exactly as they
    were. */
@@ -26,10 +27,10 @@
 #include "util.h"
 
 /* The enum tuning parameters k left to hkgen, or 0 when k does not qualify. */
-static int ch_params(const op_inst *k, int *idx) {
+static int ch_params(const op_inst *k, int *idx, const char *parts) {
   const tgt_info *t = tgt_find(k->target);
   /* a part with the LDS figures the model needs (inspect --estimate's list) */
-  if (!k->left || !t || !tgt_is_amd(t) || !t->rates || !t->nparts || !tgt_largest_part(t)->lds_bw || !k->op->work)
+  if (!k->left || !t || !tgt_is_amd(t) || !t->rates || !t->nparts || !es_part_of(t, parts)->lds_bw || !k->op->work)
     return 0;
   int n = 0;
   for (int i = 0; i < k->op->nparams; i++) {
@@ -153,11 +154,11 @@ static double ch_estimate_cached(op_inst *cand, const cc_compiler *cc, const tgt
 
 /* Chooses for one kernel (cached: from the compile cache only, and only
    when it holds every candidate); k is replaced by the winner. */
-static void ch_kernel(op_inst *k, int jobs, int quiet, int cached) {
-  int idx[4], np = ch_params(k, idx);
+static void ch_kernel(op_inst *k, int jobs, int quiet, int cached, const char *parts) {
+  int idx[4], np = ch_params(k, idx, parts);
   if (!np) return;
   op_choice *ch = xcalloc(1, sizeof *ch);
-  const tgt_part *part = tgt_largest_part(tgt_find(k->target));
+  const tgt_part *part = es_part_of(tgt_find(k->target), parts);
   ch->part = part->name;
   ch->nparams = np;
   memcpy(ch->params, idx, sizeof idx);
@@ -212,10 +213,10 @@ static void ch_kernel(op_inst *k, int jobs, int quiet, int cached) {
               k->name, k->target, ch->part, ch->us[ch->winner], ch->n);
 }
 
-void bd_choose(spec_set *set, int jobs, int quiet) {
-  for (size_t i = 0; i < set->n; i++) ch_kernel(&set->v[i], jobs, quiet, 0);
+void bd_choose(spec_set *set, int jobs, int quiet, const char *parts) {
+  for (size_t i = 0; i < set->n; i++) ch_kernel(&set->v[i], jobs, quiet, 0, parts);
 }
 
-void bd_choose_cached(spec_set *set) {
-  for (size_t i = 0; i < set->n; i++) ch_kernel(&set->v[i], 1, 1, 1);
+void bd_choose_cached(spec_set *set, const char *parts) {
+  for (size_t i = 0; i < set->n; i++) ch_kernel(&set->v[i], 1, 1, 1, parts);
 }

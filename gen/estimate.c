@@ -312,27 +312,36 @@ static int es_consts_from_env(es_consts *out, int max) {
   return n;
 }
 
-int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, size_t n) {
-  memset(r, 0, sizeof *r);
+/* The part's figures, the workgroup's waves and the code's mixes: what
+   es_estimate and es_cost_formula share. -1 with a message. */
+static int es_scan_kernel(const char *dis, const es_launch *l, int *waves, hl_loop *hl, es_scan *s, char *msg,
+                          size_t n) {
   if (!l->t->rates || !l->part->lds_bw || !l->part->l2_bw) {
     snprintf(msg, n, "part %s has no figures for the estimate in the target table", l->part->name);
     return -1;
   }
-  int waves = (l->block + l->t->wave_size - 1) / l->t->wave_size;
-  if (l->waves_simd < 1 || l->blocks < 1 || waves < 1) {
+  *waves = (l->block + l->t->wave_size - 1) / l->t->wave_size;
+  if (l->waves_simd < 1 || l->blocks < 1 || *waves < 1) {
     snprintf(msg, n, "kernel %s: %s", l->kernel,
-             l->blocks < 1 ? "the grid is empty" : waves < 1 ? "a workgroup has no threads" : "no workgroup fits a CU");
+             l->blocks < 1 ? "the grid is empty" : *waves < 1 ? "a workgroup has no threads" : "no workgroup fits a CU");
     return -1;
   }
-  hl_loop hl;
-  es_scan s;
-  memset(&s, 0, sizeof s);
-  s.t = l->t;
-  if (hl_find(dis, l->kernel, l->t, &hl) < 0 || hl_each(dis, l->kernel, l->t, &hl, es_visit, &s) < 0 ||
-      (s.pass = 1, hl_each(dis, l->kernel, l->t, &hl, es_visit, &s) < 0)) {
+  memset(s, 0, sizeof *s);
+  s->t = l->t;
+  if (hl_find(dis, l->kernel, l->t, hl) < 0 || hl_each(dis, l->kernel, l->t, hl, es_visit, s) < 0 ||
+      (s->pass = 1, hl_each(dis, l->kernel, l->t, hl, es_visit, s) < 0)) {
     snprintf(msg, n, "kernel %s is not in the disassembly", l->kernel);
     return -1;
   }
+  return 0;
+}
+
+int es_estimate(const char *dis, const es_launch *l, es_result *r, char *msg, size_t n) {
+  memset(r, 0, sizeof *r);
+  int waves;
+  hl_loop hl;
+  es_scan s;
+  if (es_scan_kernel(dis, l, &waves, &hl, &s, msg, n) < 0) return -1;
   double scale;
   if (es_trips(l, &hl, &s, waves, &r->trips, &scale, msg, n) < 0) return -1;
   es_mix none, rest;
@@ -366,4 +375,150 @@ void es_format(const es_result *r, char *out, size_t n) {
   double us = r->seconds * 1e6;
   snprintf(out, n, "%.4g %s  %.4g %s  %s", us >= 1000 ? us / 1000 : us, us >= 1000 ? "ms" : "us", r->rate,
            r->rate_is_tbs ? "TB/s" : "TFLOP/s", r->limiter);
+}
+
+/* --- the model as a formula (the manifest's "cost") --------------------------
+   es_model with the problem left to run time. Of a problem only the grid,
+   the matrix FLOPs and the compulsory bytes enter the model, and every
+   term is linear in the hot loop's trips: a generation of k resident
+   workgroups lasts the longest of four lines a + b trips (MFMA pipe, VALU,
+   LDS bandwidth, latency: es_generation of the rest and of one trip), the
+   busiest CU runs cdiv(workgroups, CUs) of them in generations of the
+   occupancy's workgroups, and the L2 term is again a + b trips per
+   workgroup. The formula writes each coefficient in picoseconds on the
+   part (its clock at the fitted sustained fraction), trips in 1/64 of a
+   trip, and the CUs as the device's (device_units, the part's under the
+   emulator). Integer rounding moves a time by well under 0.1%. */
+
+typedef struct {
+  long long a, b; /* ps, and ps per trip */
+} es_line;
+
+/* a formula's text for line x with trips written as tq (64ths of a trip) */
+static void es_line_put(hk_buf *f, const es_line *x, const char *tq) {
+  if (x->b) buf_printf(f, "(%lld+%lld*(%s)/64)", x->a, x->b, tq);
+  else buf_printf(f, "%lld", x->a);
+}
+
+/* max of lines v[0..n) that no other line bounds from above */
+static void es_max_put(hk_buf *f, const es_line *v, int n, const char *tq) {
+  es_line keep[8];
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    int dominated = 0;
+    for (int j = 0; j < n && !dominated; j++)
+      dominated = j != i && v[j].a >= v[i].a && v[j].b >= v[i].b && (v[j].a != v[i].a || v[j].b != v[i].b || j < i);
+    if (!dominated) keep[m++] = v[i];
+  }
+  for (int i = 0; i + 1 < m; i++) buf_puts(f, "max(");
+  for (int i = 0; i < m; i++) {
+    es_line_put(f, &keep[i], tq);
+    if (i) buf_puts(f, ")");
+    if (i + 1 < m) buf_puts(f, ",");
+  }
+}
+
+/* A generation of k workgroups: its four lines, in ps. */
+static void es_gen_put(hk_buf *f, const es_scan *s, int k, int waves, const es_launch *l, const es_consts *c,
+                       double ps, const char *tq) {
+  es_gen r = es_generation(&s->rest, k, waves, l, c->mem_wait), t = es_generation(&s->loop, k, waves, l, c->mem_wait);
+  es_line v[4];
+  for (int i = 0; i < 4; i++) v[i] = (es_line){llround(r.t[i] * ps), llround(t.t[i] * ps)};
+  es_max_put(f, v, 4, tq);
+}
+
+int es_cost_formula(const char *dis, const es_launch *l, const char *blocks, const char *mma_flops,
+                    const char *bytes, char *out, size_t n, char *msg, size_t mn) {
+  int waves;
+  hl_loop hl;
+  es_scan s;
+  es_consts k[512];
+  out[0] = 0;
+  if (es_scan_kernel(dis, l, &waves, &hl, &s, msg, mn) < 0) return -1;
+  if (es_consts_from_env(k, 512) < 1) {
+    snprintf(msg, mn, "HKGEN_ESTIMATE_K must be clock,mem_wait,launch_us[;...] with clock > 0");
+    return -1;
+  }
+  if (!hl.found || s.loop.mfma_flops <= 0) { /* es_trips' other cases have no linear form here */
+    snprintf(msg, mn, "kernel %s has no hot loop with matrix instructions: no cost formula", l->kernel);
+    return -1;
+  }
+  const tgt_part *p = l->part;
+  const double ps = 1e6 / (p->clock_mhz * k[0].clock); /* picoseconds a clock */
+  int bpc = l->waves_simd * l->t->simds / waves;       /* as es_model */
+  if (bpc < 1) bpc = 1;
+  char tq[3 * OP_FORMULA + 96], cus[OP_FORMULA + 32];
+  /* es_trips: (the matrix FLOPs a wave needs, less the rest's) over one trip's; in 64ths */
+  const long long rest4 = llround(s.rest.mfma_flops * 4), loop4 = llround(s.loop.mfma_flops * 4);
+  int w = rest4 ? snprintf(tq, sizeof tq, "max(0,(%s)/((%s)*%d)*4-%lld)*64/%lld", mma_flops, blocks, waves, rest4, loop4)
+                : snprintf(tq, sizeof tq, "(%s)/((%s)*%d)*256/%lld", mma_flops, blocks, waves, loop4);
+  int w2 = snprintf(cus, sizeof cus, "cdiv(%s,device_units)", blocks);
+  if (w < 0 || (size_t)w >= sizeof tq || w2 < 0 || (size_t)w2 >= sizeof cus || loop4 < 1) {
+    snprintf(msg, mn, "kernel %s: its problem's formulas are too long for a cost formula", l->kernel);
+    return -1;
+  }
+  hk_buf f;
+  buf_init(&f);
+  /* the CU's generations: full ones of bpc workgroups, then the remainder's */
+  buf_puts(&f, "max(");
+  if (bpc == 1) buf_printf(&f, "%s*", cus);
+  else buf_printf(&f, "%s/%d*", cus, bpc);
+  es_gen_put(&f, &s, bpc, waves, l, &k[0], ps, tq);
+  for (int r = 1; r < bpc; r++) {
+    buf_printf(&f, "+(%s%%%d==%d)*", cus, bpc, r);
+    es_gen_put(&f, &s, r, waves, l, &k[0], ps, tq);
+  }
+  /* L2: every wave's requested bytes over the XCDs' bandwidth, in 1/16 ps */
+  const double l2 = 16 * ps * waves / ((double)p->xcds * p->l2_bw);
+  buf_printf(&f, ",max((%s)*", blocks);
+  es_line_put(&f, &(es_line){llround(s.rest.vm_bytes * l2), llround(s.loop.vm_bytes * l2)}, tq);
+  /* HBM: compulsory bytes at the part's bandwidth (1 TB/s is a byte a ps) */
+  buf_printf(&f, "/16,(%s)*1000/%lld))+%lld", bytes, llround(p->hbm_tbs * 1000), llround(k[0].launch_us * 1e6));
+  int ok = f.len < n;
+  if (ok) memcpy(out, f.s, f.len + 1);
+  else snprintf(msg, mn, "kernel %s: its cost formula would be %zu characters, over %zu", l->kernel, f.len, n - 1);
+  buf_free(&f);
+  return ok ? 0 : -1;
+}
+
+const tgt_part *es_part_of(const tgt_info *t, const char *parts) {
+  for (const char *p = parts; p && *p;) {
+    size_t len = strcspn(p, ",");
+    for (int i = 0; i < t->nparts; i++)
+      if (strlen(t->parts[i].name) == len && !strncmp(t->parts[i].name, p, len)) return &t->parts[i];
+    p += len + (p[len] == ',');
+  }
+  return tgt_largest_part(t);
+}
+
+int es_parts_check(const char *parts, char *msg, size_t n) {
+  const tgt_info *seen[16];
+  int nseen = 0;
+  for (const char *p = parts; p && *p;) {
+    size_t len = strcspn(p, ",");
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(len < 31 ? len : 31), p);
+    const tgt_info *t = NULL;
+    const tgt_part *part = len < 31 ? tgt_part_find(name, &t) : NULL;
+    if (!part || !tgt_is_amd(t) || !t->rates || !part->lds_bw) {
+      char list[256] = "";
+      size_t nt;
+      const tgt_info *all = tgt_all(&nt);
+      for (size_t i = 0; i < nt; i++)
+        for (int j = 0; tgt_is_amd(&all[i]) && all[i].rates && j < all[i].nparts; j++)
+          if (all[i].parts[j].lds_bw)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s (%s)", list[0] ? ", " : "",
+                     all[i].parts[j].name, all[i].name);
+      snprintf(msg, n, "--part: '%s' is not an AMD part the estimate models; allowed: %s", name, list);
+      return -1;
+    }
+    for (int i = 0; i < nseen; i++)
+      if (seen[i] == t) {
+        snprintf(msg, n, "--part: two parts of %s; give one part per target", t->name);
+        return -1;
+      }
+    if (nseen < 16) seen[nseen++] = t;
+    p += len + (p[len] == ',');
+  }
+  return 0;
 }

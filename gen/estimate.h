@@ -53,6 +53,24 @@ int ie_kernel_estimate(const char *obj, const op_inst *k, const long *shape, con
    message when the manifest cannot be read or names an op or target this
    hkgen lacks. */
 int ie_catalogue_read(const char *dir, op_inst **kernels, char ***objs, size_t *n);
+/* The estimate of l's kernel as a formula of its problem (common/expr.h),
+   for the manifest's "cost" that hkrt_select ranks kernels by: the model of
+   es_estimate with the problem's workgroups (blocks, the product of the
+   grid's formulas), matrix FLOPs and compulsory bytes given as formulas
+   (the op's work_formula), and device_units for the part's CUs; its value
+   is picoseconds on l->part (l->blocks and l->work are not read). Only a
+   kernel whose hot loop has matrix instructions has one. -1 with a message
+   (out empty). */
+int es_cost_formula(const char *dis, const es_launch *l, const char *blocks, const char *mma_flops,
+                    const char *bytes, char *out, size_t n, char *msg, size_t mn);
+/* The part the estimate models for target t (the build-time tile choice,
+   the cost formula): the one of t that parts names (a comma-separated list
+   of part names, hkgen's --part; NULL or "" for none), else t's largest
+   (tgt_largest_part). */
+const tgt_part *es_part_of(const tgt_info *t, const char *parts);
+/* 0 when each name in parts is an AMD part the estimate has figures for,
+   at most one per target; else -1 with a message naming the allowed ones. */
+int es_parts_check(const char *parts, char *msg, size_t n);
 /* One line: "12.3 us  1015 TFLOP/s  MFMA pipe". */
 void es_format(const es_result *r, char *out, size_t n);
 

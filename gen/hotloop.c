@@ -3,6 +3,7 @@
 #include "hotloop.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ typedef struct {
 /* --- finding and running llvm-objdump ----------------------------------- */
 
 static char hl_path[512];
-static int hl_probed;
+static pthread_once_t hl_once = PTHREAD_ONCE_INIT;
 
 static int hl_probe(const char *cand) {
   char *argv[] = {(char *)cand, "--version", NULL};
@@ -40,9 +41,8 @@ static int hl_probe(const char *cand) {
   return ok;
 }
 
-const char *hl_objdump(void) {
-  if (hl_probed) return hl_path[0] ? hl_path : NULL;
-  hl_probed = 1;
+/* The probe, once a process: builds disassemble on several threads. */
+static void hl_find_objdump(void) {
   const char *env = getenv("HKGEN_OBJDUMP");
   const char *cands[] = {env && *env ? env : NULL, "/opt/rocm/llvm/bin/llvm-objdump",
                          "llvm-objdump-22", "llvm-objdump-21", "llvm-objdump-20", "llvm-objdump"};
@@ -50,11 +50,15 @@ const char *hl_objdump(void) {
     if (!cands[i] || (cands[i][0] == '/' && !fs_exists(cands[i]))) continue;
     if (hl_probe(cands[i])) {
       snprintf(hl_path, sizeof hl_path, "%s", cands[i]);
-      return hl_path;
+      return;
     }
-    if (env && i == 0) return NULL; /* an explicit choice that does not work */
+    if (env && i == 0) return; /* an explicit choice that does not work */
   }
-  return NULL;
+}
+
+const char *hl_objdump(void) {
+  pthread_once(&hl_once, hl_find_objdump);
+  return hl_path[0] ? hl_path : NULL;
 }
 
 int hl_disassemble(const char *path, const char *target, hk_buf *out) {
@@ -133,10 +137,20 @@ static int hl_is_mma(const char *mnem, const tgt_info *t) {
   return 0;
 }
 
+/* The first (last != 0: the last) "// " in line[0..len), or NULL:
+   searched inside the line only (strstr on the rest of the disassembly
+   costs its whole length a call under AddressSanitizer, which measures the
+   string first). */
+static const char *hl_comment(const char *line, size_t len, int last) {
+  const char *c = NULL;
+  for (size_t i = 0; i + 3 <= len && (last || !c); i++)
+    if (!memcmp(line + i, "// ", 3)) c = line + i;
+  return c;
+}
+
 static int hl_parse_line(const char *line, size_t len, const tgt_info *t, hl_inst *in) {
   if (line[0] != '\t') return 0;
-  const char *c = NULL;
-  for (const char *p = line; (p = strstr(p, "// ")) && p < line + len; p++) c = p;
+  const char *c = hl_comment(line, len, 1);
   if (!c) return 0;
   char *end;
   in->addr = strtoull(c + 3, &end, 16);
@@ -154,13 +168,29 @@ static int hl_parse_line(const char *line, size_t len, const tgt_info *t, hl_ins
   return 1;
 }
 
+/* A line of the disassembly at *p (before end), copied NUL-terminated into
+   buf (cut at HL_LINE - 1 bytes: no instruction is that long), and *p moved
+   past it. The line parsers' string calls then read only the line
+   (AddressSanitizer's strict string checks measure a string at each call,
+   which on the whole disassembly made a kernel's scan quadratic). */
+#define HL_LINE 1024
+static size_t hl_next_line(const char **p, const char *end, char *buf) {
+  const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+  size_t len = nl ? (size_t)(nl - *p) : (size_t)(end - *p), n = len < HL_LINE - 1 ? len : HL_LINE - 1;
+  memcpy(buf, *p, n);
+  buf[n] = 0;
+  *p += len + (nl != NULL);
+  return n;
+}
+
 /* The instructions of kernel's function; -1 when it is not in dis. */
 static int hl_parse(const char *dis, const char *kernel, const tgt_info *t, hl_fn *f) {
-  const char *p = dis;
+  const char *q = dis, *end = dis + strlen(dis);
   size_t cap = 0;
   int in_fn = 0;
-  while (*p) {
-    size_t len = strcspn(p, "\n");
+  char p[HL_LINE];
+  while (q < end) {
+    size_t len = hl_next_line(&q, end, p);
     if (!in_fn) {
       in_fn = hl_is_header(p, len, kernel);
     } else {
@@ -176,7 +206,6 @@ static int hl_parse(const char *dis, const char *kernel, const tgt_info *t, hl_f
         f->v[f->n++] = in;
       }
     }
-    p += len + (p[len] == '\n');
   }
   return in_fn ? 0 : -1;
 }
@@ -376,19 +405,19 @@ int hl_each(const char *dis, const char *kernel, const tgt_info *t, const hl_loo
   int *skips = hl_skips(&f, l);
   int in_fn = 0;
   size_t i = 0;
-  for (const char *p = dis; *p && skips;) {
-    size_t len = strcspn(p, "\n");
+  char p[HL_LINE];
+  for (const char *q = dis, *end = dis + strlen(dis); q < end && skips;) {
+    size_t len = hl_next_line(&q, end, p);
     hl_inst in;
     if (!in_fn) {
       in_fn = hl_is_header(p, len, kernel);
     } else if (!hl_in_body(dis, p, len)) {
       break; /* the function's end */
     } else if (len && p[0] == '\t' && hl_parse_line(p, len, t, &in) && i < f.n) {
-      const char *ops = p + 1 + strlen(in.mnem), *c = strstr(ops, "// ");
-      size_t n = c && c < p + len ? (size_t)(c - ops) : (size_t)(p + len - ops);
+      const char *ops = p + 1 + strlen(in.mnem), *c = hl_comment(ops, (size_t)(p + len - ops), 0);
+      size_t n = c ? (size_t)(c - ops) : (size_t)(p + len - ops);
       fn(ctx, in.mnem, ops, n, l->found && in.addr >= l->start && in.addr <= l->end, pow(0.5, skips[i++]));
     }
-    p += len + (p[len] == '\n');
   }
   free(skips);
   hl_free(&f);

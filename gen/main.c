@@ -9,6 +9,7 @@
 #include "comgr.h"
 #include "emutest.h"
 #include "compile.h"
+#include "estimate.h"
 #include "op.h"
 #include "spec.h"
 #include "target.h"
@@ -34,6 +35,7 @@ int sh_plan(char **specs, int nspecs, const char *targets, int nshards, const ch
 typedef struct {
   const char *outdir;
   const char *targets;
+  const char *parts; /* --part: the AMD parts estimates are for (es_part_of) */
   int jobs;
   int no_cache;
   int quiet;
@@ -79,6 +81,12 @@ static int cli_parse(int argc, char **argv, cli_args *a) {
       else a->targets = argv[++i];
     } else if (!strncmp(s, "--target=", 9)) {
       a->targets = s + 9;
+    } else if (!strcmp(s, "--part")) {
+      char msg[512];
+      if (!next) { diag_error(NULL, 0, 0, "--part needs a list of parts"); bad = 1; }
+      else if (es_parts_check(next, msg, sizeof msg) < 0) { diag_error(NULL, 0, 0, "%s", msg); bad = 1; }
+      a->parts = next;
+      i++;
     } else if (!strcmp(s, "--shard")) {
       if (!next || sh_parse(next, &a->shard_k, &a->shard_n) < 0) {
         diag_error(NULL, 0, 0, "--shard takes K/N with 1 <= K <= N (got '%s')", next ? next : "");
@@ -128,11 +136,12 @@ static int cmd_build_like(int argc, char **argv, int sources_only) {
   int rc = HK_EUSAGE;
   if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) {
     bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache,
-                    .sources_only = sources_only, .quiet = a.quiet, .emulate = a.emulate, .json = a.json};
+                    .sources_only = sources_only, .quiet = a.quiet, .emulate = a.emulate, .json = a.json,
+                    .costs = !sources_only, .parts = a.parts};
     diag_set_quiet(a.quiet);
     size_t total = set.n;
     if (a.shard_n) sh_select(&set, a.shard_k, a.shard_n);
-    if (!sources_only) bd_choose(&set, a.jobs, a.quiet);
+    if (!sources_only) bd_choose(&set, a.jobs, a.quiet, a.parts);
     rc = bd_build(&set, &o);
     if (rc == HK_OK && a.shard_n && sh_mark(a.outdir, a.shard_k, a.shard_n, total) < 0) rc = HK_EFAIL;
   }
@@ -193,7 +202,7 @@ static int cmd_test(int argc, char **argv) {
   if (!bad && cli_parse(nrest, rest, &a) == 0 && cli_load(&a, &set) == 0) {
     o.jobs = a.jobs;
     o.targets = a.targets;
-    bd_choose(&set, a.jobs, !isatty(2));
+    bd_choose(&set, a.jobs, !isatty(2), a.parts);
     rc = et_test(&set, &o);
   }
   spec_set_free(&set);
@@ -237,8 +246,10 @@ static int cmd_tune(int argc, char **argv) {
     } else if (!nshapes) {
       diag_error(NULL, 0, 0, "tune needs at least one problem: --shape NAME=V,...");
     } else if (cli_load(&a, &set) == 0) {
-      bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache, .quiet = a.quiet};
-      bd_choose(&set, a.jobs, a.quiet);
+      /* tune's --part is also the part the build's choices and costs are for */
+      bd_options o = {.outdir = a.outdir, .jobs = a.jobs, .use_cache = !a.no_cache, .quiet = a.quiet,
+                      .costs = 1, .parts = part};
+      bd_choose(&set, a.jobs, a.quiet, part);
       rc = bd_build(&set, &o);
       if (rc == HK_OK) rc = tn_tune(a.outdir, shapes, nshapes, part, NULL, runs);
     }
@@ -254,7 +265,7 @@ static int cmd_explain(int argc, char **argv) {
   spec_set set = {0};
   int rc = HK_EUSAGE;
   if (cli_parse(argc, argv, &a) == 0 && cli_load(&a, &set) == 0) {
-    bd_choose_cached(&set); /* what the build chose, where the cache holds every candidate */
+    bd_choose_cached(&set, a.parts); /* what the build chose, where the cache holds every candidate */
     rc = cmd_explain_set(&set, a.jobs);
   }
   spec_set_free(&set);

@@ -177,6 +177,13 @@ typedef struct op_desc {
      as emu_shapes gives them) for the estimate; -1 with a message when the
      shape cannot be estimated. */
   int (*work)(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n);
+  /* Optional: work's mma_flops and bytes as formulas of the problem's
+     parameters (op_term), each under OP_FORMULA characters: an AMD kernel
+     of an op that has them gets the estimate as its "cost" formula
+     (estimate.h es_cost_formula), which hkrt_select ranks by. They must
+     give work's values (tests/pipeline/amd_select.sh compares the cost
+     with inspect --estimate). */
+  void (*work_formula)(const op_inst *k, char *mma_flops, char *bytes);
   /* `hkgen bench` and `hkgen tune`: the problem timed when --shape leaves a
      run-time parameter out ("M=4096,N=4096,K=4096"; NULL: none). */
   const char *bench_shape;

@@ -843,7 +843,8 @@ static const char *gemm_target_default(const op_inst *k, const char *param) {
 }
 
 /* The estimate's work: 2MNK useful FLOPs; the matrix cores also compute
-   the padding of the last tile row and column; A, B read and C written once. */
+   the padding of the last tile row and column; A, B read and C written
+   once (gemm_work_formula: the same as formulas). */
 static int gemm_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
   (void)msg;
   (void)n;
@@ -856,6 +857,15 @@ static int gemm_work(const op_inst *k, const long *shape, op_work *w, char *msg,
   w->bytes = esz * (M * K + N * K) + csz * M * N;
   w->trips = 0;
   return 0;
+}
+
+/* gemm_work's matrix FLOPs and bytes as formulas, for the AMD cost. */
+static void gemm_work_formula(const op_inst *k, char *mma_flops, char *bytes) {
+  const char *M = op_term(k, "M"), *N = op_term(k, "N"), *K = op_term(k, "K");
+  const char *tm = op_val(k, "tile_m"), *tn = op_val(k, "tile_n");
+  gemm_formula(mma_flops, "2*cdiv(%s,%s)*%s*cdiv(%s,%s)*%s*%s", M, tm, tm, N, tn, tn, K);
+  gemm_formula(bytes, "%d*(%s*%s+%s*%s)+%d*%s*%s", gemm_fp8(k) ? 1 : 2, M, K, N, K,
+               !strcmp(op_val(k, "out"), "f32") ? 4 : 2, M, N);
 }
 
 const op_desc op_gemm = {
@@ -874,5 +884,6 @@ const op_desc op_gemm = {
     .emu_run = gemm_emu_run,
     .target_default = gemm_target_default,
     .work = gemm_work,
+    .work_formula = gemm_work_formula,
     .bench_shape = "M=4096,N=4096,K=4096",
 };

@@ -20,14 +20,17 @@ typedef struct {
 #define US_TARGET {"--target LIST", "comma-separated targets replacing the specs' (gfx90a, gfx942, gfx950, sm_90a)"}
 #define US_JOBS {"-j N", "parallel compiles (default: the number of cores)"}
 #define US_OUT(d) {"-o DIR", "the output folder (default: " d ")"}
+#define US_PART {"--part LIST", "AMD parts, one per target, as inspect --estimate names them, that the estimate's " \
+                 "tile choice and the manifest's cost formulas are for (default: each target's largest; docs/MODEL.md)"}
 
 static const us_cmd us_cmds[] = {
-    {"build", "hkgen [build] SPEC... [-o DIR] [-j N] [--target LIST] [--no-cache] [--emulate] [--shard K/N] [-q] [--json]",
+    {"build", "hkgen [build] SPEC... [-o DIR] [-j N] [--target LIST] [--part LIST] [--no-cache] [--emulate] [--shard K/N] [-q] [--json]",
      "generate, compile and catalogue the specs' kernels",
      "Expands each kernel of the specs from its m4 template into a self-contained source, compiles it "
      "(clang-22 or comgr for AMD targets, nvcc for sm_90a) and writes DIR/manifest.json with the code "
-     "objects. Compiles are cached (HKGEN_CACHE_DIR). Nothing half-written is left in DIR.",
-     {US_OUT("catalog"), US_JOBS, US_TARGET,
+     "objects; an AMD kernel's entry carries the estimate as a cost formula, which hkrt_select ranks "
+     "fitting kernels by. Compiles are cached (HKGEN_CACHE_DIR). Nothing half-written is left in DIR.",
+     {US_OUT("catalog"), US_JOBS, US_TARGET, US_PART,
       {"--no-cache", "compile everything; neither read nor fill the cache"},
       {"--emulate", "build host objects for libhkrt's CPU emulator (AMD targets only)"},
       {"--shard K/N", "build every N-th kernel from the K-th (1 <= K <= N); see merge"},

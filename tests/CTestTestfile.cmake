@@ -245,6 +245,11 @@ add_test(tune_choice sh pipeline/tune_choice.sh)
 set_tests_properties(tune_choice PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
 add_test(estimate sh pipeline/estimate.sh)
 set_tests_properties(estimate PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+# AMD run-time selection: each AMD GEMM's manifest "cost" is its estimate as a formula;
+# hkrt_select's pick on an emulated catalogue is inspect --estimate's fastest at decode
+# and 8192^3 shapes (gfx942, gfx950, bf16 and fp8); --part.
+add_test(amd_select sh pipeline/amd_select.sh)
+set_tests_properties(amd_select PROPERTIES TIMEOUT 600 LABELS "build;runtime" ENVIRONMENT "${HK_BUILD_ENV}")
 
 # make install (DESTDIR, PREFIX), relocated, and a consumer project built
 # from it with CMake (hkgen_add_catalog) and with pkg-config; Python from the

@@ -199,7 +199,7 @@ typedef struct {
    parameters, then the one baking the most parameters in all, then, where
    both have a cost model (the manifest's "cost", a formula of the
    problem's values and the device's multiprocessor count: sm_90a gemm,
-   gen/op_gemm.c), one whose cost the problem's values give before one
+   gen/op_gemm.c; AMD gemm, the estimate, gen/estimate.c), one whose cost the problem's values give before one
    without, then the lower modelled time (so the split-K and 64-row variants
    win the decode and short-K problems they are for), then the first in the
    manifest. When none fits: HKRT_ERR_NOT_FOUND, and
