@@ -24,6 +24,8 @@
  *   hk_barrier()              block barrier (__syncthreads)
  *   hk_barrier_part(id, n)    barrier `id' (1..15) of the first n threads to arrive (n a multiple of 32):
  *                             a barrier among some warps while others run on (bar.sync id, n)
+ *   hk_barrier_arrive(id, n)  arrive at barrier `id' without waiting (bar.arrive): with warps that
+ *                             hk_barrier_part(id, n) there, an order between warp groups
  *   hk_regs_grow<N>(), hk_regs_shrink<N>()  this warpgroup's registers per thread become N (24..256,
  *                             a multiple of 8; setmaxnreg, every thread of the warpgroup): warp-specialised
  *                             blocks hand registers from a copying warpgroup to the computing ones
@@ -86,7 +88,7 @@
  *   hk_wgmma_64xNx32_e4m3, hk_wgmma_64xNx32_e5m2 (N = 64, 128, 256)  the same for fp8 codes (OCP E4M3 / E5M2,
  *                             A and B of one format, both K-major: 128-byte rows of 128 codes; see below)
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
- *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tmap_prefetch
+ *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tma_store_2d, hk_tmap_prefetch
  *                                    mbarriers and bulk tensor copies (TMA; see below)
  *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128/256
  *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
@@ -170,6 +172,7 @@ HK_DEVICE int hk_wave_id(void)
 /* ---- synchronisation and scheduling --------------------------------------- */
 HK_DEVICE void hk_barrier(void) { __syncthreads(); }
 HK_DEVICE void hk_barrier_part(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+HK_DEVICE void hk_barrier_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 template <int N> HK_DEVICE void hk_regs_grow(void)
 {
     static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes 24..256 in steps of 8");
@@ -501,6 +504,10 @@ HK_WGMMA_SS_F8(256, e5m2, 12, 8, 128, 129, 130)
  *                                      matrix the box reads zeros
  *   hk_tma_load_3d(l, off, map, x, y, z, bar_off), hk_tma_load_4d(l, off, map, x, y, z, w, bar_off)
  *                                      the same for maps of rank 3 and 4 (coordinates innermost first)
+ *   hk_tma_store_2d(map, l, off, x, y) shared memory at off to the box of `map' at element (x, y), one
+ *                                      thread, a bulk group (hk_bulk_commit / hk_bulk_wait_read); the
+ *                                      writers of off need hk_fence_proxy_async() and a barrier first;
+ *                                      past the matrix nothing is written
  *   hk_tmap_prefetch(map)              fetch the tensor map into the cache ahead of the first copy
  */
 struct __align__(64) hk_tmap {
@@ -551,6 +558,12 @@ HK_DEVICE void hk_tma_load_4d(hk_lds_t l, int off, const hk_tmap *map, int x, in
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
                  ::"r"(l.addr + (unsigned)off), "l"((unsigned long long)map), "r"(x), "r"(y), "r"(z), "r"(w),
                  "r"(l.addr + (unsigned)bar_off)
+                 : "memory");
+}
+HK_DEVICE void hk_tma_store_2d(const hk_tmap *map, hk_lds_t l, int off, int x, int y)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];\n"
+                 ::"l"((unsigned long long)map), "r"(l.addr + (unsigned)off), "r"(x), "r"(y)
                  : "memory");
 }
 HK_DEVICE void hk_tmap_prefetch(const hk_tmap *map)
