@@ -21,8 +21,10 @@ bundle; nothing is built on the GPU machine).
     baselines we could find; the first CATALOG's persistent kernels at the
     default tiles also at other grid sizes ($HKRT_UNITS 128, and 10^6: one
     unit per block).
-Numerics use the first CATALOG. Log: $OUT/fp8_<mode>.log; the summary is
-printed last. Exit status 1 on any failure.
+Numerics use the first CATALOG and list each kernel's outcome in
+$OUT/numerics_<catalog>.txt; the benchmark run (--no-numerics, another
+process) times only that catalogue's kernels listed there as passed. Log:
+$OUT/fp8_<mode>.log; the summary is printed last. Exit status 1 on any failure.
 """
 import datetime
 import math
@@ -187,6 +189,8 @@ def check_errors(e):
 
 
 def numerics():
+    global PASSED
+    PASSED = open(os.path.join(OUT, "numerics_" + os.path.basename(os.path.normpath(CATS[0])) + ".txt"), "w")
     log("\n== (a) numerics of %s: fp64 of the dequantised inputs, rel L2 < %g" % (CATS[0], TOL))
     t0 = time.time()
     for e in entries:
@@ -212,19 +216,15 @@ def numerics():
                 break
             nerr = 0
         log("%-40s %2d runs  worst rel L2 %.3e  launch errors refused %d" % (e["name"], runs, worst, nerr))
+        # the benchmark run (another process) times the kernels passed here,
+        # kernel by kernel (a hang later costs only the kernels after it)
+        PASSED.write("%s %s\n" % ("fail" if any(w == e["name"] for w, _ in failures) else "ok", e["name"]))
+        PASSED.flush()
     log("numerics: %d kernels, %d failures, %.1f s" % (len(entries), len(failures), time.time() - t0))
 
 
 if MODE != "bench":
     numerics()
-    # the benchmark run (another process) times this catalogue's kernels only
-    # after this, those that failed here left out (the flag lists them)
-    if not any("illegal" in d or "CUDA error" in d for _, d in failures):
-        try:
-            with open(os.path.join(HERE, "numerics_ok_" + os.path.basename(os.path.normpath(CATS[0]))), "w") as f:
-                f.write("".join(sorted({w + "\n" for w, _ in failures})))
-        except OSError as ex:
-            log("cannot write the numerics flag beside fp8_bench.py: %s" % ex)
 
 
 # ---------------------------------------------------------------- (b) benchmarks
@@ -296,21 +296,21 @@ def bench():
         runs = []
         main = list(cats)[0]
         # the other catalogues first; the first only once its numerics passed (fp8_bench.py --no-bench)
-        order = list(cats)[1:] + ([main] if MODE == "all" or os.path.exists(os.path.join(HERE, "numerics_ok_" + main))
-                                  else [])
+        flag = os.path.join(OUT, "numerics_" + main + ".txt")
+        passed = {l.split()[1] for l in open(flag) if l.startswith("ok ")} if os.path.exists(flag) else set()
+        order = list(cats)[1:] + ([main] if MODE == "all" or passed else [])
         if main not in order and S == 4096:
             log("  (%s not timed: its numerics did not pass)" % main)
-        flag = os.path.join(HERE, "numerics_ok_" + main)
-        failed = ({w for w, _ in failures} if MODE == "all" else
-                  set(open(flag).read().split()) if os.path.exists(flag) else set())
-        if failed and S == 4096:
-            log("  (not timed: %s; their numerics failed)" % ", ".join(sorted(failed)))
+        untimed = sorted({w for w, _ in failures} if MODE == "all" else
+                         {e["name"] for e in cats[main].manifest["kernels"]} - passed)
+        if untimed and S == 4096:
+            log("  (not timed: %s; their numerics failed or did not run)" % ", ".join(untimed))
         for label in order:
             ct = cats[label]
             for e in sorted(ct.manifest["kernels"], key=lambda e: e["name"]):
                 if e["params"]["dtype"] != "fp8_e4m3" or e["params"]["out"] != "bf16":
                     continue
-                if label == main and e["name"] in failed:
+                if label == main and e["name"] in untimed:
                     continue
                 persistent = "device_units" in e["grid"][0]
                 sweep = persistent and label == main and e["name"].startswith("f8_")

@@ -38,7 +38,7 @@ else
   # numerics first, on their own (a hung kernel costs only this part), then the
   # benchmarks (kernels whose numerics failed left out)
   timeout 42 python3 fp8_bench.py "$cat" --no-bench 2>&1 | tail -40
-  timeout 70 python3 fp8_bench.py "$cat"EXTRA --no-numerics 2>&1 | tail -100
+  timeout 70 python3 fp8_bench.py "$cat" EXTRA --no-numerics 2>&1 | tail -100
 fi
 EOR
 sed -i "s|EXTRA|${extra# }|" "$b/run.sh"
