@@ -71,6 +71,9 @@ static const op_param gemm_params[] = {
      "alternate (the same, the two consumer warpgroups issuing in turn so that one scales while the other's "
      "products run; tile_m 128) or overlap (two partial accumulators: k-tile t + 1's wgmma runs while t is "
      "scaled; takes maxnreg)"},
+    {"cluster", OP_INT, NULL, 1, 2, "1", 0, "cl",
+     "blocks per cluster on sm_90a fp8: 2 takes m-tiles in pairs sharing B, each block copying half of it "
+     "to both (TMA multicast)"},
     {"group_m", OP_INT, NULL, 1, 64, "8", 0, "gm",
      "m-tiles per group of the block order on sm_90a fp8 (a group's blocks sweep the n-tiles together, "
      "sharing A and B in L2)"},
@@ -80,9 +83,9 @@ static const op_param gemm_params[] = {
 };
 
 static const char *const gemm_tuning[] = {"tile_m",   "tile_n", "split_k", "persistent", "stream_k",
-                                          "stages",   "maxnreg", "promote", "group_m",  "epilogue", NULL};
+                                          "stages",   "maxnreg", "promote", "cluster",  "group_m", "epilogue", NULL};
 static const char *const gemm_features[] = {"split_k", "persistent", "stream_k", "stages",   "scale",
-                                            "out",     "maxnreg",    "promote",  "group_m",  "epilogue", NULL};
+                                            "out",     "maxnreg",    "promote",  "cluster",  "group_m", "epilogue", NULL};
 static const char *const gemm_omissible[] = {"dtype", NULL};
 
 #define GEMM_WGMMA_TILE_K 64 /* k per shared-memory stage: 128-byte rows of bf16 */
@@ -198,10 +201,10 @@ static int gemm_check(const op_inst *k, char *msg, size_t n) {
     return -1;
   }
   if ((op_int(k, "maxnreg") || strcmp(op_val(k, "promote"), "serial") || strcmp(op_val(k, "epilogue"), "direct") ||
-       op_int(k, "group_m") != 8) &&
+       op_int(k, "group_m") != 8 || op_int(k, "cluster") != 1) &&
       (!gemm_is_wgmma(k) || !gemm_fp8(k))) {
-    snprintf(msg, n, "maxnreg, promote, group_m and epilogue are for fp8 dtypes on sm_90a (here %s on %s); "
-             "allowed: false, serial, 8, direct", op_val(k, "dtype"), k->target);
+    snprintf(msg, n, "maxnreg, promote, cluster, group_m and epilogue are for fp8 dtypes on sm_90a (here %s on "
+             "%s); allowed: false, serial, 1, 8, direct", op_val(k, "dtype"), k->target);
     return -1;
   }
   if (op_int(k, "stages") && !gemm_is_wgmma(k)) {
@@ -303,8 +306,10 @@ static void gemm_args(const op_inst *k, op_plan *p) {
     /* A: boxes of k-tile x tile_m; B: nt k-tile x tile_n, nn 64 columns x k-tile */
     int tk = (int)op_tune(p, "tile_k");
     gemm_tmap(a, n, "tmap_a", "A", "K", "M", "lda", tk, (int)op_int(k, "tile_m"));
+    /* fp8 clusters: each block copies 1 / cluster of B's tile to all of them */
+    const int cl = gemm_fp8(k) ? (int)op_int(k, "cluster") : 1;
     if (!strcmp(op_val(k, "layout"), "nt"))
-      gemm_tmap(a, n, "tmap_b", "B", "K", "N", "ldb", tk, (int)op_int(k, "tile_n"));
+      gemm_tmap(a, n, "tmap_b", "B", "K", "N", "ldb", tk, (int)op_int(k, "tile_n") / cl);
     else
       gemm_tmap(a, n, "tmap_b", "B", "N", "K", "ldb", 64, tk);
     /* epilogue tma: C by boxes of 64 columns (128 bytes) x 64 rows (a consumer warpgroup's) */
@@ -550,7 +555,22 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
   else gemm_plan_amd(k, p);
   if (gemm_fp8(k)) op_plan_tune(p, "scale_block", GEMM_FP8_BLOCK);
   gemm_args(k, p);
-  if (gemm_is_sched(k) && gemm_is_wgmma(k)) {
+  const long cl = gemm_fp8(k) && gemm_is_wgmma(k) ? op_int(k, "cluster") : 1;
+  if (cl > 1) {
+    /* fp8 clusters: a one-dimensional grid of clusters, each a pair of
+       m-tiles (units) at one n-tile; persistent: at most a block per
+       multiprocessor */
+    char units[OP_FORMULA];
+    gemm_formula(units, "cdiv(cdiv(%s,%s),%ld)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), cl,
+                 op_term(k, "N"), op_val(k, "tile_n"));
+    if (op_int(k, "persistent")) {
+      op_plan_tune(p, "persistent", 1);
+      gemm_formula(p->grid[0], "%ld*min(%s,max(device_units/%ld,1))", cl, units, cl);
+    } else {
+      gemm_formula(p->grid[0], "%ld*%s", cl, units);
+    }
+    snprintf(p->grid[1], OP_FORMULA, "1");
+  } else if (gemm_is_sched(k) && gemm_is_wgmma(k)) {
     gemm_plan_sched(k, p);
   } else {
     snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));

@@ -48,7 +48,10 @@ m4_ifelse(hkm_block_size, m4_eval(128 + 2 * hkm_param([tile_m])), [],
 m4_define([hkm_gemm_scale_mode], [hkm_if_param([scale], [tensor], [0], [hkm_if_param([scale], [row], [1], [2])])])
 
 hkm_output_begin()m4_dnl
-hkm_file_head()[
+hkm_file_head()m4_ifelse(hkm_param([cluster]), [1], [], [[
+#undef HK_KERNEL_CLUSTER
+#define HK_KERNEL_CLUSTER HK_CLUSTER_DIMS(]]hkm_param([cluster])[[)
+]])[
 // ---- configuration -----------------------------------------------------
 typedef ]hkm_if_param([out], [f32], [float], [hk_bf16])[ gemm_out_t;
 static constexpr bool OUT_F32 = ]hkm_if_param([out], [f32], [true], [false])[;
@@ -64,6 +67,7 @@ static constexpr bool OVERLAP = ]hkm_if_param([promote], [overlap], [true], [fal
 static constexpr bool ALTERNATE = ]hkm_if_param([promote], [alternate], [true], [false])[; // block scales: the consumers issue in turn
 static constexpr bool EPI_TMA = ]hkm_if_param([epilogue], [tma], [true], [false])[;    // C through shared memory and bulk tensor stores
 static constexpr bool PERSISTENT = ]hkm_if_true([persistent], [true], [false])[;
+static constexpr int CLUSTER = ]hkm_param([cluster])[; // blocks per cluster: m-tiles sharing B (TMA multicast)
 static constexpr int GROUP_M = ]hkm_param([group_m])[; // m-tiles per block-renumbering group
 static constexpr int COPY_THREADS = 128; // the producer warpgroup
 static constexpr int CONSUMERS = TILE_M / 64;
@@ -152,12 +156,20 @@ HK_DEVICE void gemm_copy_stage(hk_lds_t lds, int a_off, const hk_fp8 *A, const h
 }
 
 // ---- global -> shared by the copy engine: one thread, the stage's bytes on `full' ----
+// With clusters, A is the block's own and its 1 / CLUSTER of B goes to every
+// block of the cluster (the stage's bytes still all land on each's `full').
 HK_DEVICE void gemm_tma_stage(hk_lds_t lds, int a_off, const hk_tmap *ta, const hk_tmap *tb, int block_m,
-                              int block_n, int k0, int bar)
+                              int block_n, int k0, int bar, int rank)
 {
     hk_mbar_arrive_expect_tx(lds, bar, LDS_STAGE_BYTES);
     hk_tma_load_2d(lds, a_off, ta, k0, block_m, bar);
-    hk_tma_load_2d(lds, a_off + LDS_A_BYTES, tb, k0, block_n, bar);
+    if (CLUSTER == 1) {
+        hk_tma_load_2d(lds, a_off + LDS_A_BYTES, tb, k0, block_n, bar);
+    } else {
+        constexpr int PART = TILE_N / CLUSTER;
+        hk_tma_load_2d_multicast(lds, a_off + LDS_A_BYTES + rank * PART * TILE_K, tb, k0, block_n + rank * PART, bar,
+                                 (unsigned short)((1u << CLUSTER) - 1));
+    }
 }
 
 // C[m][n], C[m][n+1] = lo, hi (masked to M x N), one 4-byte (bf16) or
@@ -232,13 +244,26 @@ HK_DEVICE void gemm_part_promote(gemm_acc_t &acc, gemm_acc_t &part, float s0, fl
 
 // block renumbering: runs of GROUP_M m-tiles sweep the n-tiles together;
 // tile id u at rows block_m.., columns block_n..
-HK_DEVICE void gemm_tile_of(int u, int tiles_m, int tiles_n, int &block_m, int &block_n)
+// (units_m: m-units of CLUSTER m-tiles, the block's `rank' among them)
+HK_DEVICE void gemm_tile_of(int u, int units_m, int tiles_n, int rank, int &block_m, int &block_n)
 {
     const int group = u / (GROUP_M * tiles_n);
     const int first_m = group * GROUP_M;
-    const int group_m = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
-    block_m = (first_m + (u % (GROUP_M * tiles_n)) % group_m) * TILE_M;
+    const int group_m = units_m - first_m < GROUP_M ? units_m - first_m : GROUP_M;
+    block_m = ((first_m + (u % (GROUP_M * tiles_n)) % group_m) * CLUSTER + rank) * TILE_M;
     block_n = ((u % (GROUP_M * tiles_n)) / group_m) * TILE_N;
+}
+
+// k-tile gt's stage goes back to the producer(s): of this block, and with
+// clusters of every block (their copies write into it)
+HK_DEVICE void gemm_release(hk_lds_t lds, int gt, int lane, int rank)
+{
+    if (lane == 0) {
+        hk_mbar_arrive(lds, empty_bar(gt % STAGES));
+#pragma unroll
+        for (int r = 1; r < CLUSTER; ++r)
+            hk_mbar_arrive_remote(lds, empty_bar(gt % STAGES), (rank + r) % CLUSTER);
+    }
 }
 
 // a barrier of consumer warpgroup c's 128 threads (constant ids: ptxas then
@@ -265,10 +290,15 @@ HK_DEVICE void gemm_wg_sync(int c)
 
     HK_LDS_DECLARE_DYNAMIC();
 
-    const int tiles_n = (N + TILE_N - 1) / TILE_N, tiles_m = (M + TILE_M - 1) / TILE_M;
-    const int first = PERSISTENT ? hk_block_id_x() : hk_block_id_y() * tiles_n + hk_block_id_x();
-    const int step = PERSISTENT ? hk_grid_dim_x() : 1;
-    const int last = PERSISTENT ? tiles_m * tiles_n : first + 1; // < 2^31 (a launch rule)
+    // units: CLUSTER m-tiles at one n-tile (a cluster's); the grid is
+    // one-dimensional with clusters or persistent blocks
+    const int tiles_n = (N + TILE_N - 1) / TILE_N;
+    const int units_m = ((M + TILE_M - 1) / TILE_M + CLUSTER - 1) / CLUSTER;
+    const int rank = CLUSTER == 1 ? 0 : hk_cluster_rank();
+    const bool linear = PERSISTENT || CLUSTER > 1;
+    const int first = linear ? hk_block_id_x() / CLUSTER : hk_block_id_y() * tiles_n + hk_block_id_x();
+    const int step = PERSISTENT ? hk_grid_dim_x() / CLUSTER : 1;
+    const int last = PERSISTENT ? units_m * tiles_n : first + 1; // < 2^31 (a launch rule)
 
     const int wave = hk_wave_id();
     const int lane = hk_lane_id();
@@ -288,34 +318,40 @@ HK_DEVICE void gemm_wg_sync(int c)
     if (hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hk_mbar_init(hk_lds, full_bar(s), use_tma ? 1 : COPY_THREADS);
-            hk_mbar_init(hk_lds, empty_bar(s), CONSUMER_WARPS);
+            hk_mbar_init(hk_lds, empty_bar(s), CONSUMER_WARPS * CLUSTER);
         }
         hk_mbar_init_fence();
     }
-    hk_barrier();
+    if (CLUSTER == 1)
+        hk_barrier();
+    else
+        hk_cluster_sync(); // every block's mbarriers are ready before any block reaches them
 
     if (wave < 4) {
         // producer: the block's k-tile g into stage g % STAGES, once the
         // consumers have released that stage's previous k-tile (g - STAGES)
         if (MAXNREG)
             hk_regs_shrink<PROD_REGS>();
+        if (use_tma && hk_thread_id() != 0) {
+            if (CLUSTER > 1)
+                hk_cluster_sync(); // the cluster's exit barrier (below)
+            return;
+        }
         if (use_tma) {
-            if (hk_thread_id() != 0)
-                return;
             hk_tmap_prefetch(&hk_a.tmap_a);
             hk_tmap_prefetch(&hk_a.tmap_b);
         }
         int g = 0;
         for (int u = first; u < last; u += step) {
             int block_m, block_n;
-            gemm_tile_of(u, tiles_m, tiles_n, block_m, block_n);
+            gemm_tile_of(u, units_m, tiles_n, rank, block_m, block_n);
             for (int t = 0; t < k_tiles; ++t, ++g) {
                 const int s = g % STAGES;
                 if (g >= STAGES)
                     hk_mbar_wait(hk_lds, empty_bar(s), (g / STAGES + 1) & 1);
                 if (use_tma) {
                     gemm_tma_stage(hk_lds, s * LDS_STAGE_BYTES, &hk_a.tmap_a, &hk_a.tmap_b, block_m, block_n,
-                                   t * TILE_K, full_bar(s));
+                                   t * TILE_K, full_bar(s), rank);
                 } else {
                     gemm_copy_stage(hk_lds, s * LDS_STAGE_BYTES, A, B, lda, ldb, M, N, K, block_m, block_n,
                                     t * TILE_K, vec_a, vec_b);
@@ -326,6 +362,8 @@ HK_DEVICE void gemm_wg_sync(int c)
                 }
             }
         }
+        if (CLUSTER > 1)
+            hk_cluster_sync(); // the cluster's exit barrier (below)
         return;
     }
 
@@ -338,7 +376,7 @@ HK_DEVICE void gemm_wg_sync(int c)
     int g = 0;
     for (int u = first; u < last; u += step, g += k_tiles) {
     int block_m, block_n;
-    gemm_tile_of(u, tiles_m, tiles_n, block_m, block_n);
+    gemm_tile_of(u, units_m, tiles_n, rank, block_m, block_n);
     const int m_lo = block_m + c * 64 + (wave % 4) * 16 + (lane >> 2);
     gemm_acc_t acc;
 #pragma unroll
@@ -357,10 +395,7 @@ HK_DEVICE void gemm_wg_sync(int c)
             s1 = hk_global_load_f32(scale_a + (long)t * M + r1) * s_b;
         };
         // k-tile t's stage goes back to the producer (its wgmma group is complete)
-        auto release = [&](int t) {
-            if (lane == 0)
-                hk_mbar_arrive(hk_lds, empty_bar((g + t) % STAGES));
-        };
+        auto release = [&](int t) { gemm_release(hk_lds, g + t, lane, rank); };
         if (OVERLAP) {
             // k-tile t + 1's wgmma issued before t's group is waited for and
             // promoted: part0 and part1 swap roles, in straight-line pairs (no
@@ -428,12 +463,11 @@ HK_DEVICE void gemm_wg_sync(int c)
             gemm_wgmma_stage<true>(hk_lds, s * LDS_STAGE_BYTES, c, acc);
             hk_wgmma_wait<1>();
             // k-tile t-1's wgmma group is complete: its stage goes back to the producer
-            if (t > 0 && lane == 0)
-                hk_mbar_arrive(hk_lds, empty_bar((g + t - 1) % STAGES));
+            if (t > 0)
+                gemm_release(hk_lds, g + t - 1, lane, rank);
         }
         hk_wgmma_wait<0>();
-        if (lane == 0) // the tile's last stage
-            hk_mbar_arrive(hk_lds, empty_bar((g + k_tiles - 1) % STAGES));
+        gemm_release(hk_lds, g + k_tiles - 1, lane, rank); // the tile's last stage
         gemm_fence_acc(acc);
     }
 
@@ -530,5 +564,7 @@ HK_DEVICE void gemm_wg_sync(int c)
         hk_barrier_part(4, 256); // consumer 1's last arrival
     if (tma_c && leader)
         hk_bulk_wait<0>(); // C written (and its source read) before the block leaves
+    if (CLUSTER > 1)
+        hk_cluster_sync(); // no block leaves while another may still reach its shared memory
 }
 ]hkm_output_end()
