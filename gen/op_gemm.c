@@ -914,6 +914,19 @@ static const char *gemm_target_default(const op_inst *k, const char *param) {
      gemm_check_fp8; AMD: 256-row tiles spill at 2 waves per SIMD) */
   if (gemm_fp8(k) && gemm_scale_is(k, "block") && (!strcmp(param, "tile_n") || !strcmp(param, "tile_m")))
     return "128";
+  /* sm_90a fp8: persistent blocks storing C by bulk tensor stores (bf16),
+     registers handed to the consumers and, with block scales, the next
+     k-tile's wgmma overlapping the promotion: the fastest structure measured
+     (docs/PERF.md "gemm fp8"); parameters earlier in the table (tile_m,
+     out, maxnreg) are already the kernel's here */
+  if (gemm_fp8(k) && gemm_is_wgmma(k)) {
+    const int tm128 = op_int(k, "tile_m") == 128;
+    if (!strcmp(param, "persistent")) return "true";
+    if (!strcmp(param, "epilogue")) return !strcmp(op_val(k, "out"), "bf16") ? "tma" : NULL;
+    if (!strcmp(param, "maxnreg")) return tm128 ? "true" : NULL;
+    if (!strcmp(param, "promote"))
+      return gemm_scale_is(k, "block") && tm128 && op_int(k, "maxnreg") ? "overlap" : NULL;
+  }
   if (gemm_is_wgmma(k)) return !strcmp(param, "tile_n") ? "256" : NULL;
   if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950")) return NULL;
   return !strcmp(param, "tile_m") || !strcmp(param, "tile_n") ? "256" : NULL;

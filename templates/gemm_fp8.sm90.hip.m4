@@ -399,38 +399,44 @@ HK_DEVICE void gemm_wg_sync(int c)
         if (OVERLAP) {
             // k-tile t + 1's wgmma issued before t's group is waited for and
             // promoted: part0 and part1 swap roles, in straight-line pairs (no
-            // branch around a product that another's registers wait on)
+            // branch around a product that another's registers wait on); the
+            // scales loaded two k-tiles ahead (a0, a1: k-tile t's; b0, b1: t + 1's)
             gemm_acc_t part0, part1;
-            float s0, s1;
+            float a0, a1, b0, b1;
+            auto scales_ahead = [&](int t, float &s0, float &s1) { // k-tile t + 2's (clamped)
+                scales_of(t + 2 < k_tiles ? t + 2 : k_tiles - 1, s0, s1);
+            };
+            scales_of(0, a0, a1);
+            scales_of(k_tiles > 1 ? 1 : 0, b0, b1);
             gemm_part_issue(hk_lds, g, c, part0);
             int t = 0;
             for (; t + 2 < k_tiles; t += 2) {
-                scales_of(t, s0, s1);
+                float c0, c1, d0, d1;
+                scales_ahead(t, c0, c1);
                 gemm_part_issue(hk_lds, g + t + 1, c, part1);
                 hk_wgmma_wait<1>();
                 release(t);
-                gemm_part_promote(acc, part0, s0, s1);
-                scales_of(t + 1, s0, s1);
+                gemm_part_promote(acc, part0, a0, a1);
+                scales_ahead(t + 1, d0, d1);
                 gemm_part_issue(hk_lds, g + t + 2, c, part0);
                 hk_wgmma_wait<1>();
                 release(t + 1);
-                gemm_part_promote(acc, part1, s0, s1);
+                gemm_part_promote(acc, part1, b0, b1);
+                a0 = c0, a1 = c1, b0 = d0, b1 = d1;
             }
             // one or two k-tiles left, part0's in flight
-            scales_of(t, s0, s1);
             if (t + 1 < k_tiles) {
                 gemm_part_issue(hk_lds, g + t + 1, c, part1);
                 hk_wgmma_wait<1>();
                 release(t);
-                gemm_part_promote(acc, part0, s0, s1);
-                scales_of(t + 1, s0, s1);
+                gemm_part_promote(acc, part0, a0, a1);
                 hk_wgmma_wait<0>();
                 release(t + 1);
-                gemm_part_promote(acc, part1, s0, s1);
+                gemm_part_promote(acc, part1, b0, b1);
             } else {
                 hk_wgmma_wait<0>();
                 release(t);
-                gemm_part_promote(acc, part0, s0, s1);
+                gemm_part_promote(acc, part0, a0, a1);
             }
         }
         gemm_acc_t part;
