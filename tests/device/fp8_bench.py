@@ -274,7 +274,7 @@ def bench():
             if "torch._scaled_mm block 1x128/128x128" in avail:
                 break
             base_time("torch._scaled_mm block 1x128/128x128",
-                      lambda: torch._scaled_mm(a, b.t(), sa_v, sb_v, out_dtype=torch.bfloat16))
+                      lambda sa_v=sa_v, sb_v=sb_v: torch._scaled_mm(a, b.t(), sa_v, sb_v, out_dtype=torch.bfloat16))
         try:
             import torch.nn.functional as F
             ST = F.ScalingType
@@ -357,7 +357,10 @@ def bench():
         times = {n: [] for n in list(avail) + [x[0] for x in kern]}
         for _ in range(ROUNDS):
             for n, fn in avail.items():
-                times[n].append(med(fn))
+                try:
+                    times[n].append(med(fn))
+                except Exception as ex:
+                    log("  %-44s failed: %s" % (n, str(ex).splitlines()[0][:160]))
             for n, k, _p, _m, _e in kern:
                 try:
                     times[n].append(med(k))
@@ -368,6 +371,8 @@ def bench():
             v = times[n]
             return "%.3f" % ((max(v) - min(v)) / statistics.median(v)) if v else "-"
         for n in avail:
+            if not times[n]:
+                continue
             t = statistics.median(times[n])
             base[n] = tf(S, t)
             log("  %-44s %.3f ms  %7.1f TFLOP/s  (spread %s)" % (n, t, base[n], spread(n)))
