@@ -295,7 +295,6 @@ def bench():
                                     (b.to(torch.bfloat16) * sb_x).to(torch.bfloat16).t())
             base_time("dequantise to bf16 + torch.matmul", deq)
             del sa_x, sb_x
-        del abf, bbf
         runs = []
         main = list(cats)[0]
         # the other catalogues first; the first only once its numerics passed (fp8_bench.py --no-bench)
