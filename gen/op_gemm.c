@@ -926,11 +926,6 @@ static const char *gemm_target_default(const op_inst *k, const char *param) {
     if (!strcmp(param, "maxnreg")) return tm128 ? "true" : NULL;
     if (!strcmp(param, "promote"))
       return gemm_scale_is(k, "block") && tm128 && op_int(k, "maxnreg") ? "overlap" : NULL;
-    /* 128 x 256 tiles: groups of 16 m-tiles, about square panels of A and B
-       for the 132 tiles in flight (8192^3 per tensor 0.999-1.020 of
-       torch._scaled_mm against 0.914-1.008 with 8; 4096^3 1.005-1.019
-       against 1.030-1.035) */
-    if (!strcmp(param, "group_m")) return op_int(k, "tile_n") == 256 ? "16" : NULL;
   }
   if (gemm_is_wgmma(k)) return !strcmp(param, "tile_n") ? "256" : NULL;
   if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950")) return NULL;

@@ -374,7 +374,8 @@ def bench():
                 continue
             t = statistics.median(times[n])
             base[n] = tf(S, t)
-            log("  %-44s %.3f ms  %7.1f TFLOP/s  (spread %s)" % (n, t, base[n], spread(n)))
+            log("  %-44s %.3f ms  %7.1f TFLOP/s  (spread %s; passes %s)"
+                % (n, t, base[n], spread(n), " ".join("%.1f" % tf(S, x) for x in times[n])))
         for name, k, p, mode, err in kern:
             if not times[name]:
                 continue
@@ -385,9 +386,10 @@ def bench():
             ref_t = base.get(want) or (base.get("dequantise to bf16 + torch.matmul") if mode == "block" else None)
             ratio = f / ref_t if ref_t else float("nan")
             fx = base.get("F.scaled_mm BlockWise1x128/128x128") if mode == "block" else None
-            log("  %-44s %.3f ms  %7.1f TFLOP/s  x%.3f of %s%s  (tile %sx%s, rel err %.2e, spread %s)"
+            log("  %-44s %.3f ms  %7.1f TFLOP/s  x%.3f of %s%s  (tile %sx%s, rel err %.2e, spread %s; passes %s)"
                 % (name, t, f, ratio, want if base.get(want) else "dequant+matmul",
-                   " (x%.3f of F.scaled_mm)" % (f / fx) if fx else "", p["tile_m"], p["tile_n"], err, spread(name)))
+                   " (x%.3f of F.scaled_mm)" % (f / fx) if fx else "", p["tile_m"], p["tile_n"], err, spread(name),
+                   " ".join("%.1f" % tf(S, x) for x in times[name])))
             summary.append("%d^3 %-40s %7.1f TFLOP/s  x%.3f" % (S, name, f, ratio))
         del a, b, c
         torch.cuda.empty_cache()
