@@ -22,6 +22,8 @@ static const char *const gemm_scales[] = {"none", "tensor", "row", "block", NULL
 static const char *const gemm_outs[] = {"bf16", "f32", NULL};
 static const char *const gemm_layouts[] = {"nt", "nn", NULL};
 static const char *const gemm_tiles[] = {"64", "128", "256", NULL};
+static const char *const gemm_promotes[] = {"serial", "alternate", "overlap", NULL};
+static const char *const gemm_epilogues[] = {"direct", "tma", NULL};
 
 #define GEMM_MAX_SPLIT 16
 #define GEMM_WGMMA_MAX_STAGES 8
@@ -60,10 +62,30 @@ static const op_param gemm_params[] = {
      "row of B), block (scale_a per 1 x 128 block of A, scale_b per 128 x 128 block of B; K a multiple of "
      "128); none for bf16"},
     {"out", OP_ENUM, gemm_outs, 0, 0, "bf16", 0, "", "element type of C (f32: fp8 dtypes only)"},
+    /* sm_90a fp8 kernel structure (gemm_fp8.sm90.hip.m4) */
+    {"maxnreg", OP_BOOL, NULL, 0, 0, "false", 0, "mr",
+     "registers moved from the producer warpgroup to the consumers (setmaxnreg: 40 and 232 a thread; sm_90a "
+     "fp8, tile_m 128)"},
+    {"promote", OP_ENUM, gemm_promotes, 0, 0, "serial", 0, "pr",
+     "block scales on sm_90a: serial (each k-tile's wgmma waited for, then scaled into the accumulator), "
+     "alternate (the same, the two consumer warpgroups issuing in turn so that one scales while the other's "
+     "products run; tile_m 128) or overlap (two partial accumulators: k-tile t + 1's wgmma runs while t is "
+     "scaled; takes maxnreg)"},
+    {"cluster", OP_INT, NULL, 1, 2, "1", 0, "cl",
+     "blocks per cluster on sm_90a fp8: 2 takes m-tiles in pairs sharing B, each block copying half of it "
+     "to both (TMA multicast)"},
+    {"group_m", OP_INT, NULL, 1, 64, "8", 0, "gm",
+     "m-tiles per group of the block order on sm_90a fp8 (a group's blocks sweep the n-tiles together, "
+     "sharing A and B in L2)"},
+    {"epilogue", OP_ENUM, gemm_epilogues, 0, 0, "direct", 0, "ep",
+     "how C is written on sm_90a fp8: direct (stores from registers) or tma (through shared memory and "
+     "bulk tensor stores; out bf16)"},
 };
 
-static const char *const gemm_tuning[] = {"tile_m", "tile_n", "split_k", "persistent", "stream_k", "stages", NULL};
-static const char *const gemm_features[] = {"split_k", "persistent", "stream_k", "stages", "scale", "out", NULL};
+static const char *const gemm_tuning[] = {"tile_m",   "tile_n", "split_k", "persistent", "stream_k",
+                                          "stages",   "maxnreg", "promote", "cluster",  "group_m", "epilogue", NULL};
+static const char *const gemm_features[] = {"split_k", "persistent", "stream_k", "stages",   "scale",
+                                            "out",     "maxnreg",    "promote",  "cluster",  "group_m", "epilogue", NULL};
 static const char *const gemm_omissible[] = {"dtype", NULL};
 
 #define GEMM_WGMMA_TILE_K 64 /* k per shared-memory stage: 128-byte rows of bf16 */
@@ -147,13 +169,42 @@ static int gemm_check_fp8(const op_inst *k, const gemm_fp8_fmt *f, char *msg, si
     snprintf(msg, n, "scale block on %s needs tile_n 64 or 128 (two accumulators per thread)", k->target);
     return -1;
   }
+  if (!gemm_is_wgmma(k)) return 0;
+  if (op_int(k, "maxnreg") && op_int(k, "tile_m") != 128) {
+    snprintf(msg, n, "maxnreg needs tile_m 128 (a producer and two consumer warpgroups); allowed here: false");
+    return -1;
+  }
+  if (strcmp(op_val(k, "promote"), "serial") && !gemm_scale_is(k, "block")) {
+    snprintf(msg, n, "promote %s is for scale block (here %s); allowed: serial", op_val(k, "promote"),
+             op_val(k, "scale"));
+    return -1;
+  }
+  if (!strcmp(op_val(k, "promote"), "alternate") && op_int(k, "tile_m") != 128) {
+    snprintf(msg, n, "promote alternate needs tile_m 128 (two consumer warpgroups taking turns)");
+    return -1;
+  }
+  if (!strcmp(op_val(k, "promote"), "overlap") && !op_int(k, "maxnreg")) {
+    snprintf(msg, n, "promote overlap holds three accumulators a thread and needs maxnreg true");
+    return -1;
+  }
+  if (!strcmp(op_val(k, "epilogue"), "tma") && strcmp(op_val(k, "out"), "bf16")) {
+    snprintf(msg, n, "epilogue tma needs out bf16 (here %s); allowed: direct", op_val(k, "out"));
+    return -1;
+  }
   return 0;
 }
 
 static int gemm_check(const op_inst *k, char *msg, size_t n) {
-  if (gemm_is_sched(k) && strcmp(op_val(k, "dtype"), "bf16")) {
-    snprintf(msg, n, "split_k and persistent are for dtype bf16 (here %s); allowed: split_k 1, persistent false",
+  if ((gemm_split(k) > 1 || op_int(k, "stream_k")) && strcmp(op_val(k, "dtype"), "bf16")) {
+    snprintf(msg, n, "split_k and stream_k are for dtype bf16 (here %s); allowed: split_k 1, stream_k false",
              op_val(k, "dtype"));
+    return -1;
+  }
+  if ((op_int(k, "maxnreg") || strcmp(op_val(k, "promote"), "serial") || strcmp(op_val(k, "epilogue"), "direct") ||
+       op_int(k, "group_m") != 8 || op_int(k, "cluster") != 1) &&
+      (!gemm_is_wgmma(k) || !gemm_fp8(k))) {
+    snprintf(msg, n, "maxnreg, promote, cluster, group_m and epilogue are for fp8 dtypes on sm_90a (here %s on "
+             "%s); allowed: false, serial, 1, 8, direct", op_val(k, "dtype"), k->target);
     return -1;
   }
   if (op_int(k, "stages") && !gemm_is_wgmma(k)) {
@@ -255,10 +306,14 @@ static void gemm_args(const op_inst *k, op_plan *p) {
     /* A: boxes of k-tile x tile_m; B: nt k-tile x tile_n, nn 64 columns x k-tile */
     int tk = (int)op_tune(p, "tile_k");
     gemm_tmap(a, n, "tmap_a", "A", "K", "M", "lda", tk, (int)op_int(k, "tile_m"));
+    /* fp8 clusters: each block copies 1 / cluster of B's tile to all of them */
+    const int cl = gemm_fp8(k) ? (int)op_int(k, "cluster") : 1;
     if (!strcmp(op_val(k, "layout"), "nt"))
-      gemm_tmap(a, n, "tmap_b", "B", "K", "N", "ldb", tk, (int)op_int(k, "tile_n"));
+      gemm_tmap(a, n, "tmap_b", "B", "K", "N", "ldb", tk, (int)op_int(k, "tile_n") / cl);
     else
       gemm_tmap(a, n, "tmap_b", "B", "N", "K", "ldb", 64, tk);
+    /* epilogue tma: C by boxes of 64 columns (128 bytes) x 64 rows (a consumer warpgroup's) */
+    if (!strcmp(op_val(k, "epilogue"), "tma")) gemm_tmap(a, n, "tmap_c", "C", "N", "M", "ldc", 64, 64);
   }
 }
 
@@ -273,7 +328,14 @@ static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
   /* 128-byte rows either way: 64 bf16 or 128 fp8 (one block scale's k) */
   const long esize = gemm_fp8(k) ? 1 : 2, tk = GEMM_WGMMA_TILE_K * 2 / esize;
   long stage = (op_int(k, "tile_m") + op_int(k, "tile_n")) * tk * esize;
-  long stages = GEMM_WGMMA_STAGE_BUDGET / stage;
+  /* fp8, persistent, epilogue tma: C staged for its bulk stores beside the
+     stages (64 x 128 bf16 a consumer warpgroup, a 256-wide tile in two
+     rounds), the stages taking what the block may have besides */
+  const tgt_info *t = tgt_find(k->target);
+  const long c_stage = gemm_fp8(k) && op_int(k, "persistent") && !strcmp(op_val(k, "epilogue"), "tma")
+                           ? op_int(k, "tile_m") * (op_int(k, "tile_n") < 128 ? op_int(k, "tile_n") : 128) * 2
+                           : 0;
+  long stages = c_stage ? ((long)t->lds_bytes - c_stage - 256 - 1024) / stage : GEMM_WGMMA_STAGE_BUDGET / stage;
   if (stages > GEMM_WGMMA_MAX_STAGES) stages = GEMM_WGMMA_MAX_STAGES;
   /* stages asked for (at most what fits): 64-row tiles whose blocks then fit
      twice in an SM's shared memory compile for two blocks per SM (at most
@@ -283,9 +345,9 @@ static void gemm_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "tile_k", tk);
   op_plan_tune(p, "stages", stages);
   op_plan_tune(p, "bar_bytes", 256);
+  if (gemm_fp8(k)) op_plan_tune(p, "c_stage_bytes", c_stage);
   p->block = 128 + 2 * (int)op_int(k, "tile_m");
-  p->dynamic_lds = (int)(stages * stage + op_tune(p, "bar_bytes") + 1024);
-  const tgt_info *t = tgt_find(k->target);
+  p->dynamic_lds = (int)(stages * stage + c_stage + op_tune(p, "bar_bytes") + 1024);
   if (want && op_int(k, "tile_m") == 64 && 2 * (p->dynamic_lds + 1024L) <= (long)t->lds_unit)
     op_plan_tune(p, "blocks_per_sm", 2);
 }
@@ -493,7 +555,22 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
   else gemm_plan_amd(k, p);
   if (gemm_fp8(k)) op_plan_tune(p, "scale_block", GEMM_FP8_BLOCK);
   gemm_args(k, p);
-  if (gemm_is_sched(k) && gemm_is_wgmma(k)) {
+  const long cl = gemm_fp8(k) && gemm_is_wgmma(k) ? op_int(k, "cluster") : 1;
+  if (cl > 1) {
+    /* fp8 clusters: a one-dimensional grid of clusters, each a pair of
+       m-tiles (units) at one n-tile; persistent: at most a block per
+       multiprocessor */
+    char units[OP_FORMULA];
+    gemm_formula(units, "cdiv(cdiv(%s,%s),%ld)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), cl,
+                 op_term(k, "N"), op_val(k, "tile_n"));
+    if (op_int(k, "persistent")) {
+      op_plan_tune(p, "persistent", 1);
+      gemm_formula(p->grid[0], "%ld*min(%s,max(device_units/%ld,1))", cl, units, cl);
+    } else {
+      gemm_formula(p->grid[0], "%ld*%s", cl, units);
+    }
+    snprintf(p->grid[1], OP_FORMULA, "1");
+  } else if (gemm_is_sched(k) && gemm_is_wgmma(k)) {
     gemm_plan_sched(k, p);
   } else {
     snprintf(p->grid[0], OP_FORMULA, "cdiv(%s,%s)", op_term(k, "N"), op_val(k, "tile_n"));
@@ -837,6 +914,19 @@ static const char *gemm_target_default(const op_inst *k, const char *param) {
      gemm_check_fp8; AMD: 256-row tiles spill at 2 waves per SIMD) */
   if (gemm_fp8(k) && gemm_scale_is(k, "block") && (!strcmp(param, "tile_n") || !strcmp(param, "tile_m")))
     return "128";
+  /* sm_90a fp8: persistent blocks storing C by bulk tensor stores (bf16),
+     registers handed to the consumers and, with block scales, the next
+     k-tile's wgmma overlapping the promotion: the fastest structure measured
+     (docs/PERF.md "gemm fp8"); parameters earlier in the table (tile_m,
+     out, maxnreg) are already the kernel's here */
+  if (gemm_fp8(k) && gemm_is_wgmma(k)) {
+    const int tm128 = op_int(k, "tile_m") == 128;
+    if (!strcmp(param, "persistent")) return "true";
+    if (!strcmp(param, "epilogue")) return !strcmp(op_val(k, "out"), "bf16") ? "tma" : NULL;
+    if (!strcmp(param, "maxnreg")) return tm128 ? "true" : NULL;
+    if (!strcmp(param, "promote"))
+      return gemm_scale_is(k, "block") && tm128 && op_int(k, "maxnreg") ? "overlap" : NULL;
+  }
   if (gemm_is_wgmma(k)) return !strcmp(param, "tile_n") ? "256" : NULL;
   if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950")) return NULL;
   return !strcmp(param, "tile_m") || !strcmp(param, "tile_n") ? "256" : NULL;

@@ -14,6 +14,8 @@
  * Primitives (one line each):
  *   HK_KERNEL(threads)        extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM) (the skeleton writes `void name(...)`)
  *   HK_BLOCKS_PER_SM          blocks per SM HK_KERNEL compiles for (default 0: no limit; a skeleton may redefine it)
+ *   HK_KERNEL_CLUSTER         attributes HK_KERNEL appends: empty, or a skeleton's HK_CLUSTER_DIMS(n) (#undef, #define)
+ *   HK_CLUSTER_DIMS(n)        blocks launched in clusters of n along x (__cluster_dims__; the grid a multiple of n)
  *   HK_DEVICE                 qualifiers of a device helper (static, forced inline)
  *   HK_WAVE_SIZE              lanes per wave (warp): 32
  *   hk_thread_id()            thread id in the (1-D) block
@@ -24,6 +26,8 @@
  *   hk_barrier()              block barrier (__syncthreads)
  *   hk_barrier_part(id, n)    barrier `id' (1..15) of the first n threads to arrive (n a multiple of 32):
  *                             a barrier among some warps while others run on (bar.sync id, n)
+ *   hk_barrier_arrive(id, n)  arrive at barrier `id' without waiting (bar.arrive): with warps that
+ *                             hk_barrier_part(id, n) there, an order between warp groups
  *   hk_regs_grow<N>(), hk_regs_shrink<N>()  this warpgroup's registers per thread become N (24..256,
  *                             a multiple of 8; setmaxnreg, every thread of the warpgroup): warp-specialised
  *                             blocks hand registers from a copying warpgroup to the computing ones
@@ -86,7 +90,7 @@
  *   hk_wgmma_64xNx32_e4m3, hk_wgmma_64xNx32_e5m2 (N = 64, 128, 256)  the same for fp8 codes (OCP E4M3 / E5M2,
  *                             A and B of one format, both K-major: 128-byte rows of 128 codes; see below)
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
- *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tmap_prefetch
+ *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tma_store_2d, hk_tmap_prefetch
  *                                    mbarriers and bulk tensor copies (TMA; see below)
  *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128/256
  *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
@@ -125,7 +129,9 @@
  * registers to 64K / (threads x this)); a skeleton may #undef and redefine it before its
  * kernel.  0 = no limit beyond the block size (the same code as no second bound). */
 #define HK_BLOCKS_PER_SM 0
-#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM)
+#define HK_KERNEL(threads) extern "C" __global__ __launch_bounds__(threads, HK_BLOCKS_PER_SM) HK_KERNEL_CLUSTER
+#define HK_KERNEL_CLUSTER
+#define HK_CLUSTER_DIMS(n) __cluster_dims__(n, 1, 1)
 #define HK_WAVE_SIZE 32
 
 /* ---- types --------------------------------------------------------------- */
@@ -170,6 +176,7 @@ HK_DEVICE int hk_wave_id(void)
 /* ---- synchronisation and scheduling --------------------------------------- */
 HK_DEVICE void hk_barrier(void) { __syncthreads(); }
 HK_DEVICE void hk_barrier_part(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+HK_DEVICE void hk_barrier_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 template <int N> HK_DEVICE void hk_regs_grow(void)
 {
     static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes 24..256 in steps of 8");
@@ -501,7 +508,19 @@ HK_WGMMA_SS_F8(256, e5m2, 12, 8, 128, 129, 130)
  *                                      matrix the box reads zeros
  *   hk_tma_load_3d(l, off, map, x, y, z, bar_off), hk_tma_load_4d(l, off, map, x, y, z, w, bar_off)
  *                                      the same for maps of rank 3 and 4 (coordinates innermost first)
+ *   hk_tma_store_2d(map, l, off, x, y) shared memory at off to the box of `map' at element (x, y), one
+ *                                      thread, a bulk group (hk_bulk_commit / hk_bulk_wait_read); the
+ *                                      writers of off need hk_fence_proxy_async() and a barrier first;
+ *                                      past the matrix nothing is written
  *   hk_tmap_prefetch(map)              fetch the tensor map into the cache ahead of the first copy
+ * Clusters (HK_CLUSTER_DIMS): blocks of one cluster reach each other's shared memory.
+ *   hk_cluster_rank()                  this block's rank in its cluster
+ *   hk_cluster_sync()                  barrier of every thread of the cluster (release / acquire at cluster
+ *                                      scope): after mbarrier init, before any block reaches another's, and
+ *                                      before exit, so that no block leaves while others may still reach it
+ *   hk_mbar_arrive_remote(l, off, cta) one arrival on the mbarrier at off in block `cta' of the cluster
+ *   hk_tma_load_2d_multicast(l, off, map, x, y, bar_off, mask)  hk_tma_load_2d into the same offsets
+ *                                      (data and mbarrier) of every block of the cluster in `mask' (bit = rank)
  */
 struct __align__(64) hk_tmap {
     unsigned long long opaque[16];
@@ -551,6 +570,38 @@ HK_DEVICE void hk_tma_load_4d(hk_lds_t l, int off, const hk_tmap *map, int x, in
     asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
                  ::"r"(l.addr + (unsigned)off), "l"((unsigned long long)map), "r"(x), "r"(y), "r"(z), "r"(w),
                  "r"(l.addr + (unsigned)bar_off)
+                 : "memory");
+}
+HK_DEVICE void hk_tma_store_2d(const hk_tmap *map, hk_lds_t l, int off, int x, int y)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];\n"
+                 ::"l"((unsigned long long)map), "r"(l.addr + (unsigned)off), "r"(x), "r"(y)
+                 : "memory");
+}
+HK_DEVICE int hk_cluster_rank(void)
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return (int)r;
+}
+HK_DEVICE void hk_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory"); /* not .aligned: warps may arrive diverged */
+}
+HK_DEVICE void hk_mbar_arrive_remote(hk_lds_t l, int off, int cta)
+{
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n"
+                 ::"r"(l.addr + (unsigned)off), "r"(cta)
+                 : "memory");
+}
+HK_DEVICE void hk_tma_load_2d_multicast(hk_lds_t l, int off, const hk_tmap *map, int x, int y, int bar_off,
+                                        unsigned short mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 ::"r"(l.addr + (unsigned)off), "l"((unsigned long long)map), "r"(x), "r"(y),
+                 "r"(l.addr + (unsigned)bar_off), "h"(mask)
                  : "memory");
 }
 HK_DEVICE void hk_tmap_prefetch(const hk_tmap *map)

@@ -5,7 +5,7 @@
 # Extra catalogue folders given as arguments (built earlier from other
 # commits, named for them) are copied in beside it and benchmarked in the
 # same run. On the GPU machine, from the bundle's folder:
-#   OUT=<dir> timeout 60 bash run.sh
+#   OUT=<dir> timeout 120 bash run.sh     (LIMIT: 120 seconds)
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -30,15 +30,20 @@ export PYTHONPATH=. HKRT_LIB=./libhkrt.so PYTHONUNBUFFERED=1
 OUT=${OUT:-.}
 mkdir -p "$OUT"
 nvidia-smi -L
+q() { nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active --format=csv,noheader; }
+echo "before: $(q)"
 cat=$(ls -d cat_* | head -1)
 if [ -z "EXTRA" ]; then
   # numerics, then the benchmarks, in one process
   timeout ${FP8_TIMEOUT:-42} python3 fp8_bench.py "$cat" 2>&1 | tail -60
 else
-  # numerics first, on their own (a hung kernel costs only this part), then the benchmarks
-  timeout 22 python3 fp8_bench.py "$cat" --no-bench 2>&1 | tail -25
-  timeout 32 python3 fp8_bench.py "$cat"EXTRA --no-numerics 2>&1 | tail -45
+  # numerics first, on their own (a hung kernel costs only this part), then the
+  # benchmarks (kernels whose numerics failed left out; 5 passes)
+  timeout 30 python3 fp8_bench.py "$cat" --no-bench 2>&1 | tail -40
+  FP8_ROUNDS=5 timeout 80 python3 fp8_bench.py "$cat" EXTRA --no-numerics 2>&1 | tail -100
 fi
+echo "after: $(q)"
 EOR
 sed -i "s|EXTRA|${extra# }|" "$b/run.sh"
+echo 120 >"$b/LIMIT"
 du -sh "$b"

@@ -35,7 +35,7 @@ run_hk "$T/out" build -q --target sm_90a "$TESTS_DIR/device/h200_fp8.yaml" -o "$
 expect_rc 0 "hkgen build --target sm_90a tests/device/h200_fp8.yaml"
 m=$T/sm90/manifest.json
 n=$(jsonq -c "$m" 'kernels.*')
-[ "$n" -eq 15 ] || fail "$n sm_90a fp8 kernels, expected 15"
+[ "$n" -eq 31 ] || fail "$n sm_90a fp8 kernels, expected 31"
 [ "$(jsonq -c "$m" 'kernels[resources.vgpr_spill=0][resources.sgpr_spill=0]')" -eq "$n" ] || fail "an sm_90a fp8 kernel spills"
 [ "$(jsonq -c "$m" 'kernels.*.kernarg.args[name=A][type=const hk_fp8 *]')" -eq "$n" ] || fail "A is not an fp8 pointer"
 [ "$(jsonq -c "$m" 'kernels.*.kernarg.args[name=tmap_b]')" -eq "$n" ] || fail "a kernel lacks tmap_b"
