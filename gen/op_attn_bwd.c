@@ -185,10 +185,12 @@ static void attn_bwd_grid(const op_inst *k, op_plan *p) {
    warpgroups of 64 keys and a producer warpgroup (384 threads), steps of 64
    queries (q_step) through a ring of `stages' Q, dO and O tiles. Shared
    memory: K and V (2 x 128 x d), the ring (stages x 3 x 64 x d), dS^T (128 x
-   64, two), the row terms (2 x 64 floats per consumer warpgroup), a 64 x 64 fp32 dQ tile
-   per consumer warpgroup, bar_bytes of mbarriers and 1024 bytes
-   for the skeleton's alignment: 226 KiB at d128, 146 KiB at d64 (one block
-   per multiprocessor either way: the registers). k_step and q_block are the
+   64, two), the row terms (2 x 64 floats per consumer warpgroup), dq_bufs
+   dQ buffers (a step's two 64 x 64 fp32 shares, 32 KiB: d128 one, which its
+   writer frees once the bulk reduce has read it; d64 two, by step parity,
+   where the room is), bar_bytes of mbarriers and 1024 bytes for the
+   skeleton's alignment: 226 KiB at d128, 178 KiB at d64 (one block per
+   multiprocessor either way: the registers). k_step and q_block are the
    estimate's names for the same sizes. */
 static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim");
@@ -198,9 +200,10 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "q_block", 64);
   op_plan_tune(p, "stages", 2);
   op_plan_tune(p, "bar_bytes", 256);
+  op_plan_tune(p, "dq_bufs", d == 64 ? 2 : 1);
   p->block = 384;
-  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 2 * 128 * 64 * 2 + 2 * 2 * 64 * 4 + 2 * 64 * 64 * 4 +
-                         op_tune(p, "bar_bytes") + 1024);
+  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 2 * 128 * 64 * 2 + 2 * 2 * 64 * 4 +
+                         op_tune(p, "dq_bufs") * 2 * 64 * 64 * 4 + op_tune(p, "bar_bytes") + 1024);
 }
 
 /* The dQ scratch of the Hopper kernel (attn_bwd.sm90.hip.m4): per 64-query

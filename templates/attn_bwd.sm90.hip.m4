@@ -110,8 +110,10 @@ static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
 static constexpr int DS_BYTES = 2 * DS_TILE;               // one per step parity
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
 static constexpr int ROW_BYTES = 2 * 2 * BLOCK_M * 4;
-static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // a 64 x 64 fp32 dQ share per warpgroup
-static constexpr int DQ_BYTES = 2 * 64 * 64 * 4;
+static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // dQ buffers: a 64 x 64 fp32 share per warpgroup
+static constexpr int DQ_BUF = 2 * 64 * 64 * 4;             // one step's shares, the workspace tile's image
+static constexpr int DQ_BUFS = ]hkm_tune([dq_bufs])[;      // 1: the step's writer frees it once read; 2: by step parity
+static constexpr int DQ_BYTES = DQ_BUFS * DQ_BUF;
 static constexpr int BAR_OFF = DQ_OFF + DQ_BYTES;
 ]hkm_attn_limits()[
 
@@ -120,7 +122,8 @@ static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
 static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
-static_assert((3 * STAGES + 8) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per warpgroup for dQ");
+static_assert((3 * STAGES + 7) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer");
+static_assert(DQ_BUFS == 1 || DQ_BUFS == 2, "one or two dQ buffers");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
 static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= ATTN_THREADS * LAUNCH_REGS,
@@ -141,17 +144,19 @@ HK_DEVICE void bwd_sync(void) { hk_barrier_part(1, CONS_THREADS); }
 
 // mbarriers: per stage q_full (the copying thread's arrival and the tile
 // bytes), q_empty (one arrival per consumer warp) and rows_full (the row
-// warp's 32 lanes); kv_full for K and V; per consumer warpgroup dq_full (its
-// 128 threads wrote a dQ share), dq_empty (its writer is done with the tile)
-// and dq_load (the finished sum landed back in shared memory); half0_done.
+// warp's 32 lanes); kv_full for K and V; per dQ writer k (the steps of
+// parity k) dq_full (the 256 consumer threads wrote the step's shares),
+// dq_empty (the writer is done with the buffer) and dq_load (the finished
+// sum landed back in shared memory).
 HK_DEVICE int q_full(int s) { return BAR_OFF + 8 * s; }
 HK_DEVICE int q_empty(int s) { return BAR_OFF + 8 * (STAGES + s); }
 HK_DEVICE int rows_full(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
 HK_DEVICE int kv_full() { return BAR_OFF + 8 * (3 * STAGES); }
-HK_DEVICE int dq_full(int wg) { return BAR_OFF + 8 * (3 * STAGES + 1 + wg); }
-HK_DEVICE int dq_empty(int wg) { return BAR_OFF + 8 * (3 * STAGES + 3 + wg); }
-HK_DEVICE int dq_load(int wg) { return BAR_OFF + 8 * (3 * STAGES + 5 + wg); }
-HK_DEVICE int half0_done() { return BAR_OFF + 8 * (3 * STAGES + 7); }   // d64: writer 0 added its final half
+HK_DEVICE int dq_full(int k) { return BAR_OFF + 8 * (3 * STAGES + 1 + k); }
+HK_DEVICE int dq_empty(int k) { return BAR_OFF + 8 * (3 * STAGES + 3 + k); }
+HK_DEVICE int dq_load(int k) { return BAR_OFF + 8 * (3 * STAGES + 5 + k); }
+// The dQ buffer of step s (byte offset).
+HK_DEVICE int dq_buf(int s) { return DQ_OFF + (DQ_BUFS == 2 ? (s & 1) * DQ_BUF : 0); }
 // Float offset of dQ element (row, col) in a 64 x 64 tile (col 0 .. 63 of the
 // warpgroup's columns): 16-byte chunks XOR row % 8.
 HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (row & 7))) << 2) + (col & 3); }
@@ -393,114 +398,99 @@ HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS
         }
 }
 
-// The dQ writer of consumer warpgroup wg (a warp; lane 0 but for the final
-// conversion): per step, wait until the consumers wrote the share (dq_full)
-// and its turn came (every earlier key block's shares are in), add it to its
-// half of the workspace tile with one bulk fp32 reduce (the first share: a
-// bulk copy) and complete the writes.  At the step's last key block the
-// finished sum goes back into shared memory and all 32 lanes write it as
-// bf16 dQ: d128, each writer its columns (a single share: straight from its
-// tile); d64, writer 1 adds both halves (writer 0 only adds its own and
-// tells it, half0_done) and frees both tiles.  Then free the tile (dq_empty)
-// and count the share in; the last key block puts the counter back to 0
-// (d128: the second increment, from 2 j + 1; d64: writer 1, no increments).
-HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int wg)
+// dQ writer k (a warp; lane 0 but for the final conversion) takes the
+// steps of parity k, so that one step's wait for the sum to land overlaps
+// the next step's: wait until the consumers wrote both shares (dq_full) and
+// its turn came (the counter says that every earlier key block's shares
+// are in), add the step's buffer (both halves: 32 KiB) to the workspace
+// tile with one bulk fp32 reduce (the first key block: a bulk copy), free
+// the buffer once read (dq_empty: the consumers go on), complete the
+// writes and count the block in (a release add).  At the step's last key
+// block the finished sum goes back into the buffer, all 32 lanes write it
+// as bf16 dQ (d64: the two halves added, in a fixed order), then the
+// buffer is freed and the counter put back to 0; a tile with a single key
+// block goes from the buffer to dQ without the workspace.
+HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int k)
 {
-    const int lane = hk_lane_id(), tile_off = DQ_OFF + wg * 16384;
-    int nfin = 0;
-    for (int s = 0; s < w.steps; ++s) {
+    const int lane = hk_lane_id();
+    int n = 0, nfin = 0;                                // this writer's steps, and conversions
+    for (int s = k; s < w.steps; s += 2, ++n) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
-        const bool final = w.j == bwd_last_block(g, qi), first = w.j == 0;
-        const bool convert = final && (DQ_SPLIT || wg == 1);
-        const bool single = DQ_SPLIT && first && final;  // d128, one share: no workspace
+        const bool final = w.j == bwd_last_block(g, qi), first = w.j == 0, single = first && final;
         const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
+        const int buf = dq_buf(s);
         unsigned *cnt = (unsigned *)a.counters + tile;
         float *ws = a.workspace + tile * (BLOCK_M * 128);
-        hk_mbar_wait(lds, dq_full(wg), s & 1);
+        hk_mbar_wait(lds, dq_full(k), n & 1);
         // lane 0 alone waits for its turn and issues the copies; the other
         // lanes wait at hk_syncwarp, not on an mbarrier (lanes spinning on
         // mbarrier waits while lane 0 was away hung the H200 runs)
         if (lane == 0) {
             if (w.j > 0)
-                while (hk_load_acquire_gpu(cnt) < 2u * (unsigned)w.j)
+                while (hk_load_acquire_gpu(cnt) < (unsigned)w.j)
                     hk_sleep_ns(32);
             hk_fence_proxy_async_global();
             if (!single) {
                 if (first)
-                    hk_bulk_store(ws + wg * 4096, lds, tile_off, 16384);
+                    hk_bulk_store(ws, lds, buf, DQ_BUF);
                 else
-                    hk_bulk_reduce_add_f32(ws + wg * 4096, lds, tile_off, 16384);
+                    hk_bulk_reduce_add_f32(ws, lds, buf, DQ_BUF);
                 hk_bulk_commit();
+                if (!final) {                           // read: the consumers may refill the buffer
+                    hk_bulk_wait_read<0>();
+                    hk_mbar_arrive(lds, dq_empty(k));
+                }
                 hk_bulk_wait<0>();
                 hk_fence_proxy_async_global();
-            }
-            if (!DQ_SPLIT && final && wg == 0)
-                hk_mbar_arrive(lds, half0_done());
-            if (convert && !single) {                   // the sum is complete: back into shared memory
-                if (!DQ_SPLIT)
-                    hk_mbar_wait(lds, half0_done(), nfin & 1);
-                hk_mbar_arrive_expect_tx(lds, dq_load(wg), DQ_SPLIT ? 16384 : 32768);
-                if (DQ_SPLIT) {
-                    hk_bulk_load(lds, tile_off, ws + wg * 4096, 16384, dq_load(wg));
-                } else {
-                    hk_bulk_load(lds, DQ_OFF, ws, 16384, dq_load(wg));
-                    hk_bulk_load(lds, DQ_OFF + 16384, ws + 4096, 16384, dq_load(wg));
+                if (!final) {
+                    hk_red_add_release_gpu(cnt, 1);
+                } else {                                // the sum is complete: back into the buffer
+                    hk_mbar_arrive_expect_tx(lds, dq_load(k), DQ_BUF);
+                    hk_bulk_load(lds, buf, ws, DQ_BUF, dq_load(k));
+                    hk_mbar_wait(lds, dq_load(k), nfin & 1);
                 }
-                hk_mbar_wait(lds, dq_load(wg), nfin & 1);
             }
         }
         hk_syncwarp();
-        if (convert) {
+        if (final) {
             if (!single)                                // complete already: every lane sees the load
-                hk_mbar_wait(lds, dq_load(wg), nfin & 1);
+                hk_mbar_wait(lds, dq_load(k), nfin & 1);
             ++nfin;
-            // bf16 dQ: lane l takes 8-column groups l, l + 32, ... (d64: the
-            // two halves' sum)
-            const int col0 = DQ_SPLIT ? wg * DQ_N : 0, src = DQ_SPLIT ? tile_off : DQ_OFF;
-            for (int e = lane; e < BLOCK_M * (DQ_N / 8); e += 32) {
-                const int row = e / (DQ_N / 8), c8 = e % (DQ_N / 8), q = qi * BLOCK_M + row;
-                hk_u32x4 x = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8));
-                hk_u32x4 y = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8 + 4));
+            // bf16 dQ: lane l takes 8-column groups l, l + 32, ... (d128:
+            // group c8 in half c8 / 8; d64: the two halves' sum)
+            for (int e = lane; e < BLOCK_M * CHUNKS; e += 32) {
+                const int row = e / CHUNKS, c8 = e % CHUNKS, q = qi * BLOCK_M + row;
+                const int src = buf + (DQ_SPLIT ? (c8 >> 3) * 16384 : 0), c = 8 * (c8 & 7);
+                hk_u32x4 x = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, c));
+                hk_u32x4 y = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, c + 4));
                 if (!DQ_SPLIT) {
-                    const hk_u32x4 x1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8));
-                    const hk_u32x4 y1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8 + 4));
+                    const hk_u32x4 x1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, c));
+                    const hk_u32x4 y1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, c + 4));
 #pragma unroll
-                    for (int k = 0; k < 4; ++k) {
-                        x[k] = hk_f32_as_u32(hk_u32_as_f32(x[k]) + hk_u32_as_f32(x1[k]));
-                        y[k] = hk_f32_as_u32(hk_u32_as_f32(y[k]) + hk_u32_as_f32(y1[k]));
+                    for (int i = 0; i < 4; ++i) {
+                        x[i] = hk_f32_as_u32(hk_u32_as_f32(x[i]) + hk_u32_as_f32(x1[i]));
+                        y[i] = hk_f32_as_u32(hk_u32_as_f32(y[i]) + hk_u32_as_f32(y1[i]));
                     }
                 }
                 hk_u32x4 o;
 #pragma unroll
-                for (int k = 0; k < 2; ++k) {
-                    o[k] = hk_f32x2_to_bf16x2(hk_u32_as_f32(x[2 * k]) * a.scale, hk_u32_as_f32(x[2 * k + 1]) * a.scale);
-                    o[k + 2] = hk_f32x2_to_bf16x2(hk_u32_as_f32(y[2 * k]) * a.scale, hk_u32_as_f32(y[2 * k + 1]) * a.scale);
+                for (int i = 0; i < 2; ++i) {
+                    o[i] = hk_f32x2_to_bf16x2(hk_u32_as_f32(x[2 * i]) * a.scale, hk_u32_as_f32(x[2 * i + 1]) * a.scale);
+                    o[i + 2] = hk_f32x2_to_bf16x2(hk_u32_as_f32(y[2 * i]) * a.scale, hk_u32_as_f32(y[2 * i + 1]) * a.scale);
                 }
                 if (q < g.Sq)
                     hk_global_store_b128(a.dQ + (long)w.b * a.q_stride_b + (long)hq * a.q_stride_h +
-                                             (long)q * a.q_stride_s + col0 + 8 * c8, o);
+                                             (long)q * a.q_stride_s + 8 * c8, o);
+            }
+            hk_syncwarp();                              // every lane is done with the buffer
+            if (lane == 0) {
+                hk_mbar_arrive(lds, dq_empty(k));
+                if (!single)
+                    hk_store_relaxed_gpu(cnt, 0);
             }
             hk_syncwarp();
         }
-        if (lane == 0) {
-            if (DQ_SPLIT) {
-                hk_mbar_arrive(lds, dq_empty(wg));
-                hk_fence_gpu();
-                const unsigned old = hk_atomic_add_release_gpu(cnt, 1);
-                if (final && old == 2 * (unsigned)w.j + 1)
-                    hk_store_relaxed_gpu(cnt, 0);
-            } else if (!final) {
-                hk_mbar_arrive(lds, dq_empty(wg));
-                hk_fence_gpu();
-                hk_atomic_add_release_gpu(cnt, 1);
-            } else if (wg == 1) {                       // both tiles are free, the counter done
-                hk_mbar_arrive(lds, dq_empty(0));
-                hk_mbar_arrive(lds, dq_empty(1));
-                hk_store_relaxed_gpu(cnt, 0);
-            }
-        }
-        hk_syncwarp();
     }
 }
 
@@ -557,7 +547,6 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_wgmma_desc(lds, K_OFF + (DQ_SPLIT ? wg * KV_SLAB : key0 * 128), KV_SLAB, 1024, 1);
     if (w.steps > 0)
         hk_mbar_wait(lds, kv_full(), 0);
-    int nf = 0;                                         // dQ shares handed to the writer
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
@@ -599,9 +588,11 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
             hk_mbar_arrive(lds, q_empty(st));          // this warp is done with the stage
         hk_wgmma_rs_fence_acc64(dq);
         {
-            if (nf > 0)
-                hk_mbar_wait(lds, dq_empty(wg), (nf - 1) & 1);
-            const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2);
+            // the buffer's last user: step s - DQ_BUFS, writer (s - DQ_BUFS) & 1
+            const int prev = s - DQ_BUFS;
+            if (prev >= 0)
+                hk_mbar_wait(lds, dq_empty(prev & 1), (prev >> 1) & 1);
+            const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2), tile = dq_buf(s) + wg * 16384;
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -609,11 +600,10 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
                     hk_u32x2 v;
                     v[0] = hk_f32_as_u32(dq[4 * i + 2 * h]);
                     v[1] = hk_f32_as_u32(dq[4 * i + 2 * h + 1]);
-                    hk_lds_store_b64(lds, DQ_OFF + wg * 16384 + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
+                    hk_lds_store_b64(lds, tile + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
                 }
             hk_fence_proxy_async();
-            hk_mbar_arrive(lds, dq_full(wg));
-            ++nf;
+            hk_mbar_arrive(lds, dq_full(s & 1));
         }
     }
     if (w.steps == 0)
@@ -654,11 +644,10 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
         }
         hk_mbar_init(hk_lds, kv_full(), 1);
         for (int i = 0; i < 2; ++i) {
-            hk_mbar_init(hk_lds, dq_full(i), 128);
+            hk_mbar_init(hk_lds, dq_full(i), CONS_THREADS);
             hk_mbar_init(hk_lds, dq_empty(i), 1);
             hk_mbar_init(hk_lds, dq_load(i), 1);
         }
-        hk_mbar_init(hk_lds, half0_done(), 1);
         hk_mbar_init_fence();
     }
     hk_barrier();

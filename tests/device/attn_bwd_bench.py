@@ -30,7 +30,7 @@ A catalogue named *_timing gets no numerics: the bench checks that its
 outputs have the first catalogue's bits (a variant that only reorders work).
 --one: one small case per kernel only (for compute-sanitizer); --subset: four
 numerics shapes per kernel; --variant: no baselines in the bench; --hk: the
-HipKittens shapes too.
+HipKittens shapes too; --only=TEXT: the bench shapes whose label has TEXT.
 Logs to $OUT/bwd.log. Exit status 1 on any numerics failure.
 """
 import ctypes
@@ -48,7 +48,8 @@ import hkrt
 
 TARGET = "sm_90a"
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
-flags = {a for a in sys.argv[1:] if a.startswith("--")}
+flags = {a for a in sys.argv[1:] if a.startswith("--") and "=" not in a}
+ONLY = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")]
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "bwd_one.log" if "--one" in flags else "bwd.log"), "a")
@@ -319,6 +320,8 @@ def bench():
             for k in kernels(main, "attn_fwd")}
     log("== bench: TFLOP/s (2.5 x forward FLOPs), median ms, peak MiB of one backward")
     for S, D, Hq, Hk, causal, label, B in BENCH + (HK_BENCH if "--hk" in flags else []):
+        if ONLY and not any(o in label for o in ONLY):
+            continue
         if time.time() - T0 > BUDGET * 0.9:
             log("bench stopped: time budget")
             return
@@ -400,7 +403,8 @@ def bench():
         cud = [r[1] for r in row if r[0] == "CUDNN"]
         log("%-26s B=%d " % (label, B) + " | ".join(
             "%s %.1f TF/s %.3f ms %.0f MiB%s" % r for r in row) +
-            ("  (hkgen/cuDNN %.2f)" % (row[0][1] / cud[0]) if cud and row and row[0][0].startswith("hkgen") else ""))
+            ("  (/cuDNN: %s)" % " ".join("%s %.3f" % (r[0], r[1] / cud[0]) for r in row if r[0].startswith("hkgen"))
+             if cud else ""))
         del qb, kb, vb, dob
         torch.cuda.empty_cache()
 
