@@ -80,6 +80,8 @@ static constexpr int CONS_THREADS = 256;
 static constexpr int CONS_REGS = 224, PROD_REGS = 56;
 static constexpr int D = ]hkm_param([head_dim])[;
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
+// false: dQ's shares added in any order, the last block to count in converts
+static constexpr bool DETERMINISTIC = ]hkm_if_true([deterministic], [true], [false])[;
 static constexpr int BLOCK_N = ]hkm_tune([kv_block])[;     // keys per block
 static constexpr int BLOCK_M = ]hkm_tune([q_step])[;       // queries per step
 static constexpr int WG_N = 64;                            // keys per consumer warpgroup
@@ -122,7 +124,7 @@ static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
 static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
-static_assert((3 * STAGES + 7) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer");
+static_assert((3 * STAGES + 8) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer, two flags");
 static_assert(DQ_BUFS == 1 || DQ_BUFS == 2, "one or two dQ buffers");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
@@ -155,6 +157,7 @@ HK_DEVICE int kv_full() { return BAR_OFF + 8 * (3 * STAGES); }
 HK_DEVICE int dq_full(int k) { return BAR_OFF + 8 * (3 * STAGES + 1 + k); }
 HK_DEVICE int dq_empty(int k) { return BAR_OFF + 8 * (3 * STAGES + 3 + k); }
 HK_DEVICE int dq_load(int k) { return BAR_OFF + 8 * (3 * STAGES + 5 + k); }
+HK_DEVICE int dq_last(int k) { return BAR_OFF + 8 * (3 * STAGES + 7) + 4 * k; }  // not deterministic: lane 0's verdict
 // The dQ buffer of step s (byte offset).
 HK_DEVICE int dq_buf(int s) { return DQ_OFF + (DQ_BUFS == 2 ? (s & 1) * DQ_BUF : 0); }
 // Float offset of dQ element (row, col) in a 64 x 64 tile (col 0 .. 63 of the
@@ -409,7 +412,10 @@ HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS
 // block the finished sum goes back into the buffer, all 32 lanes write it
 // as bf16 dQ (d64: the two halves added, in a fixed order), then the
 // buffer is freed and the counter put back to 0; a tile with a single key
-// block goes from the buffer to dQ without the workspace.
+// block goes from the buffer to dQ without the workspace.  Not
+// DETERMINISTIC: no turns, every share a reduce into the zeroed workspace,
+// the buffer freed once the count is in (an acquire-release add), and the
+// block that counts in last converts, then zeroes the workspace tile.
 HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int k)
 {
     const int lane = hk_lane_id();
@@ -417,7 +423,9 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
     for (int s = k; s < w.steps; s += 2, ++n) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
-        const bool final = w.j == bwd_last_block(g, qi), first = w.j == 0, single = first && final;
+        const int last = bwd_last_block(g, qi);
+        bool final = w.j == last;
+        const bool first = w.j == 0, single = last == 0;   // single: one key block, no workspace
         const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
         const int buf = dq_buf(s);
         unsigned *cnt = (unsigned *)a.counters + tile;
@@ -426,7 +434,27 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
         // lane 0 alone waits for its turn and issues the copies; the other
         // lanes wait at hk_syncwarp, not on an mbarrier (lanes spinning on
         // mbarrier waits while lane 0 was away hung the H200 runs)
-        if (lane == 0) {
+        if (!DETERMINISTIC && lane == 0 && !single) {
+            hk_bulk_reduce_add_f32(ws, lds, buf, DQ_BUF);
+            hk_bulk_commit();
+            hk_bulk_wait<0>();
+            hk_fence_proxy_async_global();
+            const bool is_last = hk_atomic_add_acq_rel_gpu(cnt, 1) == (unsigned)last;
+            if (!is_last) {
+                hk_mbar_arrive(lds, dq_empty(k));
+            } else {                                    // every block's share is in
+                hk_fence_proxy_async_global();
+                hk_mbar_arrive_expect_tx(lds, dq_load(k), DQ_BUF);
+                hk_bulk_load(lds, buf, ws, DQ_BUF, dq_load(k));
+                hk_mbar_wait(lds, dq_load(k), nfin & 1);
+            }
+            hk_lds_store_b32(lds, dq_last(k), is_last ? 1u : 0u);
+        }
+        if (!DETERMINISTIC) {
+            hk_syncwarp();
+            final = single || hk_lds_load_b32(lds, dq_last(k)) != 0;
+        }
+        if (DETERMINISTIC && lane == 0) {
             if (w.j > 0)
                 while (hk_load_acquire_gpu(cnt) < (unsigned)w.j)
                     hk_sleep_ns(32);
@@ -484,6 +512,17 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
                                              (long)q * a.q_stride_s + 8 * c8, o);
             }
             hk_syncwarp();                              // every lane is done with the buffer
+            if (!DETERMINISTIC && !single) {            // the workspace tile back to zero
+                for (int e = lane; e < DQ_BUF / 16; e += 32)
+                    hk_lds_store_b128(lds, buf + 16 * e, hk_u32x4{0u, 0u, 0u, 0u});
+                hk_fence_proxy_async();
+                hk_syncwarp();
+                if (lane == 0) {
+                    hk_bulk_store(ws, lds, buf, DQ_BUF);
+                    hk_bulk_commit();
+                    hk_bulk_wait_read<0>();
+                }
+            }
             if (lane == 0) {
                 hk_mbar_arrive(lds, dq_empty(k));
                 if (!single)
@@ -492,6 +531,8 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
             hk_syncwarp();
         }
     }
+    if (!DETERMINISTIC && lane == 0)
+        hk_bulk_wait<0>();                              // the zeroing stores complete
 }
 
 // dK (scaled) or dV of the warpgroup's 64 keys to global: lane (g, t) holds
