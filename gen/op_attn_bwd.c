@@ -194,7 +194,7 @@ static void attn_bwd_grid(const op_inst *k, op_plan *p) {
    warpgroups of 64 keys and a producer warpgroup (384 threads), steps of 64
    queries (q_step) through a ring of `stages' Q, dO and O tiles. Shared
    memory: K and V (2 x 128 x d), the ring (stages x 3 x 64 x d), dS^T (128 x
-   64, two), the row terms (2 x 64 floats per consumer warpgroup), dq_bufs
+   64, two), the row terms (2 x 64 floats per stage), dq_bufs
    dQ buffers (a step's two 64 x 64 fp32 shares, 32 KiB: d128 one, which its
    writer frees once the bulk reduce has read it; d64 two, by step parity,
    where the room is), bar_bytes of mbarriers and 1024 bytes for the
@@ -211,7 +211,7 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "bar_bytes", 256);
   op_plan_tune(p, "dq_bufs", d == 64 ? 2 : 1);
   p->block = 384;
-  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 2 * 128 * 64 * 2 + 2 * 2 * 64 * 4 +
+  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 2 * 128 * 64 * 2 + op_tune(p, "stages") * 2 * 64 * 4 +
                          op_tune(p, "dq_bufs") * 2 * 64 * 64 * 4 + op_tune(p, "bar_bytes") + 1024);
 }
 
