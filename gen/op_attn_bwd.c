@@ -210,8 +210,12 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "stages", 2);
   op_plan_tune(p, "bar_bytes", 256);
   op_plan_tune(p, "dq_bufs", d == 64 ? 2 : 1);
+  op_plan_tune(p, "o_slot", 0);
+  op_plan_tune(p, "ds_bufs", 2);
   p->block = 384;
-  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * 3 * 64 * d * 2 + 2 * 128 * 64 * 2 + op_tune(p, "stages") * 2 * 64 * 4 +
+  long o_slot = op_tune(p, "o_slot");
+  p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * (3 - o_slot) * 64 * d * 2 + o_slot * 64 * d * 2 +
+                         op_tune(p, "ds_bufs") * 128 * 64 * 2 + op_tune(p, "stages") * 2 * 64 * 4 +
                          op_tune(p, "dq_bufs") * 2 * 64 * 64 * 4 + op_tune(p, "bar_bytes") + 1024);
 }
 

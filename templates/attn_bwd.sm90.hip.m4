@@ -106,10 +106,17 @@ static constexpr int Q_TILE = BLOCK_M * D * 2;
 static constexpr int KV_TILE = BLOCK_N * D * 2;
 static constexpr int K_OFF = 0, V_OFF = KV_TILE;
 static constexpr int ST_OFF = 2 * KV_TILE;                 // stage s: Q, dO, O
-static constexpr int STAGE_BYTES = 3 * Q_TILE;
-static constexpr int DS_OFF = ST_OFF + STAGES * STAGE_BYTES;  // dS^T [key][query]
+// O_SLOT: O in one slot of its own (freed by the row warp once D is summed),
+// not in every stage
+static constexpr bool O_SLOT = ]hkm_tune([o_slot])[;
+static constexpr int STAGE_BYTES = (O_SLOT ? 2 : 3) * Q_TILE;
+static constexpr int O_SLOT_OFF = ST_OFF + STAGES * STAGE_BYTES;
+static constexpr int DS_OFF = O_SLOT_OFF + (O_SLOT ? Q_TILE : 0);  // dS^T [key][query]
 static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
-static constexpr int DS_BYTES = 2 * DS_TILE;               // one per step parity
+// 2: one per step parity; 1: a consumer barrier before each step's store
+// (every warpgroup's dQ product of the step before is done)
+static constexpr int DS_BUFS = ]hkm_tune([ds_bufs])[;
+static constexpr int DS_BYTES = DS_BUFS * DS_TILE;
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
 static constexpr int ROW_BYTES = STAGES * 2 * BLOCK_M * 4;
 static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // dQ buffers: a 64 x 64 fp32 share per warpgroup
@@ -124,7 +131,8 @@ static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
 static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
-static_assert((3 * STAGES + 8) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer, two flags");
+static_assert((3 * STAGES + 10) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer, two flags, two for O");
+static_assert(DS_BUFS == 1 || DS_BUFS == 2, "one or two dS^T tiles");
 static_assert(DQ_BUFS == 1 || DQ_BUFS == 2, "one or two dQ buffers");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
@@ -158,6 +166,10 @@ HK_DEVICE int dq_full(int k) { return BAR_OFF + 8 * (3 * STAGES + 1 + k); }
 HK_DEVICE int dq_empty(int k) { return BAR_OFF + 8 * (3 * STAGES + 3 + k); }
 HK_DEVICE int dq_load(int k) { return BAR_OFF + 8 * (3 * STAGES + 5 + k); }
 HK_DEVICE int dq_last(int k) { return BAR_OFF + 8 * (3 * STAGES + 7) + 4 * k; }  // not deterministic: lane 0's verdict
+HK_DEVICE int o_full() { return BAR_OFF + 8 * (3 * STAGES + 8); }   // O_SLOT: O landed
+HK_DEVICE int o_empty() { return BAR_OFF + 8 * (3 * STAGES + 9); }  // O_SLOT: the row warp's 32 lanes read it
+// Byte offset of step s's O tile (stage st).
+HK_DEVICE int o_tile(int st) { return O_SLOT ? O_SLOT_OFF : ST_OFF + st * STAGE_BYTES + 2 * Q_TILE; }
 // The dQ buffer of step s (byte offset).
 HK_DEVICE int dq_buf(int s) { return DQ_OFF + (DQ_BUFS == 2 ? (s & 1) * DQ_BUF : 0); }
 // Float offset of dQ element (row, col) in a 64 x 64 tile (col 0 .. 63 of the
@@ -270,7 +282,14 @@ HK_DEVICE void bwd_produce(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         const int off = ST_OFF + st * STAGE_BYTES;
         bwd_tma_rows(lds, off, &a.tmap_q, qi * BLOCK_M, hq, w.b, q_full(st));
         bwd_tma_rows(lds, off + Q_TILE, &a.tmap_do, qi * BLOCK_M, hq, w.b, q_full(st));
-        bwd_tma_rows(lds, off + 2 * Q_TILE, &a.tmap_o, qi * BLOCK_M, hq, w.b, q_full(st));
+        if (!O_SLOT) {
+            bwd_tma_rows(lds, o_tile(st), &a.tmap_o, qi * BLOCK_M, hq, w.b, q_full(st));
+        } else {                                        // once the row warp read step s - 1's
+            if (s > 0)
+                hk_mbar_wait(lds, o_empty(), (s - 1) & 1);
+            hk_mbar_arrive_expect_tx(lds, o_full(), Q_TILE);
+            bwd_tma_rows(lds, O_SLOT_OFF, &a.tmap_o, qi * BLOCK_M, hq, w.b, o_full());
+        }
     }
 }
 
@@ -295,6 +314,9 @@ HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const
             lse[k] = q < g.Sq ? hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q) : -__builtin_huge_valf();
         }
         hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
+        if (O_SLOT)
+            hk_mbar_wait(lds, o_full(), s & 1);
+        float sums[2];
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int r = lane + 32 * k;
@@ -302,16 +324,23 @@ HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const
 #pragma unroll 2
             for (int c = 0; c < CHUNKS; ++c) {
                 const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
-                const hk_u32x4 y = hk_lds_load_b128(lds, off + 2 * Q_TILE + swz_q(r, c));
+                const hk_u32x4 y = hk_lds_load_b128(lds, o_tile(st) + swz_q(r, c));
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     sum += hk_u32_as_f32(x[e] << 16) * hk_u32_as_f32(y[e] << 16);
                     sum += hk_u32_as_f32(x[e] & 0xffff0000u) * hk_u32_as_f32(y[e] & 0xffff0000u);
                 }
             }
+            sums[k] = sum;
+        }
+        if (O_SLOT)
+            hk_mbar_arrive(lds, o_empty());             // this lane is done with O
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int r = lane + 32 * k;
             const float l2 = lse[k] == -__builtin_huge_valf() ? __builtin_huge_valf() : lse[k] * LOG2E;
             hk_lds_store_b32(lds, ROW_OFF + st * 512 + r * 4, hk_f32_as_u32(l2));
-            hk_lds_store_b32(lds, ROW_OFF + st * 512 + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sum));
+            hk_lds_store_b32(lds, ROW_OFF + st * 512 + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sums[k]));
         }
         hk_mbar_arrive(lds, rows_full(st));
     }
@@ -615,12 +644,14 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto + Q_TILE), p, dv);   // dV += P^T dO
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto), ds, dk);            // dK += dS^T Q
         hk_wgmma_commit();
-        bwd_store_ds(lds, key0, ds, s & 1);
+        if (DS_BUFS == 1 && s > 0)
+            hk_barrier_part(4, CONS_THREADS);           // every dQ product of step s - 1 is done
+        bwd_store_ds(lds, key0, ds, DS_BUFS == 2 ? s & 1 : 0);
         hk_fence_proxy_async();
         bwd_sync();                                     // dS^T of both warpgroups written
         s_acc_t dq;
         hk_wgmma_fence();
-        bwd_issue_dq(hk_wgmma_desc_add(dsd, (s & 1) * DS_TILE), kmn, dq);
+        bwd_issue_dq(hk_wgmma_desc_add(dsd, (DS_BUFS == 2 ? s & 1 : 0) * DS_TILE), kmn, dq);
         hk_wgmma_commit();
         hk_wgmma_wait<0>();
         bwd_fence(dk);
@@ -684,6 +715,8 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
             hk_mbar_init(hk_lds, rows_full(s), 32);
         }
         hk_mbar_init(hk_lds, kv_full(), 1);
+        hk_mbar_init(hk_lds, o_full(), 1);
+        hk_mbar_init(hk_lds, o_empty(), 32);
         for (int i = 0; i < 2; ++i) {
             hk_mbar_init(hk_lds, dq_full(i), CONS_THREADS);
             hk_mbar_init(hk_lds, dq_empty(i), 1);

@@ -30,7 +30,7 @@ A catalogue named *_timing gets no numerics: the bench checks that its
 outputs have the first catalogue's bits (a variant that only reorders work).
 --one: one small case per kernel only (for compute-sanitizer); --subset: four
 numerics shapes per kernel; --variant: no baselines in the bench; --hk: the
-HipKittens shapes too; --only=TEXT: the bench shapes whose label has TEXT.
+HipKittens shapes too; --only=A+B...: the bench shapes whose label (spaces as _) has A or B...
 Logs to $OUT/bwd.log. Exit status 1 on any numerics failure.
 """
 import ctypes
@@ -49,7 +49,7 @@ import hkrt
 TARGET = "sm_90a"
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 flags = {a for a in sys.argv[1:] if a.startswith("--") and "=" not in a}
-ONLY = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--only=")]
+ONLY = [o for a in sys.argv[1:] if a.startswith("--only=") for o in a.split("=", 1)[1].split("+")]
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "bwd_one.log" if "--one" in flags else "bwd.log"), "a")
@@ -331,7 +331,7 @@ def bench():
             for k in kernels(main, "attn_fwd")}
     log("== bench: TFLOP/s (2.5 x forward FLOPs), median ms, peak MiB of one backward")
     for S, D, Hq, Hk, causal, label, B in BENCH + (HK_BENCH if "--hk" in flags else []):
-        if ONLY and not any(o in label for o in ONLY):
+        if ONLY and not any(o in label.replace(" ", "_") for o in ONLY):
             continue
         if time.time() - T0 > BUDGET * 0.9:
             log("bench stopped: time budget")
