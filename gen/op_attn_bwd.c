@@ -212,6 +212,7 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "dq_bufs", d == 64 ? 2 : 1);
   op_plan_tune(p, "o_slot", 0);
   op_plan_tune(p, "ds_bufs", 2);
+  op_plan_tune(p, "d_shared", 0);
   p->block = 384;
   long o_slot = op_tune(p, "o_slot");
   p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * (3 - o_slot) * 64 * d * 2 + o_slot * 64 * d * 2 +
@@ -233,10 +234,13 @@ static void attn_bwd_scratch(const op_inst *k, op_plan *p) {
   op_arg_add(p->args, &p->nargs, "long", "workspace_bytes");
   op_arg_add(p->args, &p->nargs, "int *", "counters");
   op_arg_add(p->args, &p->nargs, "long", "counters_len");
-  snprintf(rule, sizeof rule, "workspace_bytes >= %s*%s*cdiv(%s,64)*32768", b, hq, sq);
-  op_plan_check(p, rule, "dQ's fp32 sums: batch*heads_q*cdiv(seqlen_q,64)*32768 bytes");
-  snprintf(rule, sizeof rule, "counters_len >= %s*%s*cdiv(%s,64)", b, hq, sq);
-  op_plan_check(p, rule, "one counter per batch, query head and 64 queries");
+  int shared = (int)op_tune(p, "d_shared"); /* D for 64 queries after each tile, a flag per tile */
+  snprintf(rule, sizeof rule, "workspace_bytes >= %s*%s*cdiv(%s,64)*%d", b, hq, sq, shared ? 33024 : 32768);
+  op_plan_check(p, rule, shared ? "dQ's fp32 sums and D: batch*heads_q*cdiv(seqlen_q,64)*33024 bytes"
+                                : "dQ's fp32 sums: batch*heads_q*cdiv(seqlen_q,64)*32768 bytes");
+  snprintf(rule, sizeof rule, "counters_len >= %s%s*%s*cdiv(%s,64)", shared ? "2*" : "", b, hq, sq);
+  op_plan_check(p, rule, shared ? "two counters per batch, query head and 64 queries"
+                                : "one counter per batch, query head and 64 queries");
   static const char *const qd[] = {"head_dim", "seqlen_q", "heads_q", "batch"};
   static const char *const kd[] = {"head_dim", "seqlen_k", "heads_k", "batch"};
   static const int qbox[] = {64, 64, 1, 1}, kbox[] = {64, 128, 1, 1};

@@ -117,6 +117,12 @@ static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
 // (every warpgroup's dQ product of the step before is done)
 static constexpr int DS_BUFS = ]hkm_tune([ds_bufs])[;
 static constexpr int DS_BYTES = DS_BUFS * DS_TILE;
+// D_SHARED: key block 0 of each KV head sums D = rowsum(dO * O) for every
+// query block and publishes it (in the workspace tile, a flag per tile in
+// the second half of the counters); the other key blocks load no O and
+// read D from there
+static constexpr bool D_SHARED = ]hkm_tune([d_shared])[;
+static constexpr int WS_TILE = BLOCK_M * 128 + (D_SHARED ? BLOCK_M : 0);  // floats per 64 queries
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
 static constexpr int ROW_BYTES = STAGES * 2 * BLOCK_M * 4;
 static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // dQ buffers: a 64 x 64 fp32 share per warpgroup
@@ -179,14 +185,16 @@ HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (
 // ---- the launch's work --------------------------------------------------------
 struct bwd_grid {
     int Sq, Sk, Hq, Hk, group, nq, nkv;
+    long tiles;                         // batch x heads_q x nq: the counters of the dQ sums
 };
 struct bwd_block {
     int j, hkv, b, first, n_i, steps;   // key block, KV head, batch; its query steps per head, all steps
 };
 
-HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk)
+HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk, int batch)
 {
-    bwd_grid g = {Sq, Sk, Hq, Hk, Hq / Hk, (Sq + BLOCK_M - 1) / BLOCK_M, (Sk + BLOCK_N - 1) / BLOCK_N};
+    const int nq = (Sq + BLOCK_M - 1) / BLOCK_M;
+    bwd_grid g = {Sq, Sk, Hq, Hk, Hq / Hk, nq, (Sk + BLOCK_N - 1) / BLOCK_N, (long)batch * Hq * nq};
     return g;
 }
 
@@ -272,17 +280,19 @@ HK_DEVICE void bwd_produce(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_tma_load_4d(lds, K_OFF + sl * KV_SLAB, &a.tmap_k, sl * 64, w.j * BLOCK_N, w.hkv, w.b, kv_full());
         hk_tma_load_4d(lds, V_OFF + sl * KV_SLAB, &a.tmap_v, sl * 64, w.j * BLOCK_N, w.hkv, w.b, kv_full());
     }
+    const bool no_o = D_SHARED && w.j > 0;             // D comes from key block 0
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int st = s % STAGES;
         if (s >= STAGES)
             hk_mbar_wait(lds, q_empty(st), (s / STAGES + 1) & 1);
-        hk_mbar_arrive_expect_tx(lds, q_full(st), STAGE_BYTES);
+        hk_mbar_arrive_expect_tx(lds, q_full(st), no_o || O_SLOT ? 2 * Q_TILE : STAGE_BYTES);
         const int off = ST_OFF + st * STAGE_BYTES;
         bwd_tma_rows(lds, off, &a.tmap_q, qi * BLOCK_M, hq, w.b, q_full(st));
         bwd_tma_rows(lds, off + Q_TILE, &a.tmap_do, qi * BLOCK_M, hq, w.b, q_full(st));
-        if (!O_SLOT) {
+        if (no_o) {
+        } else if (!O_SLOT) {
             bwd_tma_rows(lds, o_tile(st), &a.tmap_o, qi * BLOCK_M, hq, w.b, q_full(st));
         } else {                                        // once the row warp read step s - 1's
             if (s > 0)
@@ -303,20 +313,34 @@ HK_DEVICE int swz_q(int r, int c) { return (c >> 3) * Q_SLAB + r * 128 + (((c & 
 HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
 {
     const int lane = hk_lane_id();
+    const bool sub = D_SHARED && w.j > 0, pub = D_SHARED && w.j == 0;
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int st = s % STAGES, off = ST_OFF + st * STAGE_BYTES;
+        const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
+        float *dws = a.workspace + tile * WS_TILE + BLOCK_M * 128;   // D_SHARED: the tile's D
+        unsigned *flag = (unsigned *)a.counters + g.tiles + tile;
         float lse[2];                                   // loaded before the tiles land
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int q = qi * BLOCK_M + lane + 32 * k;
             lse[k] = q < g.Sq ? hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q) : -__builtin_huge_valf();
         }
+        float sums[2];
+        if (sub) {                                      // key block 0 published D
+            if (lane == 0)
+                while (hk_load_acquire_gpu(flag) == 0u)
+                    hk_sleep_ns(64);
+            hk_syncwarp();
+#pragma unroll
+            for (int k = 0; k < 2; ++k)
+                sums[k] = hk_global_load_f32_l2(dws + lane + 32 * k);
+            hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);   // the stage's row buffer is free
+        } else {
         hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
         if (O_SLOT)
             hk_mbar_wait(lds, o_full(), s & 1);
-        float sums[2];
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int r = lane + 32 * k;
@@ -335,6 +359,16 @@ HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const
         }
         if (O_SLOT)
             hk_mbar_arrive(lds, o_empty());             // this lane is done with O
+        if (pub && bwd_last_block(g, qi) > 0) {         // publish D for the other key blocks
+#pragma unroll
+            for (int k = 0; k < 2; ++k)
+                hk_global_store_f32(dws + lane + 32 * k, sums[k]);
+            hk_fence_gpu();
+            hk_syncwarp();
+            if (lane == 0)
+                hk_red_add_release_gpu(flag, 1);
+        }
+        }
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int r = lane + 32 * k;
@@ -458,7 +492,7 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
         const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
         const int buf = dq_buf(s);
         unsigned *cnt = (unsigned *)a.counters + tile;
-        float *ws = a.workspace + tile * (BLOCK_M * 128);
+        float *ws = a.workspace + tile * WS_TILE;
         hk_mbar_wait(lds, dq_full(k), n & 1);
         // lane 0 alone waits for its turn and issues the copies; the other
         // lanes wait at hk_syncwarp, not on an mbarrier (lanes spinning on
@@ -556,6 +590,8 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
                 hk_mbar_arrive(lds, dq_empty(k));
                 if (!single)
                     hk_store_relaxed_gpu(cnt, 0);
+                if (D_SHARED && !single)                // every key block has read D
+                    hk_store_relaxed_gpu(cnt + g.tiles, 0);
             }
             hk_syncwarp();
         }
@@ -706,7 +742,7 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
     if (!bwd_bases_ok(hk_a))
         hk_trap();
     HK_LDS_DECLARE_DYNAMIC();
-    const bwd_grid g = bwd_grid_make(seqlen_q, seqlen_k, heads_q, heads_k);
+    const bwd_grid g = bwd_grid_make(seqlen_q, seqlen_k, heads_q, heads_k, batch);
     const bwd_block w = bwd_block_make(g);
     if (hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {

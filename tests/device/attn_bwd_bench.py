@@ -28,6 +28,7 @@ HipKittens' published backward shapes (d128, GQA 64:8, batch 16 at 1K and 4K,
 batch 15 at 16K, causal and not) with --hk.
 A catalogue named *_timing gets no numerics: the bench checks that its
 outputs have the first catalogue's bits (a variant that only reorders work).
+--numerics-first: numerics of the first catalogue only (the others: bits checked in the bench).
 --one: one small case per kernel only (for compute-sanitizer); --subset: four
 numerics shapes per kernel; --variant: no baselines in the bench; --hk: the
 HipKittens shapes too; --only=A+B...: the bench shapes whose label (spaces as _) has A or B...
@@ -195,11 +196,15 @@ def bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, e):
     return vals
 
 
-def scratch(shape, D):
-    B, Sq, Sk, Hq, Hk = shape
-    nq = (Sq + 63) // 64
-    ws = torch.zeros(B * Hq * nq * 64 * 128, device=dev, dtype=torch.float32)   # 32 KiB per 64 queries
-    cnt = torch.zeros(B * Hq * nq, device=dev, dtype=torch.int32)
+def scratch(shape, k):
+    """Kernel k's workspace and counters, zeroed, sized by the manifest's launch rules
+    (hkrt.py's reading of them: the one place the sizes are written)."""
+    dims = dict(zip(DIMS, shape))
+    rules = hkrt._scratch_rules(k)
+    nb = hkrt._formula(rules["workspace"][1], dims)
+    nc = hkrt._formula(rules["counters"][1], dims)
+    ws = torch.zeros(-(-nb // 4), device=dev, dtype=torch.float32)
+    cnt = torch.zeros(nc, device=dev, dtype=torch.int32)
     return dict(workspace=ws, workspace_bytes=ws.numel() * 4, counters=cnt, counters_len=cnt.numel())
 
 
@@ -232,7 +237,7 @@ def numerics_case(k, shape, order, pads, again):
     dq, _ = make(B, Sq, Hq, D, order, pads[0], "nan")
     dk, _ = make(B, Sk, Hk, D, order, pads[1], "nan")
     dv, _ = make(B, Sk, Hk, D, other, pads[2], "nan")
-    sc = scratch(shape, D)
+    sc = scratch(shape, k)
     vals = bwd_values(q, kk, v, o, do, lse, dq, dk, dv, (qs, ks, vs, os_, dos), shape, scale, e)
     vals.update(sc)
     faulthandler.dump_traceback_later(HANG_S, exit=True)
@@ -373,13 +378,13 @@ def bench():
                 def run_once():
                     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
                     vals = bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, kern.entry)
-                    vals.update(scratch(shape, D))
+                    vals.update(scratch(shape, kern))
                     kern(**vals)
                     return vals
                 mem = peak(run_once)
                 dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
                 vals = bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, kern.entry)
-                vals.update(scratch(shape, D))
+                vals.update(scratch(shape, kern))
                 go = launcher(kern, vals)
                 faulthandler.dump_traceback_later(HANG_S, exit=True)
                 go()
@@ -421,7 +426,7 @@ def bench():
 
 
 if "--no-numerics" not in flags:
-    for name, cat in cats:
+    for name, cat in (cats[:1] if "--numerics-first" in flags else cats):
         numerics(name, cat)
 if "--no-bench" not in flags and "--one" not in flags and cats:
     try:
