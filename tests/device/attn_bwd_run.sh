@@ -9,7 +9,8 @@
 # their outputs checked against cat1's bits; the training test (train_block.py,
 # hkrt.attention from cat1, TRAIN_SEEDS); compute-sanitizer memcheck on cat1;
 # then the variants: catN_NAME_timing.ONLY (timed beside cat1 on the shapes
-# whose label has ONLY, bits checked) and catN_NAME (numerics subset, timing).
+# whose label has ONLY, bits checked), catN_NAME_bits (numerics subset, timed
+# beside cat1, bits checked) and catN_NAME (numerics subset, timing).
 # The budget: $BWD_BUDGET_S, else the bundle's BUDGET file, else 100 s.  Each in a
 # process of its own, so that a hang costs only its own time (BWD_HANG_S per launch).
 # Logs: $OUT/bwd.log, $OUT/bwd_one.log, $OUT/sanitizer.log, $OUT/train.log.
@@ -63,9 +64,15 @@ else
   BWD_HANG_S=$((t - 5)) timeout "$t" "$san" --tool memcheck --log-file "$OUT/sanitizer.log" python3 attn_bwd_bench.py --one cat1
   echo "compute-sanitizer memcheck (cat1) exit $?: $(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | head -2)"
 fi
-for c in $(ls -d cat[2-9]*_timing.* 2>/dev/null | sort); do
-  run 22 --variant --no-numerics --only="${c##*.}" cat1 "$c"
+# the variants in name order: catN_NAME_timing.ONLY timed beside cat1 on the shapes ONLY names
+# (bits checked); catN_NAME_bits: numerics subset, then timed beside cat1 (bits checked);
+# catN_NAME: numerics subset, timing
+for c in $(ls -d cat[2-9]* 2>/dev/null | grep -v '_timing$' | sort); do
+  case $c in
+  *_timing.*) run 22 --variant --no-numerics --only="${c##*.}" cat1 "$c" ;;
+  *_bits) run 40 --variant --subset --numerics-first "$c" cat1 ;;
+  *) run 30 --variant --subset "$c" ;;
+  esac
 done
-for c in $(ls -d cat[2-9]* 2>/dev/null | grep -v _timing | sort); do run 30 --variant --subset "$c"; done
 grep -c "^BAD\|^FAIL" "$OUT/bwd.log" | sed 's/^/numerics failures in bwd.log: /'
 echo "done $(date -u +%T), $(left) s of $budget left"
