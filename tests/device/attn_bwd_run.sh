@@ -5,12 +5,10 @@
 #   OUT=<dir> timeout SECONDS bash run.sh
 # cat1: the kernels under test: full numerics; then the bench against cuDNN and
 # FLASH (torch SDPA backward) in one process with cat0_timing (a reference, e.g.
-# main's kernels) and every other cat*_timing whose name has no shape filter,
-# their outputs checked against cat1's bits; the training test (train_block.py,
-# hkrt.attention from cat1, TRAIN_SEEDS); compute-sanitizer memcheck on cat1;
-# then the variants: catN_NAME_timing.ONLY (timed beside cat1 on the shapes
-# whose label has ONLY, bits checked), catN_NAME_bits (numerics subset, timed
-# beside cat1, bits checked) and catN_NAME (numerics subset, timing).
+# main's kernels) and every other cat*_timing (BWD_HK=1: HipKittens' shapes too),
+# their outputs checked against cat1's bits; the variants (below); the training
+# test (train_block.py, hkrt.attention from cat1, TRAIN_SEEDS) after the first
+# variant; compute-sanitizer memcheck on cat1 with what time is left.
 # The budget: $BWD_BUDGET_S, else the bundle's BUDGET file, else 100 s.  Each in a
 # process of its own, so that a hang costs only its own time (BWD_HANG_S per launch).
 # Logs: $OUT/bwd.log, $OUT/bwd_one.log, $OUT/sanitizer.log, $OUT/train.log.
@@ -35,22 +33,36 @@ run() {
   echo "== $(date -u +%T) attn_bwd_bench.py $* (limit $t s)"
   BWD_BUDGET_S=$((t - 7)) timeout "$t" python3 attn_bwd_bench.py "$@" || echo "exit $?: $*"
 }
-t_num=${T_NUM:-55} t_bench=${T_BENCH:-95} t_train=${T_TRAIN:-55} t_san=${T_SAN:-40}
+t_num=${T_NUM:-40} t_bench=${T_BENCH:-60} t_train=${T_TRAIN:-32} t_san=${T_SAN:-40}
 run $t_num --no-bench cat1
-run $t_bench --no-numerics --hk cat1 $(ls -d cat*_timing 2>/dev/null)
-if [ -f train_block.py ]; then
+run $t_bench --no-numerics ${BWD_HK:+--hk} cat1 $(ls -d cat*_timing 2>/dev/null)
+# the variants in name order: catN_NAME_timing.ONLY timed beside cat1 on the shapes ONLY names
+# (bits checked); catN_NAME_bits: numerics subset, then timed beside cat1 (bits checked);
+# catN_NAME: numerics subset, timing.  Training after the first of them (TRAIN_AFTER), memcheck last.
+train() {
   t=$t_train
   [ "$(left)" -gt "$t" ] || t=$(($(left) - 3))
-  echo "== $(date -u +%T) train_block.py seeds ${TRAIN_SEEDS:-0 1 2} (limit $t s)"
+  echo "== $(date -u +%T) train_block.py seeds ${TRAIN_SEEDS:-0 1} (limit $t s)"
   if [ "$t" -ge 20 ]; then
-    HK_COMMIT=$(head -1 COMMIT) TRAIN_SEEDS=${TRAIN_SEEDS:-0 1 2} HKRT_POISON=0 HANG_S=$((t - 3)) timeout "$t" \
+    HK_COMMIT=$(head -1 COMMIT) TRAIN_SEEDS=${TRAIN_SEEDS:-0 1} HKRT_POISON=0 HANG_S=$((t - 3)) timeout "$t" \
       python3 train_block.py cat1 sdpa sdpa_cudnn sdpa_efficient hkgen >"$OUT/train_stdout.log" 2>&1
     echo "train_block exit $?"
     grep -E "^(ok|FAIL)|seed .* vs sdpa|noise|train_block:|steps in" "$OUT/train.log" | head -60
   else
     echo "skipped (time)"
   fi
-fi
+}
+n=0
+for c in $(ls -d cat[2-9]* 2>/dev/null | grep -v '_timing$' | sort); do
+  case $c in
+  *_timing.*) run 20 --variant --no-numerics --only="${c##*.}" cat1 "$c" ;;
+  *_bits) run 36 --variant --subset --numerics-first "$c" cat1 ;;
+  *) run 26 --variant --subset "$c" ;;
+  esac
+  n=$((n + 1))
+  [ "$n" = "${TRAIN_AFTER:-1}" ] && [ -f train_block.py ] && train
+done
+[ "$n" -lt "${TRAIN_AFTER:-1}" ] && [ -f train_block.py ] && train
 san=/usr/local/cuda/bin/compute-sanitizer
 [ -x "$san" ] || san=$(command -v compute-sanitizer)
 if [ -z "$san" ]; then
@@ -64,15 +76,5 @@ else
   BWD_HANG_S=$((t - 5)) timeout "$t" "$san" --tool memcheck --log-file "$OUT/sanitizer.log" python3 attn_bwd_bench.py --one cat1
   echo "compute-sanitizer memcheck (cat1) exit $?: $(grep 'ERROR SUMMARY' "$OUT/sanitizer.log" | head -2)"
 fi
-# the variants in name order: catN_NAME_timing.ONLY timed beside cat1 on the shapes ONLY names
-# (bits checked); catN_NAME_bits: numerics subset, then timed beside cat1 (bits checked);
-# catN_NAME: numerics subset, timing
-for c in $(ls -d cat[2-9]* 2>/dev/null | grep -v '_timing$' | sort); do
-  case $c in
-  *_timing.*) run 22 --variant --no-numerics --only="${c##*.}" cat1 "$c" ;;
-  *_bits) run 40 --variant --subset --numerics-first "$c" cat1 ;;
-  *) run 30 --variant --subset "$c" ;;
-  esac
-done
 grep -c "^BAD\|^FAIL" "$OUT/bwd.log" | sed 's/^/numerics failures in bwd.log: /'
 echo "done $(date -u +%T), $(left) s of $budget left"
