@@ -26,44 +26,49 @@ m4_divert(-1)                                                   -*- C -*-
 # producer warpgroup (setmaxnreg hands most of its registers to the
 # consumers, as in attn_fwd.sm90.hip.m4) has four jobs: warp 0 (one thread)
 # copies K and V once and each step's Q, dO and O tiles into a ring of STAGES
-# stages (bwd_produce); warp 3 computes each stage's row terms D =
-# rowsum(dO * O) and LSE log2 e (bwd_rows); warps 1 and 2 are the dQ writers
-# of consumer warpgroups 0 and 1 (bwd_dq_writer).  Per step and consumer
-# warpgroup, wgmma bf16 -> fp32:
+# stages (bwd_produce; O_SLOT: O into one slot of its own); warp 3 computes
+# each step's row terms D = rowsum(dO * O) and LSE log2 e (bwd_rows;
+# D_SHARED: key block 0 publishes D per query block, the other key blocks
+# read it and load no O); warps 1 and 2 are the dQ writers of the even and
+# the odd steps (bwd_dq_writer).  Per step and consumer warpgroup, wgmma
+# bf16 -> fp32:
 #   S^T  = K_w Q^T        m64n64, A = K (smem, K-major), B = Q (K-major)
 #   dP^T = V_w dO^T       the same with V and dO
 #   P^T  = exp2(S^T scale log2 e - LSE log2 e), dS^T = P^T (dP^T - D)
 #   dV_w += P^T dO,  dK_w += dS^T Q    m64nDk16, A = P^T / dS^T from registers
 #                         (the accumulator as bf16 pairs), B = dO / Q MN-major
-#   dS^T to shared memory ([key][query], 128-byte swizzle; two tiles, by step
-#                         parity), a consumer barrier
+#   dS^T to shared memory ([key][query], 128-byte swizzle; DS_BUFS tiles, by
+#                         step parity, or one behind a second consumer
+#                         barrier), a consumer barrier
 #   dQ   = dS K           m64n64k16 with A = dS^T and B = K both MN-major
 #                         (hk_wgmma_64x64x16_tatb): d128, warpgroup w takes
 #                         columns 64 w .. 64 w + 63 over the block's keys;
 #                         d64, all columns over its own 64 keys
-# and hands its 64 x 64 fp32 dQ share to its writer through a shared tile
-# (dq_full / dq_empty), so the consumers go on to the next step at once.
-# dQ is summed over the key blocks in the fp32 workspace in key-block order:
-# the step's workspace tile has a half per consumer warpgroup (d128: its 64
-# columns; d64: its keys' partial sum of all 64), and each writer waits until
-# the step's counter says that every earlier key block's shares are in, adds
-# its share to its half with one bulk fp32 reduce (the first: a bulk copy),
-# completes it, fences and adds 1 to the counter; at the last key block the
-# finished sum is loaded back into shared memory and written as bf16 dQ
-# (d64: both halves added, in a fixed order), and the counter goes back to 0.
-# So the sums have one order whatever the schedule: the same bits run to
-# run.  A writer only waits for blocks of lower index (earlier key blocks of
-# its own head; d64 at the last key block: also its block's writer 0), which
-# the hardware starts no later than its own, so no schedule deadlocks.  The
-# workspace tile is the shared tiles' image: [half][64 rows][64 columns] with
-# 16-byte chunks XOR row % 8 (bwd_dq_off).  Scratch: batch x heads_q x
-# cdiv(seqlen_q, 64) x 64 x 128 floats (both head dims) and batch x heads_q x
-# cdiv(seqlen_q, 64) counters.
+# and writes its 64 x 64 fp32 dQ share into the step's dQ buffer (DQ_BUFS of
+# them, 32 KiB each: both warpgroups' shares), so the consumers go on to the
+# next step at once.  dQ is summed over the key blocks in the fp32
+# workspace in key-block order: the step's workspace tile is the buffer's
+# image, a half per consumer warpgroup (d128: its 64 columns; d64: its keys'
+# partial sum of all 64); the step's writer waits until the tile's counter
+# says that every earlier key block's shares are in, adds the buffer with
+# one 32 KiB bulk fp32 reduce (the first key block: a bulk copy), frees the
+# buffer once the copy engine has read it, completes the writes, fences and
+# adds 1 to the counter (a release add); at the last key block the finished
+# sum is loaded back into the buffer and written as bf16 dQ (d64: both
+# halves added, in a fixed order), and the counter goes back to 0.  So the
+# sums have one order whatever the schedule: the same bits run to run.  A
+# writer only waits for blocks of lower index (earlier key blocks of its
+# own head), which the hardware starts no later than its own, so no
+# schedule deadlocks; two writers taking the steps by parity overlap one
+# step's wait for its sum to land with the next's.  The workspace tile is
+# [half][64 rows][64 columns] with 16-byte chunks XOR row % 8 (bwd_dq_off).
+# Scratch: batch x heads_q x cdiv(seqlen_q, 64) x (64 x 128 floats (both
+# head dims) + D_SHARED's 64) and as many counters (D_SHARED: twice).
+# DETERMINISTIC false (the spec's deterministic: false): no turns, every
+# share a reduce into the zeroed workspace, the last block to count in
+# converts and zeroes the tile.
 #
-# Measured on the H200 (docs/PERF.md): 0.52-0.84x cuDNN.  With the dQ
-# epilogue in the consumers (wait, fp32 reds, fence, count) the kernel ran at
-# 0.3-0.5x; without any dQ epilogue (a probe, wrong dQ) at 0.91-1.06x;
-# unordered float atomics were no faster than the ordered sum.
+# Measured on the H200: docs/PERF.md "attn_bwd" (and what was tried there).
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [128])
