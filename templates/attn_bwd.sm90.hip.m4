@@ -663,118 +663,97 @@ HK_DEVICE void bwd_hand_dq(hk_lds_t lds, const s_acc_t &dq, int s, int wg, int l
     hk_mbar_arrive(lds, dq_full(s & 1));
 }
 
-// What a consumer warpgroup's steps share: shared-memory descriptors and its place.
-struct bwd_cons {
-    unsigned long long kd, vd, st0, st0_mn, dsd, kmn;
-    int wg, lane, key0;
-    float c;
-};
-
-// Step s of a consumer warpgroup.  LATE (DQ_DEFER, s > 0): step s - 1's dQ
-// product is issued with this step's S^T and dP^T and handed on after its
-// softmax; without DQ_DEFER, the step's own dQ at its end.
-template <bool LATE>
-HK_DEVICE void bwd_step(hk_lds_t lds, const bwd_grid &g, const bwd_block &w, const bwd_cons &u, int s, g_acc_t &dk,
-                        g_acc_t &dv, s_acc_t &dq)
-{
-    int hq, qi;
-    bwd_step_at(g, w, s, hq, qi);
-    const int st = s % STAGES, q0 = qi * BLOCK_M;
-    const int sto = st * STAGE_BYTES;
-    hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
-
-    s_acc_t sa, dpa;
-    hk_wgmma_fence();
-    bwd_issue_t(u.kd, hk_wgmma_desc_add(u.st0, sto), sa);
-    bwd_issue_t(u.vd, hk_wgmma_desc_add(u.st0, sto + Q_TILE), dpa);
-    hk_wgmma_commit();
-    if (LATE) {                                         // step s - 1's dQ product now
-        bwd_issue_dq(hk_wgmma_desc_add(u.dsd, ((s - 1) & 1) * DS_TILE), u.kmn, dq);
-        hk_wgmma_commit();
-    }
-    hk_mbar_wait(lds, rows_full(st), (s / STAGES) & 1);  // the row terms (producer warp 3)
-    hk_wgmma_wait<LATE ? 1 : 0>();
-    bwd_fence(sa);
-    bwd_fence(dpa);
-
-    hk_u32x4 p[M_STEPS], ds[M_STEPS];
-    const int kb = w.j * BLOCK_N + u.key0;
-    if (kb + WG_N > g.Sk || (CAUSAL && kb + WG_N - 1 > q0 + g.Sk - g.Sq))
-        bwd_softmax<true>(lds, sa, dpa, u.c, kb, q0, g, ROW_OFF + st * 512, p, ds);
-    else
-        bwd_softmax<false>(lds, sa, dpa, u.c, kb, q0, g, ROW_OFF + st * 512, p, ds);
-    hk_wgmma_fence();
-    bwd_issue_g(hk_wgmma_desc_add(u.st0_mn, sto + Q_TILE), p, dv);   // dV += P^T dO
-    bwd_issue_g(hk_wgmma_desc_add(u.st0_mn, sto), ds, dk);            // dK += dS^T Q
-    hk_wgmma_commit();
-    if (LATE) {                                         // step s - 1's dQ is done
-        hk_wgmma_wait<1>();
-        hk_wgmma_rs_fence_acc64(dq);
-        bwd_hand_dq(lds, dq, s - 1, u.wg, u.lane);
-    }
-    if (DS_BUFS == 1 && s > 0)
-        hk_barrier_part(4, CONS_THREADS);               // every dQ product of step s - 1 is done
-    bwd_store_ds(lds, u.key0, ds, DS_BUFS == 2 ? s & 1 : 0);
-    hk_fence_proxy_async();
-    if (DQ_DEFER) {
-        hk_barrier_part(2 + u.wg, 128);                 // the warpgroup's dS^T rows written
-    } else {
-        bwd_sync();                                     // dS^T of both warpgroups written
-        hk_wgmma_fence();
-        bwd_issue_dq(hk_wgmma_desc_add(u.dsd, (DS_BUFS == 2 ? s & 1 : 0) * DS_TILE), u.kmn, dq);
-        hk_wgmma_commit();
-    }
-    hk_wgmma_wait<0>();
-    bwd_fence(dk);
-    bwd_fence(dv);
-    if (u.lane == 0)
-        hk_mbar_arrive(lds, q_empty(st));              // this warp is done with the stage
-    if (!DQ_DEFER) {
-        hk_wgmma_rs_fence_acc64(dq);
-        bwd_hand_dq(lds, dq, s, u.wg, u.lane);
-    }
-}
-
 // The consumers: every step of the block, then dK and dV.
 HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
 {
-    bwd_cons u;
-    u.wg = hk_wave_id() / 4;
-    u.lane = hk_lane_id();
-    u.key0 = u.wg * WG_N;                               // this warpgroup's keys within the block
-    u.c = a.scale * LOG2E;
-    const int key0 = u.key0;
+    const int wg = hk_wave_id() / 4, lane = hk_lane_id();
+    const int key0 = wg * WG_N;                         // this warpgroup's keys within the block
+    const float c = a.scale * LOG2E;
     g_acc_t dk, dv;
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) {
         dk[i] = 0.0f;
         dv[i] = 0.0f;
     }
-    u.kd = hk_wgmma_desc(lds, K_OFF + key0 * 128, 16, 1024, 1);
-    u.vd = hk_wgmma_desc(lds, V_OFF + key0 * 128, 16, 1024, 1);
-    u.st0 = hk_wgmma_desc(lds, ST_OFF, 16, 1024, 1);          // K-major step tiles
-    u.st0_mn = hk_wgmma_desc(lds, ST_OFF, Q_SLAB, 1024, 1);   // MN-major
-    u.dsd = hk_wgmma_desc(lds, DS_OFF + (DQ_SPLIT ? 0 : key0 * 128), 1024, 1024, 1);
-    u.kmn = hk_wgmma_desc(lds, K_OFF + (DQ_SPLIT ? u.wg * KV_SLAB : key0 * 128), KV_SLAB, 1024, 1);
+    const unsigned long long kd = hk_wgmma_desc(lds, K_OFF + key0 * 128, 16, 1024, 1);
+    const unsigned long long vd = hk_wgmma_desc(lds, V_OFF + key0 * 128, 16, 1024, 1);
+    const unsigned long long st0 = hk_wgmma_desc(lds, ST_OFF, 16, 1024, 1);          // K-major step tiles
+    const unsigned long long st0_mn = hk_wgmma_desc(lds, ST_OFF, Q_SLAB, 1024, 1);   // MN-major
+    const unsigned long long dsd = hk_wgmma_desc(lds, DS_OFF + (DQ_SPLIT ? 0 : key0 * 128), 1024, 1024, 1);
+    const unsigned long long kmn =
+        hk_wgmma_desc(lds, K_OFF + (DQ_SPLIT ? wg * KV_SLAB : key0 * 128), KV_SLAB, 1024, 1);
     if (w.steps > 0)
         hk_mbar_wait(lds, kv_full(), 0);
     s_acc_t dq;
-    if (DQ_DEFER) {
-        if (w.steps > 0)
-            bwd_step<false>(lds, g, w, u, 0, dk, dv, dq);
-        for (int s = 1; s < w.steps; ++s)
-            bwd_step<DQ_DEFER>(lds, g, w, u, s, dk, dv, dq);
-        if (w.steps > 0) {                              // the last step's dQ
-            hk_wgmma_fence();
-            bwd_issue_dq(hk_wgmma_desc_add(u.dsd, ((w.steps - 1) & 1) * DS_TILE), u.kmn, dq);
+    for (int s = 0; s < w.steps; ++s) {
+        int hq, qi;
+        bwd_step_at(g, w, s, hq, qi);
+        const int st = s % STAGES, q0 = qi * BLOCK_M;
+        const int sto = st * STAGE_BYTES;
+        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
+
+        s_acc_t sa, dpa;
+        hk_wgmma_fence();
+        bwd_issue_t(kd, hk_wgmma_desc_add(st0, sto), sa);
+        bwd_issue_t(vd, hk_wgmma_desc_add(st0, sto + Q_TILE), dpa);
+        hk_wgmma_commit();
+        const bool late = DQ_DEFER && s > 0;            // step s - 1's dQ product now
+        if (late) {
+            bwd_issue_dq(hk_wgmma_desc_add(dsd, ((s - 1) & 1) * DS_TILE), kmn, dq);
             hk_wgmma_commit();
-            hk_wgmma_wait<0>();
-            hk_wgmma_rs_fence_acc64(dq);
-            bwd_hand_dq(lds, dq, w.steps - 1, u.wg, u.lane);
         }
-    } else {
-        for (int s = 0; s < w.steps; ++s)
-            bwd_step<false>(lds, g, w, u, s, dk, dv, dq);
+        hk_mbar_wait(lds, rows_full(st), (s / STAGES) & 1);  // the row terms (producer warp 3)
+        if (late)
+            hk_wgmma_wait<1>();
+        else
+            hk_wgmma_wait<0>();
+        bwd_fence(sa);
+        bwd_fence(dpa);
+
+        hk_u32x4 p[M_STEPS], ds[M_STEPS];
+        const int kb = w.j * BLOCK_N + key0;
+        if (kb + WG_N > g.Sk || (CAUSAL && kb + WG_N - 1 > q0 + g.Sk - g.Sq))
+            bwd_softmax<true>(lds, sa, dpa, c, kb, q0, g, ROW_OFF + st * 512, p, ds);
+        else
+            bwd_softmax<false>(lds, sa, dpa, c, kb, q0, g, ROW_OFF + st * 512, p, ds);
+        hk_wgmma_fence();
+        bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto + Q_TILE), p, dv);   // dV += P^T dO
+        bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto), ds, dk);            // dK += dS^T Q
+        hk_wgmma_commit();
+        if (late) {                                     // step s - 1's dQ is done
+            hk_wgmma_wait<1>();
+            hk_wgmma_rs_fence_acc64(dq);
+            bwd_hand_dq(lds, dq, s - 1, wg, lane);
+        }
+        if (DS_BUFS == 1 && s > 0)
+            hk_barrier_part(4, CONS_THREADS);           // every dQ product of step s - 1 is done
+        bwd_store_ds(lds, key0, ds, DS_BUFS == 2 ? s & 1 : 0);
+        hk_fence_proxy_async();
+        if (DQ_DEFER) {
+            hk_barrier_part(2 + wg, 128);               // the warpgroup's dS^T rows written
+        } else {
+            bwd_sync();                                 // dS^T of both warpgroups written
+            hk_wgmma_fence();
+            bwd_issue_dq(hk_wgmma_desc_add(dsd, (DS_BUFS == 2 ? s & 1 : 0) * DS_TILE), kmn, dq);
+            hk_wgmma_commit();
+        }
+        hk_wgmma_wait<0>();
+        bwd_fence(dk);
+        bwd_fence(dv);
+        if (lane == 0)
+            hk_mbar_arrive(lds, q_empty(st));          // this warp is done with the stage
+        if (!DQ_DEFER) {
+            hk_wgmma_rs_fence_acc64(dq);
+            bwd_hand_dq(lds, dq, s, wg, lane);
+        }
+    }
+    if (DQ_DEFER && w.steps > 0) {                      // the last step's dQ
+        hk_wgmma_fence();
+        bwd_issue_dq(hk_wgmma_desc_add(dsd, ((w.steps - 1) & 1) * DS_TILE), kmn, dq);
+        hk_wgmma_commit();
+        hk_wgmma_wait<0>();
+        hk_wgmma_rs_fence_acc64(dq);
+        bwd_hand_dq(lds, dq, w.steps - 1, wg, lane);
     }
     if (w.steps == 0)
         return;
