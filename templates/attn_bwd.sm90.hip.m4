@@ -128,10 +128,6 @@ static constexpr int DS_BYTES = DS_BUFS * DS_TILE;
 // read D from there
 static constexpr bool D_SHARED = ]hkm_tune([d_shared])[;
 static constexpr int WS_TILE = BLOCK_M * 128 + (D_SHARED ? BLOCK_M : 0);  // floats per 64 queries
-// DQ_DEFER (d64: a warpgroup's dQ is over its own keys): step s - 1's dQ
-// product is issued with step s's S^T and dP^T, so it runs under step s's
-// softmax; a warpgroup barrier, not a consumer one, before it
-static constexpr bool DQ_DEFER = ]hkm_tune([dq_defer])[;
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
 static constexpr int ROW_BYTES = STAGES * 2 * BLOCK_M * 4;
 static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // dQ buffers: a 64 x 64 fp32 share per warpgroup
@@ -148,7 +144,6 @@ static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
 static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
 static_assert((3 * STAGES + 10) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer, two flags, two for O");
 static_assert(DS_BUFS == 1 || DS_BUFS == 2, "one or two dS^T tiles");
-static_assert(!DQ_DEFER || (!DQ_SPLIT && DS_BUFS == 2), "a deferred dQ product: d64, two dS^T tiles");
 static_assert(DQ_BUFS == 1 || DQ_BUFS == 2, "one or two dQ buffers");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
@@ -642,27 +637,6 @@ HK_DEVICE void bwd_zero_empty(const hk_args &a, const bwd_grid &g, int batch)
     }
 }
 
-// Step s's dQ share of warpgroup wg into the step's dQ buffer, for its writer.
-HK_DEVICE void bwd_hand_dq(hk_lds_t lds, const s_acc_t &dq, int s, int wg, int lane)
-{
-    // the buffer's last user: step s - DQ_BUFS, writer (s - DQ_BUFS) & 1
-    const int prev = s - DQ_BUFS;
-    if (prev >= 0)
-        hk_mbar_wait(lds, dq_empty(prev & 1), (prev >> 1) & 1);
-    const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2), tile = dq_buf(s) + wg * 16384;
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int i = 0; i < DQ_N / 8; ++i) {
-            hk_u32x2 v;
-            v[0] = hk_f32_as_u32(dq[4 * i + 2 * h]);
-            v[1] = hk_f32_as_u32(dq[4 * i + 2 * h + 1]);
-            hk_lds_store_b64(lds, tile + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
-        }
-    hk_fence_proxy_async();
-    hk_mbar_arrive(lds, dq_full(s & 1));
-}
-
 // The consumers: every step of the block, then dK and dV.
 HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
 {
@@ -684,7 +658,6 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_wgmma_desc(lds, K_OFF + (DQ_SPLIT ? wg * KV_SLAB : key0 * 128), KV_SLAB, 1024, 1);
     if (w.steps > 0)
         hk_mbar_wait(lds, kv_full(), 0);
-    s_acc_t dq;
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
@@ -697,16 +670,8 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         bwd_issue_t(kd, hk_wgmma_desc_add(st0, sto), sa);
         bwd_issue_t(vd, hk_wgmma_desc_add(st0, sto + Q_TILE), dpa);
         hk_wgmma_commit();
-        const bool late = DQ_DEFER && s > 0;            // step s - 1's dQ product now
-        if (late) {
-            bwd_issue_dq(hk_wgmma_desc_add(dsd, ((s - 1) & 1) * DS_TILE), kmn, dq);
-            hk_wgmma_commit();
-        }
         hk_mbar_wait(lds, rows_full(st), (s / STAGES) & 1);  // the row terms (producer warp 3)
-        if (late)
-            hk_wgmma_wait<1>();
-        else
-            hk_wgmma_wait<0>();
+        hk_wgmma_wait<0>();
         bwd_fence(sa);
         bwd_fence(dpa);
 
@@ -720,40 +685,39 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto + Q_TILE), p, dv);   // dV += P^T dO
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto), ds, dk);            // dK += dS^T Q
         hk_wgmma_commit();
-        if (late) {                                     // step s - 1's dQ is done
-            hk_wgmma_wait<1>();
-            hk_wgmma_rs_fence_acc64(dq);
-            bwd_hand_dq(lds, dq, s - 1, wg, lane);
-        }
         if (DS_BUFS == 1 && s > 0)
             hk_barrier_part(4, CONS_THREADS);           // every dQ product of step s - 1 is done
         bwd_store_ds(lds, key0, ds, DS_BUFS == 2 ? s & 1 : 0);
         hk_fence_proxy_async();
-        if (DQ_DEFER) {
-            hk_barrier_part(2 + wg, 128);               // the warpgroup's dS^T rows written
-        } else {
-            bwd_sync();                                 // dS^T of both warpgroups written
-            hk_wgmma_fence();
-            bwd_issue_dq(hk_wgmma_desc_add(dsd, (DS_BUFS == 2 ? s & 1 : 0) * DS_TILE), kmn, dq);
-            hk_wgmma_commit();
-        }
+        bwd_sync();                                     // dS^T of both warpgroups written
+        s_acc_t dq;
+        hk_wgmma_fence();
+        bwd_issue_dq(hk_wgmma_desc_add(dsd, (DS_BUFS == 2 ? s & 1 : 0) * DS_TILE), kmn, dq);
+        hk_wgmma_commit();
         hk_wgmma_wait<0>();
         bwd_fence(dk);
         bwd_fence(dv);
         if (lane == 0)
             hk_mbar_arrive(lds, q_empty(st));          // this warp is done with the stage
-        if (!DQ_DEFER) {
-            hk_wgmma_rs_fence_acc64(dq);
-            bwd_hand_dq(lds, dq, s, wg, lane);
-        }
-    }
-    if (DQ_DEFER && w.steps > 0) {                      // the last step's dQ
-        hk_wgmma_fence();
-        bwd_issue_dq(hk_wgmma_desc_add(dsd, ((w.steps - 1) & 1) * DS_TILE), kmn, dq);
-        hk_wgmma_commit();
-        hk_wgmma_wait<0>();
         hk_wgmma_rs_fence_acc64(dq);
-        bwd_hand_dq(lds, dq, w.steps - 1, wg, lane);
+        {
+            // the buffer's last user: step s - DQ_BUFS, writer (s - DQ_BUFS) & 1
+            const int prev = s - DQ_BUFS;
+            if (prev >= 0)
+                hk_mbar_wait(lds, dq_empty(prev & 1), (prev >> 1) & 1);
+            const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2), tile = dq_buf(s) + wg * 16384;
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int i = 0; i < DQ_N / 8; ++i) {
+                    hk_u32x2 v;
+                    v[0] = hk_f32_as_u32(dq[4 * i + 2 * h]);
+                    v[1] = hk_f32_as_u32(dq[4 * i + 2 * h + 1]);
+                    hk_lds_store_b64(lds, tile + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
+                }
+            hk_fence_proxy_async();
+            hk_mbar_arrive(lds, dq_full(s & 1));
+        }
     }
     if (w.steps == 0)
         return;
