@@ -12,8 +12,6 @@
 /* dtype, head_dim, causal, batch, seqlen_q, seqlen_k, heads_q, heads_k */
 #define ATTN_NPARAMS 8
 extern const op_param attn_params[ATTN_NPARAMS];
-/* attn_params and attn_bwd's `deterministic' */
-extern const op_param attn_bwd_params[ATTN_NPARAMS + 1];
 /* heads_q a multiple of heads_k; head_dim 64 or 128 on wgmma targets. */
 int attn_check(const op_inst *k, char *msg, size_t n);
 /* The run-time dimensions, in argument order, and their count. */

@@ -33,12 +33,6 @@ static const char *const attn_dims[] = {"64", "96", "128", "192", "256", NULL};
       ATTN_INT("heads_k", "hk", 1024, "key/value heads (heads_q must be a multiple)")
 
 const op_param attn_params[ATTN_NPARAMS] = {ATTN_SHARED_PARAMS};
-/* attn_bwd: the shared schema, then its feature (gen/op_attn_bwd.c). */
-const op_param attn_bwd_params[ATTN_NPARAMS + 1] = {
-    ATTN_SHARED_PARAMS,
-    {"deterministic", OP_BOOL, NULL, 0, 0, "true", 0, "det",
-     "the same bits run to run (default); false (sm_90a): dQ's fp32 shares added in any order, the last block "
-     "converts"}};
 /* attn_fwd: the shared schema, then its features (attn_fwd_features). */
 #define ATTN_WIN(n, tag, d) {n, OP_INT, NULL, -1, 1L << 24, "-1", 1, tag, d}
 static const op_param attn_fwd_params[] = {

@@ -101,18 +101,9 @@ static void attn_bwd_list(char *out, size_t n, const attn_bwd_row *row) {
 /* Hopper's path: wgmma fed by bulk tensor copies (attn_bwd.sm90.hip.m4). */
 static int attn_bwd_is_wgmma(const op_inst *k) { return tgt_name_has(k->target, TGT_WGMMA | TGT_TMA); }
 
-/* deterministic: false is sm_90a's only (AMD's kernels use no float atomics:
-   nothing to gain). */
-static const char *const attn_bwd_features[] = {"deterministic", NULL};
-
 static int attn_bwd_check(const op_inst *k, char *msg, size_t n) {
   const attn_bwd_row *row = attn_bwd_row_for(k->target);
   char allowed[128];
-  if (!op_int(k, "deterministic") && !attn_bwd_is_wgmma(k)) {
-    snprintf(msg, n, "deterministic: false is not available for attn_bwd on %s (its kernels are deterministic "
-             "without atomics); allowed there: true", k->target);
-    return -1;
-  }
   if (attn_bwd_is_wgmma(k)) { /* the wgmma tiles: head_dim 64 or 128 */
     long d = op_int(k, "head_dim");
     if (d != 64 && d != 128) {
@@ -616,9 +607,8 @@ const op_desc op_attn_bwd = {
     .name = "attn_bwd",
     .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic; sm_90a: dQ scratch)",
     .skeleton = "attn_bwd.hip.m4",
-    .params = attn_bwd_params,
-    .nparams = ATTN_NPARAMS + 1,
-    .features = attn_bwd_features,
+    .params = attn_params,
+    .nparams = ATTN_NPARAMS,
     .check = attn_bwd_check,
     .plan = attn_bwd_plan,
     .emu_shapes = attn_bwd_emu_shapes,

@@ -64,9 +64,6 @@ m4_divert(-1)                                                   -*- C -*-
 # [half][64 rows][64 columns] with 16-byte chunks XOR row % 8 (bwd_dq_off).
 # Scratch: batch x heads_q x cdiv(seqlen_q, 64) x (64 x 128 floats (both
 # head dims) + D_SHARED's 64) and as many counters (D_SHARED: twice).
-# DETERMINISTIC false (the spec's deterministic: false): no turns, every
-# share a reduce into the zeroed workspace, the last block to count in
-# converts and zeroes the tile.
 #
 # Measured on the H200: docs/PERF.md "attn_bwd" (and what was tried there).
 
@@ -85,8 +82,6 @@ static constexpr int CONS_THREADS = 256;
 static constexpr int CONS_REGS = 224, PROD_REGS = 56;
 static constexpr int D = ]hkm_param([head_dim])[;
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
-// false: dQ's shares added in any order, the last block to count in converts
-static constexpr bool DETERMINISTIC = ]hkm_if_true([deterministic], [true], [false])[;
 static constexpr int BLOCK_N = ]hkm_tune([kv_block])[;     // keys per block
 static constexpr int BLOCK_M = ]hkm_tune([q_step])[;       // queries per step
 static constexpr int WG_N = 64;                            // keys per consumer warpgroup
@@ -142,7 +137,7 @@ static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
 static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
-static_assert((3 * STAGES + 10) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer, two flags, two for O");
+static_assert((3 * STAGES + 10) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer, two for O");
 static_assert(DS_BUFS == 1 || DS_BUFS == 2, "one or two dS^T tiles");
 static_assert(DQ_BUFS == 1 || DQ_BUFS == 2, "one or two dQ buffers");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
@@ -176,7 +171,6 @@ HK_DEVICE int kv_full() { return BAR_OFF + 8 * (3 * STAGES); }
 HK_DEVICE int dq_full(int k) { return BAR_OFF + 8 * (3 * STAGES + 1 + k); }
 HK_DEVICE int dq_empty(int k) { return BAR_OFF + 8 * (3 * STAGES + 3 + k); }
 HK_DEVICE int dq_load(int k) { return BAR_OFF + 8 * (3 * STAGES + 5 + k); }
-HK_DEVICE int dq_last(int k) { return BAR_OFF + 8 * (3 * STAGES + 7) + 4 * k; }  // not deterministic: lane 0's verdict
 HK_DEVICE int o_full() { return BAR_OFF + 8 * (3 * STAGES + 8); }   // O_SLOT: O landed
 HK_DEVICE int o_empty() { return BAR_OFF + 8 * (3 * STAGES + 9); }  // O_SLOT: the row warp's 32 lanes read it
 // Byte offset of step s's O tile (stage st).
@@ -315,64 +309,65 @@ HK_DEVICE int swz_q(int r, int c) { return (c >> 3) * Q_SLAB + r * 128 + (((c & 
 // The row warp (producer warp 3): per step, D = rowsum(dO * O) and LSE
 // log2 e (+inf for a row past seqlen_q or with no visible key: its P is 0)
 // of the step's 64 rows, two per lane, into the stage's row buffer.
+// D_SHARED: step s's D (rows lane and lane + 32) from key block 0's
+// publication, once all its lanes counted in.
+HK_DEVICE void bwd_rows_fetch(const hk_args &a, const bwd_grid &g, const bwd_block &w, int s, int lane, float (&d)[2])
+{
+    int hq, qi;
+    bwd_step_at(g, w, s, hq, qi);
+    const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
+    const unsigned *flag = (const unsigned *)a.counters + g.tiles + tile;
+    if (lane == 0)
+        while (hk_load_acquire_gpu(flag) < 32u)
+            hk_sleep_ns(32);
+    hk_syncwarp();
+    const float *dws = a.workspace + tile * WS_TILE + BLOCK_M * 128;
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+        d[k] = hk_global_load_f32_l2(dws + lane + 32 * k);
+}
+
 HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
 {
     const int lane = hk_lane_id();
     const bool sub = D_SHARED && w.j > 0, pub = D_SHARED && w.j == 0;
+    float next[2] = {0.0f, 0.0f};                       // sub: the next step's D, fetched a step ahead
+    if (sub && w.steps > 0)
+        bwd_rows_fetch(a, g, w, 0, lane, next);
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int st = s % STAGES, off = ST_OFF + st * STAGE_BYTES;
         const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
-        float *dws = a.workspace + tile * WS_TILE + BLOCK_M * 128;   // D_SHARED: the tile's D
-        unsigned *flag = (unsigned *)a.counters + g.tiles + tile;
         float lse[2];                                   // loaded before the tiles land
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int q = qi * BLOCK_M + lane + 32 * k;
             lse[k] = q < g.Sq ? hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q) : -__builtin_huge_valf();
         }
-        float sums[2];
-        if (sub) {                                      // key block 0 published D
-            if (lane == 0)
-                while (hk_load_acquire_gpu(flag) == 0u)
-                    hk_sleep_ns(64);
-            hk_syncwarp();
+        float sums[2] = {next[0], next[1]};
+        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);   // (sub: the stage's row buffer is free)
+        if (!sub) {
+            if (O_SLOT)
+                hk_mbar_wait(lds, o_full(), s & 1);
 #pragma unroll
-            for (int k = 0; k < 2; ++k)
-                sums[k] = hk_global_load_f32_l2(dws + lane + 32 * k);
-            hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);   // the stage's row buffer is free
-        } else {
-        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
-        if (O_SLOT)
-            hk_mbar_wait(lds, o_full(), s & 1);
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            const int r = lane + 32 * k;
-            float sum = 0.0f;
+            for (int k = 0; k < 2; ++k) {
+                const int r = lane + 32 * k;
+                float sum = 0.0f;
 #pragma unroll 2
-            for (int c = 0; c < CHUNKS; ++c) {
-                const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
-                const hk_u32x4 y = hk_lds_load_b128(lds, o_tile(st) + swz_q(r, c));
+                for (int c = 0; c < CHUNKS; ++c) {
+                    const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
+                    const hk_u32x4 y = hk_lds_load_b128(lds, o_tile(st) + swz_q(r, c));
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    sum += hk_u32_as_f32(x[e] << 16) * hk_u32_as_f32(y[e] << 16);
-                    sum += hk_u32_as_f32(x[e] & 0xffff0000u) * hk_u32_as_f32(y[e] & 0xffff0000u);
+                    for (int e = 0; e < 4; ++e) {
+                        sum += hk_u32_as_f32(x[e] << 16) * hk_u32_as_f32(y[e] << 16);
+                        sum += hk_u32_as_f32(x[e] & 0xffff0000u) * hk_u32_as_f32(y[e] & 0xffff0000u);
+                    }
                 }
+                sums[k] = sum;
             }
-            sums[k] = sum;
-        }
-        if (O_SLOT)
-            hk_mbar_arrive(lds, o_empty());             // this lane is done with O
-        if (pub && bwd_last_block(g, qi) > 0) {         // publish D for the other key blocks
-#pragma unroll
-            for (int k = 0; k < 2; ++k)
-                hk_global_store_f32(dws + lane + 32 * k, sums[k]);
-            hk_fence_gpu();
-            hk_syncwarp();
-            if (lane == 0)
-                hk_red_add_release_gpu(flag, 1);
-        }
+            if (O_SLOT)
+                hk_mbar_arrive(lds, o_empty());         // this lane is done with O
         }
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
@@ -382,6 +377,15 @@ HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const
             hk_lds_store_b32(lds, ROW_OFF + st * 512 + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sums[k]));
         }
         hk_mbar_arrive(lds, rows_full(st));
+        if (pub && bwd_last_block(g, qi) > 0) {         // publish D: each lane its rows, then counts in
+            float *dws = a.workspace + tile * WS_TILE + BLOCK_M * 128;
+#pragma unroll
+            for (int k = 0; k < 2; ++k)
+                hk_global_store_f32(dws + lane + 32 * k, sums[k]);
+            hk_red_add_release_gpu((unsigned *)a.counters + g.tiles + tile, 1);
+        }
+        if (sub && s + 1 < w.steps)                     // under the consumers' step s
+            bwd_rows_fetch(a, g, w, s + 1, lane, next);
     }
 }
 
@@ -480,10 +484,7 @@ HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS
 // block the finished sum goes back into the buffer, all 32 lanes write it
 // as bf16 dQ (d64: the two halves added, in a fixed order), then the
 // buffer is freed and the counter put back to 0; a tile with a single key
-// block goes from the buffer to dQ without the workspace.  Not
-// DETERMINISTIC: no turns, every share a reduce into the zeroed workspace,
-// the buffer freed once the count is in (an acquire-release add), and the
-// block that counts in last converts, then zeroes the workspace tile.
+// block goes from the buffer to dQ without the workspace.
 HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int k)
 {
     const int lane = hk_lane_id();
@@ -492,8 +493,7 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int last = bwd_last_block(g, qi);
-        bool final = w.j == last;
-        const bool first = w.j == 0, single = last == 0;   // single: one key block, no workspace
+        const bool final = w.j == last, first = w.j == 0, single = last == 0;   // single: one key block
         const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
         const int buf = dq_buf(s);
         unsigned *cnt = (unsigned *)a.counters + tile;
@@ -502,27 +502,7 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
         // lane 0 alone waits for its turn and issues the copies; the other
         // lanes wait at hk_syncwarp, not on an mbarrier (lanes spinning on
         // mbarrier waits while lane 0 was away hung the H200 runs)
-        if (!DETERMINISTIC && lane == 0 && !single) {
-            hk_bulk_reduce_add_f32(ws, lds, buf, DQ_BUF);
-            hk_bulk_commit();
-            hk_bulk_wait<0>();
-            hk_fence_proxy_async_global();
-            const bool is_last = hk_atomic_add_acq_rel_gpu(cnt, 1) == (unsigned)last;
-            if (!is_last) {
-                hk_mbar_arrive(lds, dq_empty(k));
-            } else {                                    // every block's share is in
-                hk_fence_proxy_async_global();
-                hk_mbar_arrive_expect_tx(lds, dq_load(k), DQ_BUF);
-                hk_bulk_load(lds, buf, ws, DQ_BUF, dq_load(k));
-                hk_mbar_wait(lds, dq_load(k), nfin & 1);
-            }
-            hk_lds_store_b32(lds, dq_last(k), is_last ? 1u : 0u);
-        }
-        if (!DETERMINISTIC) {
-            hk_syncwarp();
-            final = single || hk_lds_load_b32(lds, dq_last(k)) != 0;
-        }
-        if (DETERMINISTIC && lane == 0) {
+        if (lane == 0) {
             if (w.j > 0)
                 while (hk_load_acquire_gpu(cnt) < (unsigned)w.j)
                     hk_sleep_ns(32);
@@ -580,17 +560,6 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
                                              (long)q * a.q_stride_s + 8 * c8, o);
             }
             hk_syncwarp();                              // every lane is done with the buffer
-            if (!DETERMINISTIC && !single) {            // the workspace tile back to zero
-                for (int e = lane; e < DQ_BUF / 16; e += 32)
-                    hk_lds_store_b128(lds, buf + 16 * e, hk_u32x4{0u, 0u, 0u, 0u});
-                hk_fence_proxy_async();
-                hk_syncwarp();
-                if (lane == 0) {
-                    hk_bulk_store(ws, lds, buf, DQ_BUF);
-                    hk_bulk_commit();
-                    hk_bulk_wait_read<0>();
-                }
-            }
             if (lane == 0) {
                 hk_mbar_arrive(lds, dq_empty(k));
                 if (!single)
@@ -601,8 +570,6 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
             hk_syncwarp();
         }
     }
-    if (!DETERMINISTIC && lane == 0)
-        hk_bulk_wait<0>();                              // the zeroing stores complete
 }
 
 // dK (scaled) or dV of the warpgroup's 64 keys to global: lane (g, t) holds

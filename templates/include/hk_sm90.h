@@ -93,7 +93,7 @@
  *   hk_wgmma_64x64x16_tatb           wgmma with A and B both MN-major (attention backward's dQ = dS K; see the end)
  *   hk_global_store_f32x2, hk_global_load_f32_l2, hk_global_load_f32x2_l2, hk_red_add_f32x2
  *                                    fp32 pairs to / from global (the load from L2, past L1), and an atomic add of a pair
- *   hk_load_acquire_gpu(p), hk_atomic_add_release_gpu(p, v), hk_red_add_release_gpu(p, v), hk_atomic_add_acq_rel_gpu(p, v),
+ *   hk_load_acquire_gpu(p), hk_atomic_add_release_gpu(p, v), hk_red_add_release_gpu(p, v),
  *   hk_store_relaxed_gpu(p, v), hk_fence_gpu(), hk_sleep_ns(n)
  *                                    device-scope flags between blocks (ordered accumulation), and a short back-off
  *   hk_trap()                         stop the kernel with an error (a launch the kernel cannot serve)
@@ -727,13 +727,6 @@ HK_DEVICE unsigned hk_atomic_add_release_gpu(unsigned *p, unsigned v)
 {
     unsigned old;
     asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
-    return old;
-}
-/* the add of hk_atomic_add_release_gpu that also acquires (the last of several adders reads what all wrote) */
-HK_DEVICE unsigned hk_atomic_add_acq_rel_gpu(unsigned *p, unsigned v)
-{
-    unsigned old;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
     return old;
 }
 /* the add of hk_atomic_add_release_gpu without the old value (nothing waits for a reply) */

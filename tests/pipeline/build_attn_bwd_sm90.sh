@@ -6,8 +6,7 @@
 # libhkrt and callers rely on: 384 threads, the dynamic shared memory of the
 # plan, a block per key block and KV head, the scratch arguments and their
 # launch rules, and the five tensor-map recipes.  Run-time and baked
-# dimensions, both head dims, causal and not, deterministic (the default)
-# and not; deterministic: false on an AMD target is a spec error.
+# dimensions, both head dims, causal and not.
 . "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen # nvcc dominates; ASan adds nothing here
 cat >"$T/bwd.yaml" <<'SPEC'
@@ -32,19 +31,15 @@ kernels:
     seqlen_k: 170
     heads_q: 12
     heads_k: 4
-  - op: attn_bwd
-    name: nd
-    head_dim: 128
-    deterministic: false
 SPEC
 run_hk "$T/out" build -q "$T/bwd.yaml" -o "$T/cat"
 expect_rc 0 "hkgen build (sm_90a attn_bwd)"
 m=$T/cat/manifest.json
-[ "$(find "$T/cat/sm_90a" -name '*.cubin' | wc -l)" -eq 5 ] || fail "expected 5 cubins"
+[ "$(find "$T/cat/sm_90a" -name '*.cubin' | wc -l)" -eq 4 ] || fail "expected 4 cubins"
 python3 - "$m" <<'PY' || fail "sm_90a attn_bwd manifest entries (see $m)"
 import json, sys
 ks = json.load(open(sys.argv[1]))["kernels"]
-assert len(ks) == 5, len(ks)
+assert len(ks) == 4, len(ks)
 for k in ks:
     d = int(k["params"]["head_dim"])
     r = k["resources"]
@@ -54,7 +49,6 @@ for k in ks:
     # K, V, two stages of Q, dO, O, dS^T, row terms, dQ buffers (d64: two), mbarriers, alignment slack
     dq = 32768 * (2 if d == 64 else 1)
     assert k["dynamic_lds"] == 2 * 128 * d * 2 + 2 * 3 * 64 * d * 2 + 2 * 128 * 64 * 2 + 1024 + dq + 256 + 1024, k["dynamic_lds"]
-    assert k["params"].get("deterministic", "true") == ("false" if k["name"].startswith("nd") else "true"), k["params"]
     names = [a["name"] for a in k["kernarg"]["args"]]
     want = ["Q", "K", "V", "O", "dO", "LSE", "dQ", "dK", "dV"] + \
         ["%s_stride_%s" % (t, x) for t in ("q", "k", "v", "o", "do") for x in "bsh"] + ["scale"]
@@ -86,18 +80,4 @@ expect_rc 0 "hkgen explain"
 grep -q "scratch: workspace_bytes >= batch\*heads_q\*cdiv(seqlen_q,64)\*32768$" "$T/explain" || fail "explain: no run-time workspace formula: $(cat "$T/explain")"
 grep -q "scratch: workspace_bytes >= 2\*12\*cdiv(333,64)\*32768 (4718592 bytes)" "$T/explain" || fail "explain: no baked workspace size: $(cat "$T/explain")"
 grep -q "scratch: counters_len >= 2\*12\*cdiv(333,64) (144 counters)" "$T/explain" || fail "explain: no baked counter count: $(cat "$T/explain")"
-# deterministic: false is sm_90a's only
-cat >"$T/nd_amd.yaml" <<'SPEC'
-hkgen: 1
-defaults:
-  target: gfx942
-kernels:
-  - op: attn_bwd
-    name: nd
-    head_dim: 128
-    deterministic: false
-SPEC
-run_hk "$T/nd_amd" build -q "$T/nd_amd.yaml" -o "$T/cat_amd"
-expect_rc 2 "deterministic: false on gfx942"
-grep -q "deterministic: false is not available for attn_bwd on gfx942" "$T/nd_amd" || fail "no clear error: $(cat "$T/nd_amd")"
-echo "ok: 5 sm_90a attn_bwd kernels, no spills, 12 warps per SM, manifest plan, scratch rules and tensor maps"
+echo "ok: 4 sm_90a attn_bwd kernels, no spills, 12 warps per SM, manifest plan, scratch rules and tensor maps"
