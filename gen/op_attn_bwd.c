@@ -183,27 +183,31 @@ static void attn_bwd_grid(const op_inst *k, op_plan *p) {
 
 /* Hopper: a block per 128 keys of one KV head (kv_block), two consumer
    warpgroups of 64 keys and a producer warpgroup (384 threads), steps of 64
-   queries (q_step) through a ring of `stages' Q, dO and O tiles. Shared
-   memory: K and V (2 x 128 x d), the ring (stages x 3 x 64 x d), dS^T (128 x
-   64, two), the row terms (2 x 64 floats per stage), dq_bufs
-   dQ buffers (a step's two 64 x 64 fp32 shares, 32 KiB: d128 one, which its
-   writer frees once the bulk reduce has read it; d64 two, by step parity,
-   where the room is), bar_bytes of mbarriers and 1024 bytes for the
-   skeleton's alignment: 226 KiB at d128, 178 KiB at d64 (one block per
-   multiprocessor either way: the registers). k_step and q_block are the
-   estimate's names for the same sizes. */
+   queries (q_step) through a ring of `stages' Q, dO (and unless o_slot, O)
+   tiles. d_shared: key block 0 of each KV head publishes D = rowsum(dO * O)
+   per 64 queries and the other key blocks load no O (H200: causal d128
+   +7-29%). Shared memory: K and V (2 x 128 x d), the ring (stages x 2 or 3
+   x 64 x d), O's own slot (o_slot: 64 x d), dS^T (128 x 64, ds_bufs: two by
+   step parity, or one behind a second consumer barrier), the row terms (2
+   x 64 floats per stage), dq_bufs dQ buffers (a step's two 64 x 64 fp32
+   shares, 32 KiB each, by step parity; a writer frees one once its bulk
+   reduce has read it), bar_bytes of mbarriers and 1024 bytes for the
+   skeleton's alignment. d128: two stages, O's slot and one dS^T tile make
+   room for two dQ buffers (226 KiB); d64: three stages (202 KiB); one
+   block per multiprocessor either way (the registers). k_step and q_block
+   are the estimate's names for the same sizes. */
 static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim");
   op_plan_tune(p, "kv_block", 128);
   op_plan_tune(p, "q_step", 64);
   op_plan_tune(p, "k_step", 128);
   op_plan_tune(p, "q_block", 64);
-  op_plan_tune(p, "stages", 2);
+  op_plan_tune(p, "stages", d == 64 ? 3 : 2);
   op_plan_tune(p, "bar_bytes", 256);
-  op_plan_tune(p, "dq_bufs", d == 64 ? 2 : 1);
-  op_plan_tune(p, "o_slot", 0);
-  op_plan_tune(p, "ds_bufs", 2);
-  op_plan_tune(p, "d_shared", 0);
+  op_plan_tune(p, "dq_bufs", 2);
+  op_plan_tune(p, "o_slot", d == 128);
+  op_plan_tune(p, "ds_bufs", d == 128 ? 1 : 2);
+  op_plan_tune(p, "d_shared", 1);
   p->block = 384;
   long o_slot = op_tune(p, "o_slot");
   p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * (3 - o_slot) * 64 * d * 2 + o_slot * 64 * d * 2 +
