@@ -217,7 +217,8 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
 
 /* The dQ scratch of the Hopper kernel (attn_bwd.sm90.hip.m4): per 64-query
    step two 64 x 64 fp32 halves (d128: of the columns; d64: of the keys'
-   partial sums), 32 KiB whatever the head_dim, and a counter per step,
+   partial sums), 32 KiB whatever the head_dim (d_shared: and the step's 64
+   D values, 33024 bytes), and a counter per step (d_shared: and a flag),
    zeroed once by the caller (every launch leaves them zero); the arguments,
    their launch rules, then the tensor maps: Q, dO and O in boxes of 64
    columns x 64 queries, K and V of 64 columns x 128 keys, one head each, the
@@ -511,9 +512,9 @@ static int attn_bwd_has_arg(const op_inst *k, const char *name) {
 
 /* The sm_90a kernel's dQ scratch (`hkgen test --device`): the workspace
    and the counters of the launch rules, zeroed (the counters must be). */
-static void attn_bwd_scratch_args(et_ctx *c, const attn_bwd_prob *p) {
-  size_t steps = (size_t)(p->B * p->HQ * ((p->Sq + 63) / 64));
-  size_t wsb = steps * 32768, cnb = steps * 4;
+static void attn_bwd_scratch_args(et_ctx *c, const op_inst *k, const attn_bwd_prob *p) {
+  size_t steps = (size_t)(p->B * p->HQ * ((p->Sq + 63) / 64)), shared = op_tune(k->plan, "d_shared") != 0;
+  size_t wsb = steps * (shared ? 33024 : 32768), cnb = steps * 4 * (shared ? 2 : 1);
   void *zero = calloc(wsb > cnb ? wsb : cnb, 1);
   void *ws = et_alloc(c, wsb), *cnt = et_alloc(c, cnb);
   et_upload(c, ws, zero, wsb);
@@ -522,7 +523,7 @@ static void attn_bwd_scratch_args(et_ctx *c, const attn_bwd_prob *p) {
   et_arg_ptr(c, "workspace", ws);
   et_arg_int(c, "workspace_bytes", (long)wsb);
   et_arg_ptr(c, "counters", cnt);
-  et_arg_int(c, "counters_len", (long)steps);
+  et_arg_int(c, "counters_len", (long)(cnb / 4));
 }
 
 static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *err) {
@@ -558,7 +559,7 @@ static int attn_bwd_emu_run(const op_inst *k, const long *shape, et_ctx *c, doub
   long vals[ATTN_NDIMS] = {p.B, p.Sq, p.Sk, p.HQ, p.HK};
   for (int i = 0; i < ATTN_NDIMS; i++)
     if (op_is_any(k, attn_dim_names[i])) et_arg_int(c, attn_dim_names[i], vals[i]);
-  if (attn_bwd_has_arg(k, "workspace")) attn_bwd_scratch_args(c, &p);
+  if (attn_bwd_has_arg(k, "workspace")) attn_bwd_scratch_args(c, k, &p);
   int rc = et_launch(c);
   if (rc == 0) *err = attn_bwd_compare(c, &p, ddq, ddk, ddv);
   /* the grouped cases with few rows launch twice: same bits or fail */
