@@ -13,6 +13,8 @@
 # process of its own, so that a hang costs only its own time (BWD_HANG_S per launch).
 # Logs: $OUT/bwd.log, $OUT/bwd_one.log, $OUT/sanitizer.log, $OUT/train.log.
 cd "$(dirname "$0")" || exit 2
+# the round's settings (T_NUM, T_BENCH, T_TRAIN, T_SAN, TRAIN_SEEDS, BWD_HK, ...), if the bundle has them
+[ -f env.sh ] && . ./env.sh
 export PYTHONPATH=$PWD HKRT_LIB=$PWD/libhkrt.so PYTHONUNBUFFERED=1 BWD_HANG_S=${BWD_HANG_S:-10}
 OUT=${OUT:-$PWD/out}
 export OUT
