@@ -72,15 +72,16 @@ for k in ks:
     rules = [c["rule"] for c in k["checks"]]
     sq = p.get("seqlen_q", "seqlen_q")
     hb = "%s*%s" % tuple(p.get(x, x) for x in ("batch", "heads_q"))
-    # dQ's fp32 sums and D (key block 0 publishes it) per 64 queries; two counters each
-    assert "workspace_bytes >= %s*cdiv(%s,64)*33024" % (hb, sq) in rules, rules
-    assert "counters_len >= 2*%s*cdiv(%s,64)" % (hb, sq) in rules, rules
+    # dQ's fp32 sums per 64 queries and a counter; d128: also D (key block 0 publishes it) and a flag
+    ws, nc = ("33024", "2*") if d == 128 else ("32768", "")
+    assert "workspace_bytes >= %s*cdiv(%s,64)*%s" % (hb, sq, ws) in rules, rules
+    assert "counters_len >= %s%s*cdiv(%s,64)" % (nc, hb, sq) in rules, rules
     assert "do_stride_b%8==0 && do_stride_s%8==0 && do_stride_h%8==0" in rules, rules
 PY
 # the scratch per problem, from hkgen explain: a formula, with its value when baked
 run_hk "$T/explain" explain "$T/bwd.yaml"
 expect_rc 0 "hkgen explain"
 grep -q "scratch: workspace_bytes >= batch\*heads_q\*cdiv(seqlen_q,64)\*33024$" "$T/explain" || fail "explain: no run-time workspace formula: $(cat "$T/explain")"
-grep -q "scratch: workspace_bytes >= 2\*12\*cdiv(333,64)\*33024 (4755456 bytes)" "$T/explain" || fail "explain: no baked workspace size: $(cat "$T/explain")"
-grep -q "scratch: counters_len >= 2\*2\*12\*cdiv(333,64) (288 counters)" "$T/explain" || fail "explain: no baked counter count: $(cat "$T/explain")"
+grep -q "scratch: workspace_bytes >= 2\*12\*cdiv(333,64)\*32768 (4718592 bytes)" "$T/explain" || fail "explain: no baked workspace size: $(cat "$T/explain")"
+grep -q "scratch: counters_len >= 2\*12\*cdiv(333,64) (144 counters)" "$T/explain" || fail "explain: no baked counter count: $(cat "$T/explain")"
 echo "ok: 4 sm_90a attn_bwd kernels, no spills, 12 warps per SM, manifest plan, scratch rules and tensor maps"
