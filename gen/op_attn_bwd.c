@@ -209,7 +209,6 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "o_slot", d == 128);
   op_plan_tune(p, "ds_bufs", d == 128 ? 1 : 2);
   op_plan_tune(p, "d_shared", d == 128); /* d64 8K causal: 257 TFLOP/s with it, 297 without */
-  op_plan_tune(p, "d_ahead", 0);
   p->block = 384;
   long o_slot = op_tune(p, "o_slot");
   p->dynamic_lds = (int)(2 * 128 * d * 2 + op_tune(p, "stages") * (3 - o_slot) * 64 * d * 2 + o_slot * 64 * d * 2 +

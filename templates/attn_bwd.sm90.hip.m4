@@ -123,9 +123,6 @@ static constexpr int DS_BYTES = DS_BUFS * DS_TILE;
 // read D from there
 static constexpr bool D_SHARED = ]hkm_tune([d_shared])[;
 static constexpr int WS_TILE = BLOCK_M * 128 + (D_SHARED ? BLOCK_M : 0);  // floats per 64 queries
-// D_AHEAD (with D_SHARED): the row warp fetches the next step's D under the
-// current step (at d128 it spills the producer warpgroup's 56 registers)
-static constexpr bool D_AHEAD = ]hkm_tune([d_ahead])[;
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
 static constexpr int ROW_BYTES = STAGES * 2 * BLOCK_M * 4;
 static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // dQ buffers: a 64 x 64 fp32 share per warpgroup
@@ -334,9 +331,6 @@ HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const
 {
     const int lane = hk_lane_id();
     const bool sub = D_SHARED && w.j > 0, pub = D_SHARED && w.j == 0;
-    float next[2] = {0.0f, 0.0f};                       // D_AHEAD: the next step's D
-    if (D_AHEAD && sub && w.steps > 0)
-        bwd_rows_fetch(a, g, w, 0, lane, next);
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
@@ -348,8 +342,8 @@ HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const
             const int q = qi * BLOCK_M + lane + 32 * k;
             lse[k] = q < g.Sq ? hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q) : -__builtin_huge_valf();
         }
-        float sums[2] = {next[0], next[1]};
-        if (sub && !D_AHEAD)                            // before the tiles land (the row warp runs ahead)
+        float sums[2] = {0.0f, 0.0f};
+        if (sub)                                        // before the tiles land (the row warp runs ahead)
             bwd_rows_fetch(a, g, w, s, lane, sums);
         hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);   // (sub: the stage's row buffer is free)
         if (!sub) {
@@ -389,8 +383,6 @@ HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const
                 hk_global_store_f32(dws + lane + 32 * k, sums[k]);
             hk_red_add_release_gpu((unsigned *)a.counters + g.tiles + tile, 1);
         }
-        if (D_AHEAD && sub && s + 1 < w.steps)          // under the consumers' step s
-            bwd_rows_fetch(a, g, w, s + 1, lane, next);
     }
 }
 
