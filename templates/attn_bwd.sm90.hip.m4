@@ -58,8 +58,9 @@ m4_divert(-1)                                                   -*- C -*-
 # halves added, in a fixed order), and the counter goes back to 0.  So the
 # sums have one order whatever the schedule: the same bits run to run.  A
 # writer only waits for blocks of lower index (earlier key blocks of its
-# own head), which the hardware starts no later than its own, so no
-# schedule deadlocks; two writers taking the steps by parity overlap one
+# own head), and so does a D_SHARED row warp (key block 0 of its head),
+# which the hardware starts no later than its own, so no schedule
+# deadlocks; two writers taking the steps by parity overlap one
 # step's wait for its sum to land with the next's.  The workspace tile is
 # [half][64 rows][64 columns] with 16-byte chunks XOR row % 8 (bwd_dq_off).
 # Scratch: batch x heads_q x cdiv(seqlen_q, 64) x (64 x 128 floats (both
