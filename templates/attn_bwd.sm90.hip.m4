@@ -199,16 +199,20 @@ HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk, int batch)
 }
 
 // Block x (grid x = max(nkv, 1) x Hk x batch): key block x % nkv of head x /
-// nkv, or, causal at d128, key block x / heads of head x % heads (the longest
-// blocks of every head first: GQA 32:8 and 12:4 at 8K 1.5x faster on the H200,
-// MHA 8K 1.11x, 2K and 32K 2-3% slower; d64 8K 8% slower, so not there), and
-// the query steps that see it: from the first whose last row sees key 128 j
-// to the last.
+// nkv, or, at d128, key block x / heads of head x % heads when causal (the
+// longest blocks of every head first: GQA 32:8 and 12:4 at 8K 1.5x faster on
+// the H200, MHA 8K 1.11x, 2K and 32K 2-3% slower; d64 8K 8% and 26% slower,
+// so not there) or when at most KEY_FIRST_HEADS KV heads x batch share the
+// grid (non-causal 8K 16:16 B2, 32 of them: 1.09x; HipKittens' 64:8 B16 / B15,
+// 128 and 120: 0.76-0.91x at 4K / 16K, each row of key blocks reading all
+// heads' Q and dO from DRAM again), and the query steps that see it: from
+// the first whose last row sees key 128 j to the last.
+static constexpr int KEY_FIRST_HEADS = 32;
 HK_DEVICE bwd_block bwd_block_make(const bwd_grid &g)
 {
     const int per = g.nkv > 0 ? g.nkv : 1, x = hk_block_id_x();
     bwd_block w;
-    if (CAUSAL && D == 128) {
+    if (D == 128 && (CAUSAL || hk_grid_dim_x() / per <= KEY_FIRST_HEADS)) {
         // key block first across all heads: every head's longest blocks
         // (j = 0) start first; still only lower indices are waited for
         const int heads = hk_grid_dim_x() / per, r = x % heads;
