@@ -26,44 +26,47 @@ m4_divert(-1)                                                   -*- C -*-
 # producer warpgroup (setmaxnreg hands most of its registers to the
 # consumers, as in attn_fwd.sm90.hip.m4) has four jobs: warp 0 (one thread)
 # copies K and V once and each step's Q, dO and O tiles into a ring of STAGES
-# stages (bwd_produce); warp 3 computes each stage's row terms D =
-# rowsum(dO * O) and LSE log2 e (bwd_rows); warps 1 and 2 are the dQ writers
-# of consumer warpgroups 0 and 1 (bwd_dq_writer).  Per step and consumer
-# warpgroup, wgmma bf16 -> fp32:
+# stages (bwd_produce; O_SLOT: O into one slot of its own); warp 3 computes
+# each step's row terms D = rowsum(dO * O) and LSE log2 e (bwd_rows;
+# D_SHARED: key block 0 publishes D per query block, the other key blocks
+# read it and load no O); warps 1 and 2 are the dQ writers of the even and
+# the odd steps (bwd_dq_writer).  Per step and consumer warpgroup, wgmma
+# bf16 -> fp32:
 #   S^T  = K_w Q^T        m64n64, A = K (smem, K-major), B = Q (K-major)
 #   dP^T = V_w dO^T       the same with V and dO
 #   P^T  = exp2(S^T scale log2 e - LSE log2 e), dS^T = P^T (dP^T - D)
 #   dV_w += P^T dO,  dK_w += dS^T Q    m64nDk16, A = P^T / dS^T from registers
 #                         (the accumulator as bf16 pairs), B = dO / Q MN-major
-#   dS^T to shared memory ([key][query], 128-byte swizzle; two tiles, by step
-#                         parity), a consumer barrier
+#   dS^T to shared memory ([key][query], 128-byte swizzle; DS_BUFS tiles, by
+#                         step parity, or one behind a second consumer
+#                         barrier), a consumer barrier
 #   dQ   = dS K           m64n64k16 with A = dS^T and B = K both MN-major
 #                         (hk_wgmma_64x64x16_tatb): d128, warpgroup w takes
 #                         columns 64 w .. 64 w + 63 over the block's keys;
 #                         d64, all columns over its own 64 keys
-# and hands its 64 x 64 fp32 dQ share to its writer through a shared tile
-# (dq_full / dq_empty), so the consumers go on to the next step at once.
-# dQ is summed over the key blocks in the fp32 workspace in key-block order:
-# the step's workspace tile has a half per consumer warpgroup (d128: its 64
-# columns; d64: its keys' partial sum of all 64), and each writer waits until
-# the step's counter says that every earlier key block's shares are in, adds
-# its share to its half with one bulk fp32 reduce (the first: a bulk copy),
-# completes it, fences and adds 1 to the counter; at the last key block the
-# finished sum is loaded back into shared memory and written as bf16 dQ
-# (d64: both halves added, in a fixed order), and the counter goes back to 0.
-# So the sums have one order whatever the schedule: the same bits run to
-# run.  A writer only waits for blocks of lower index (earlier key blocks of
-# its own head; d64 at the last key block: also its block's writer 0), which
-# the hardware starts no later than its own, so no schedule deadlocks.  The
-# workspace tile is the shared tiles' image: [half][64 rows][64 columns] with
-# 16-byte chunks XOR row % 8 (bwd_dq_off).  Scratch: batch x heads_q x
-# cdiv(seqlen_q, 64) x 64 x 128 floats (both head dims) and batch x heads_q x
-# cdiv(seqlen_q, 64) counters.
+# and writes its 64 x 64 fp32 dQ share into the step's dQ buffer (DQ_BUFS of
+# them, 32 KiB each: both warpgroups' shares), so the consumers go on to the
+# next step at once.  dQ is summed over the key blocks in the fp32
+# workspace in key-block order: the step's workspace tile is the buffer's
+# image, a half per consumer warpgroup (d128: its 64 columns; d64: its keys'
+# partial sum of all 64); the step's writer waits until the tile's counter
+# says that every earlier key block's shares are in, adds the buffer with
+# one 32 KiB bulk fp32 reduce (the first key block: a bulk copy), frees the
+# buffer once the copy engine has read it, completes the writes, fences and
+# adds 1 to the counter (a release add); at the last key block the finished
+# sum is loaded back into the buffer and written as bf16 dQ (d64: both
+# halves added, in a fixed order), and the counter goes back to 0.  So the
+# sums have one order whatever the schedule: the same bits run to run.  A
+# writer only waits for blocks of lower index (earlier key blocks of its
+# own head), and so does a D_SHARED row warp (key block 0 of its head),
+# which the hardware starts no later than its own, so no schedule
+# deadlocks; two writers taking the steps by parity overlap one
+# step's wait for its sum to land with the next's.  The workspace tile is
+# [half][64 rows][64 columns] with 16-byte chunks XOR row % 8 (bwd_dq_off).
+# Scratch: batch x heads_q x cdiv(seqlen_q, 64) x (64 x 128 floats (both
+# head dims) + D_SHARED's 64) and as many counters (D_SHARED: twice).
 #
-# Measured on the H200 (docs/PERF.md): 0.52-0.84x cuDNN.  With the dQ
-# epilogue in the consumers (wait, fp32 reds, fence, count) the kernel ran at
-# 0.3-0.5x; without any dQ epilogue (a probe, wrong dQ) at 0.91-1.06x;
-# unordered float atomics were no faster than the ordered sum.
+# Measured on the H200: docs/PERF.md "attn_bwd" (and what was tried there).
 
 m4_include([attn_common.m4])
 hkm_attn_check_params([64], [128])
@@ -104,14 +107,29 @@ static constexpr int Q_TILE = BLOCK_M * D * 2;
 static constexpr int KV_TILE = BLOCK_N * D * 2;
 static constexpr int K_OFF = 0, V_OFF = KV_TILE;
 static constexpr int ST_OFF = 2 * KV_TILE;                 // stage s: Q, dO, O
-static constexpr int STAGE_BYTES = 3 * Q_TILE;
-static constexpr int DS_OFF = ST_OFF + STAGES * STAGE_BYTES;  // dS^T [key][query]
+// O_SLOT: O in one slot of its own (freed by the row warp once D is summed),
+// not in every stage
+static constexpr bool O_SLOT = ]hkm_tune([o_slot])[;
+static constexpr int STAGE_BYTES = (O_SLOT ? 2 : 3) * Q_TILE;
+static constexpr int O_SLOT_OFF = ST_OFF + STAGES * STAGE_BYTES;
+static constexpr int DS_OFF = O_SLOT_OFF + (O_SLOT ? Q_TILE : 0);  // dS^T [key][query]
 static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
-static constexpr int DS_BYTES = 2 * DS_TILE;               // one per step parity
+// 2: one per step parity; 1: a consumer barrier before each step's store
+// (every warpgroup's dQ product of the step before is done)
+static constexpr int DS_BUFS = ]hkm_tune([ds_bufs])[;
+static constexpr int DS_BYTES = DS_BUFS * DS_TILE;
+// D_SHARED: key block 0 of each KV head sums D = rowsum(dO * O) for every
+// query block and publishes it (in the workspace tile, a flag per tile in
+// the second half of the counters); the other key blocks load no O and
+// read D from there
+static constexpr bool D_SHARED = ]hkm_tune([d_shared])[;
+static constexpr int WS_TILE = BLOCK_M * 128 + (D_SHARED ? BLOCK_M : 0);  // floats per 64 queries
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
-static constexpr int ROW_BYTES = 2 * 2 * BLOCK_M * 4;
-static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // a 64 x 64 fp32 dQ share per warpgroup
-static constexpr int DQ_BYTES = 2 * 64 * 64 * 4;
+static constexpr int ROW_BYTES = STAGES * 2 * BLOCK_M * 4;
+static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // dQ buffers: a 64 x 64 fp32 share per warpgroup
+static constexpr int DQ_BUF = 2 * 64 * 64 * 4;             // one step's shares, the workspace tile's image
+static constexpr int DQ_BUFS = ]hkm_tune([dq_bufs])[;      // 1: the step's writer frees it once read; 2: by step parity
+static constexpr int DQ_BYTES = DQ_BUFS * DQ_BUF;
 static constexpr int BAR_OFF = DQ_OFF + DQ_BYTES;
 ]hkm_attn_limits()[
 
@@ -120,7 +138,9 @@ static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
 static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
-static_assert((3 * STAGES + 8) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per warpgroup for dQ");
+static_assert((3 * STAGES + 10) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer, two for O");
+static_assert(DS_BUFS == 1 || DS_BUFS == 2, "one or two dS^T tiles");
+static_assert(DQ_BUFS == 1 || DQ_BUFS == 2, "one or two dQ buffers");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
 static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
 static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= ATTN_THREADS * LAUNCH_REGS,
@@ -141,17 +161,23 @@ HK_DEVICE void bwd_sync(void) { hk_barrier_part(1, CONS_THREADS); }
 
 // mbarriers: per stage q_full (the copying thread's arrival and the tile
 // bytes), q_empty (one arrival per consumer warp) and rows_full (the row
-// warp's 32 lanes); kv_full for K and V; per consumer warpgroup dq_full (its
-// 128 threads wrote a dQ share), dq_empty (its writer is done with the tile)
-// and dq_load (the finished sum landed back in shared memory); half0_done.
+// warp's 32 lanes); kv_full for K and V; per dQ writer k (the steps of
+// parity k) dq_full (the 256 consumer threads wrote the step's shares),
+// dq_empty (the writer is done with the buffer) and dq_load (the finished
+// sum landed back in shared memory).
 HK_DEVICE int q_full(int s) { return BAR_OFF + 8 * s; }
 HK_DEVICE int q_empty(int s) { return BAR_OFF + 8 * (STAGES + s); }
 HK_DEVICE int rows_full(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
 HK_DEVICE int kv_full() { return BAR_OFF + 8 * (3 * STAGES); }
-HK_DEVICE int dq_full(int wg) { return BAR_OFF + 8 * (3 * STAGES + 1 + wg); }
-HK_DEVICE int dq_empty(int wg) { return BAR_OFF + 8 * (3 * STAGES + 3 + wg); }
-HK_DEVICE int dq_load(int wg) { return BAR_OFF + 8 * (3 * STAGES + 5 + wg); }
-HK_DEVICE int half0_done() { return BAR_OFF + 8 * (3 * STAGES + 7); }   // d64: writer 0 added its final half
+HK_DEVICE int dq_full(int k) { return BAR_OFF + 8 * (3 * STAGES + 1 + k); }
+HK_DEVICE int dq_empty(int k) { return BAR_OFF + 8 * (3 * STAGES + 3 + k); }
+HK_DEVICE int dq_load(int k) { return BAR_OFF + 8 * (3 * STAGES + 5 + k); }
+HK_DEVICE int o_full() { return BAR_OFF + 8 * (3 * STAGES + 8); }   // O_SLOT: O landed
+HK_DEVICE int o_empty() { return BAR_OFF + 8 * (3 * STAGES + 9); }  // O_SLOT: the row warp's 32 lanes read it
+// Byte offset of step s's O tile (stage st).
+HK_DEVICE int o_tile(int st) { return O_SLOT ? O_SLOT_OFF : ST_OFF + st * STAGE_BYTES + 2 * Q_TILE; }
+// The dQ buffer of step s (byte offset).
+HK_DEVICE int dq_buf(int s) { return DQ_OFF + (DQ_BUFS == 2 ? (s & 1) * DQ_BUF : 0); }
 // Float offset of dQ element (row, col) in a 64 x 64 tile (col 0 .. 63 of the
 // warpgroup's columns): 16-byte chunks XOR row % 8.
 HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (row & 7))) << 2) + (col & 3); }
@@ -159,28 +185,34 @@ HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (
 // ---- the launch's work --------------------------------------------------------
 struct bwd_grid {
     int Sq, Sk, Hq, Hk, group, nq, nkv;
+    long tiles;                         // batch x heads_q x nq: the counters of the dQ sums
 };
 struct bwd_block {
     int j, hkv, b, first, n_i, steps;   // key block, KV head, batch; its query steps per head, all steps
 };
 
-HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk)
+HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk, int batch)
 {
-    bwd_grid g = {Sq, Sk, Hq, Hk, Hq / Hk, (Sq + BLOCK_M - 1) / BLOCK_M, (Sk + BLOCK_N - 1) / BLOCK_N};
+    const int nq = (Sq + BLOCK_M - 1) / BLOCK_M;
+    bwd_grid g = {Sq, Sk, Hq, Hk, Hq / Hk, nq, (Sk + BLOCK_N - 1) / BLOCK_N, (long)batch * Hq * nq};
     return g;
 }
 
 // Block x (grid x = max(nkv, 1) x Hk x batch): key block x % nkv of head x /
-// nkv, or, causal at d128, key block x / heads of head x % heads (the longest
-// blocks of every head first: GQA 32:8 and 12:4 at 8K 1.5x faster on the H200,
-// MHA 8K 1.11x, 2K and 32K 2-3% slower; d64 8K 8% slower, so not there), and
-// the query steps that see it: from the first whose last row sees key 128 j
-// to the last.
+// nkv, or, at d128, key block x / heads of head x % heads when causal (the
+// longest blocks of every head first: GQA 32:8 and 12:4 at 8K 1.5x faster on
+// the H200, MHA 8K 1.11x, 2K and 32K 2-3% slower; d64 8K 8% and 26% slower,
+// so not there) or when at most KEY_FIRST_HEADS KV heads x batch share the
+// grid (non-causal 8K 16:16 B2, 32 of them: 1.09x; HipKittens' 64:8 B16 / B15,
+// 128 and 120: 0.76-0.91x at 4K / 16K, each row of key blocks reading all
+// heads' Q and dO from DRAM again), and the query steps that see it: from
+// the first whose last row sees key 128 j to the last.
+static constexpr int KEY_FIRST_HEADS = 32;
 HK_DEVICE bwd_block bwd_block_make(const bwd_grid &g)
 {
     const int per = g.nkv > 0 ? g.nkv : 1, x = hk_block_id_x();
     bwd_block w;
-    if (CAUSAL && D == 128) {
+    if (D == 128 && (CAUSAL || hk_grid_dim_x() / per <= KEY_FIRST_HEADS)) {
         // key block first across all heads: every head's longest blocks
         // (j = 0) start first; still only lower indices are waited for
         const int heads = hk_grid_dim_x() / per, r = x % heads;
@@ -252,17 +284,26 @@ HK_DEVICE void bwd_produce(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_tma_load_4d(lds, K_OFF + sl * KV_SLAB, &a.tmap_k, sl * 64, w.j * BLOCK_N, w.hkv, w.b, kv_full());
         hk_tma_load_4d(lds, V_OFF + sl * KV_SLAB, &a.tmap_v, sl * 64, w.j * BLOCK_N, w.hkv, w.b, kv_full());
     }
+    const bool no_o = D_SHARED && w.j > 0;             // D comes from key block 0
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int st = s % STAGES;
         if (s >= STAGES)
             hk_mbar_wait(lds, q_empty(st), (s / STAGES + 1) & 1);
-        hk_mbar_arrive_expect_tx(lds, q_full(st), STAGE_BYTES);
+        hk_mbar_arrive_expect_tx(lds, q_full(st), no_o || O_SLOT ? 2 * Q_TILE : STAGE_BYTES);
         const int off = ST_OFF + st * STAGE_BYTES;
         bwd_tma_rows(lds, off, &a.tmap_q, qi * BLOCK_M, hq, w.b, q_full(st));
         bwd_tma_rows(lds, off + Q_TILE, &a.tmap_do, qi * BLOCK_M, hq, w.b, q_full(st));
-        bwd_tma_rows(lds, off + 2 * Q_TILE, &a.tmap_o, qi * BLOCK_M, hq, w.b, q_full(st));
+        if (no_o) {
+        } else if (!O_SLOT) {
+            bwd_tma_rows(lds, o_tile(st), &a.tmap_o, qi * BLOCK_M, hq, w.b, q_full(st));
+        } else {                                        // once the row warp read step s - 1's
+            if (s > 0)
+                hk_mbar_wait(lds, o_empty(), (s - 1) & 1);
+            hk_mbar_arrive_expect_tx(lds, o_full(), Q_TILE);
+            bwd_tma_rows(lds, O_SLOT_OFF, &a.tmap_o, qi * BLOCK_M, hq, w.b, o_full());
+        }
     }
 }
 
@@ -273,39 +314,80 @@ HK_DEVICE int swz_q(int r, int c) { return (c >> 3) * Q_SLAB + r * 128 + (((c & 
 // The row warp (producer warp 3): per step, D = rowsum(dO * O) and LSE
 // log2 e (+inf for a row past seqlen_q or with no visible key: its P is 0)
 // of the step's 64 rows, two per lane, into the stage's row buffer.
+// D_SHARED: step s's D (rows lane and lane + 32) from key block 0's
+// publication, once all its lanes counted in.
+HK_DEVICE void bwd_rows_fetch(const hk_args &a, const bwd_grid &g, const bwd_block &w, int s, int lane, float (&d)[2])
+{
+    int hq, qi;
+    bwd_step_at(g, w, s, hq, qi);
+    const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
+    const unsigned *flag = (const unsigned *)a.counters + g.tiles + tile;
+    if (lane == 0)
+        while (hk_load_acquire_gpu(flag) < 32u)
+            hk_sleep_ns(32);
+    hk_syncwarp();
+    const float *dws = a.workspace + tile * WS_TILE + BLOCK_M * 128;
+#pragma unroll
+    for (int k = 0; k < 2; ++k)
+        d[k] = hk_global_load_f32_l2(dws + lane + 32 * k);
+}
+
 HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
 {
     const int lane = hk_lane_id();
+    const bool sub = D_SHARED && w.j > 0, pub = D_SHARED && w.j == 0;
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int st = s % STAGES, off = ST_OFF + st * STAGE_BYTES;
+        const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
         float lse[2];                                   // loaded before the tiles land
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int q = qi * BLOCK_M + lane + 32 * k;
             lse[k] = q < g.Sq ? hk_global_load_f32(a.LSE + ((long)w.b * g.Hq + hq) * g.Sq + q) : -__builtin_huge_valf();
         }
-        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
+        float sums[2] = {0.0f, 0.0f};
+        if (sub)                                        // before the tiles land (the row warp runs ahead)
+            bwd_rows_fetch(a, g, w, s, lane, sums);
+        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);   // (sub: the stage's row buffer is free)
+        if (!sub) {
+            if (O_SLOT)
+                hk_mbar_wait(lds, o_full(), s & 1);
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const int r = lane + 32 * k;
+                float sum = 0.0f;
+#pragma unroll 2
+                for (int c = 0; c < CHUNKS; ++c) {
+                    const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
+                    const hk_u32x4 y = hk_lds_load_b128(lds, o_tile(st) + swz_q(r, c));
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        sum += hk_u32_as_f32(x[e] << 16) * hk_u32_as_f32(y[e] << 16);
+                        sum += hk_u32_as_f32(x[e] & 0xffff0000u) * hk_u32_as_f32(y[e] & 0xffff0000u);
+                    }
+                }
+                sums[k] = sum;
+            }
+            if (O_SLOT)
+                hk_mbar_arrive(lds, o_empty());         // this lane is done with O
+        }
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int r = lane + 32 * k;
-            float sum = 0.0f;
-#pragma unroll 2
-            for (int c = 0; c < CHUNKS; ++c) {
-                const hk_u32x4 x = hk_lds_load_b128(lds, off + Q_TILE + swz_q(r, c));
-                const hk_u32x4 y = hk_lds_load_b128(lds, off + 2 * Q_TILE + swz_q(r, c));
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    sum += hk_u32_as_f32(x[e] << 16) * hk_u32_as_f32(y[e] << 16);
-                    sum += hk_u32_as_f32(x[e] & 0xffff0000u) * hk_u32_as_f32(y[e] & 0xffff0000u);
-                }
-            }
             const float l2 = lse[k] == -__builtin_huge_valf() ? __builtin_huge_valf() : lse[k] * LOG2E;
             hk_lds_store_b32(lds, ROW_OFF + st * 512 + r * 4, hk_f32_as_u32(l2));
-            hk_lds_store_b32(lds, ROW_OFF + st * 512 + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sum));
+            hk_lds_store_b32(lds, ROW_OFF + st * 512 + BLOCK_M * 4 + r * 4, hk_f32_as_u32(sums[k]));
         }
         hk_mbar_arrive(lds, rows_full(st));
+        if (pub && bwd_last_block(g, qi) > 0) {         // publish D: each lane its rows, then counts in
+            float *dws = a.workspace + tile * WS_TILE + BLOCK_M * 128;
+#pragma unroll
+            for (int k = 0; k < 2; ++k)
+                hk_global_store_f32(dws + lane + 32 * k, sums[k]);
+            hk_red_add_release_gpu((unsigned *)a.counters + g.tiles + tile, 1);
+        }
     }
 }
 
@@ -393,114 +475,102 @@ HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS
         }
 }
 
-// The dQ writer of consumer warpgroup wg (a warp; lane 0 but for the final
-// conversion): per step, wait until the consumers wrote the share (dq_full)
-// and its turn came (every earlier key block's shares are in), add it to its
-// half of the workspace tile with one bulk fp32 reduce (the first share: a
-// bulk copy) and complete the writes.  At the step's last key block the
-// finished sum goes back into shared memory and all 32 lanes write it as
-// bf16 dQ: d128, each writer its columns (a single share: straight from its
-// tile); d64, writer 1 adds both halves (writer 0 only adds its own and
-// tells it, half0_done) and frees both tiles.  Then free the tile (dq_empty)
-// and count the share in; the last key block puts the counter back to 0
-// (d128: the second increment, from 2 j + 1; d64: writer 1, no increments).
-HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int wg)
+// dQ writer k (a warp; lane 0 but for the final conversion) takes the
+// steps of parity k, so that one step's wait for the sum to land overlaps
+// the next step's: wait until the consumers wrote both shares (dq_full) and
+// its turn came (the counter says that every earlier key block's shares
+// are in), add the step's buffer (both halves: 32 KiB) to the workspace
+// tile with one bulk fp32 reduce (the first key block: a bulk copy), free
+// the buffer once read (dq_empty: the consumers go on), complete the
+// writes and count the block in (a release add).  At the step's last key
+// block the finished sum goes back into the buffer, all 32 lanes write it
+// as bf16 dQ (d64: the two halves added, in a fixed order), then the
+// buffer is freed and the counter put back to 0; a tile with a single key
+// block goes from the buffer to dQ without the workspace.
+HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int k)
 {
-    const int lane = hk_lane_id(), tile_off = DQ_OFF + wg * 16384;
-    int nfin = 0;
-    for (int s = 0; s < w.steps; ++s) {
+    const int lane = hk_lane_id();
+    int n = 0, nfin = 0;                                // this writer's steps, and conversions
+    for (int s = k; s < w.steps; s += 2, ++n) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
-        const bool final = w.j == bwd_last_block(g, qi), first = w.j == 0;
-        const bool convert = final && (DQ_SPLIT || wg == 1);
-        const bool single = DQ_SPLIT && first && final;  // d128, one share: no workspace
+        const int last = bwd_last_block(g, qi);
+        const bool final = w.j == last, first = w.j == 0, single = last == 0;   // single: one key block
         const long tile = ((long)w.b * g.Hq + hq) * g.nq + qi;
+        const int buf = dq_buf(s);
         unsigned *cnt = (unsigned *)a.counters + tile;
-        float *ws = a.workspace + tile * (BLOCK_M * 128);
-        hk_mbar_wait(lds, dq_full(wg), s & 1);
+        float *ws = a.workspace + tile * WS_TILE;
+        hk_mbar_wait(lds, dq_full(k), n & 1);
         // lane 0 alone waits for its turn and issues the copies; the other
         // lanes wait at hk_syncwarp, not on an mbarrier (lanes spinning on
         // mbarrier waits while lane 0 was away hung the H200 runs)
         if (lane == 0) {
             if (w.j > 0)
-                while (hk_load_acquire_gpu(cnt) < 2u * (unsigned)w.j)
+                while (hk_load_acquire_gpu(cnt) < (unsigned)w.j)
                     hk_sleep_ns(32);
             hk_fence_proxy_async_global();
             if (!single) {
                 if (first)
-                    hk_bulk_store(ws + wg * 4096, lds, tile_off, 16384);
+                    hk_bulk_store(ws, lds, buf, DQ_BUF);
                 else
-                    hk_bulk_reduce_add_f32(ws + wg * 4096, lds, tile_off, 16384);
+                    hk_bulk_reduce_add_f32(ws, lds, buf, DQ_BUF);
                 hk_bulk_commit();
+                if (!final) {                           // read: the consumers may refill the buffer
+                    hk_bulk_wait_read<0>();
+                    hk_mbar_arrive(lds, dq_empty(k));
+                }
                 hk_bulk_wait<0>();
                 hk_fence_proxy_async_global();
-            }
-            if (!DQ_SPLIT && final && wg == 0)
-                hk_mbar_arrive(lds, half0_done());
-            if (convert && !single) {                   // the sum is complete: back into shared memory
-                if (!DQ_SPLIT)
-                    hk_mbar_wait(lds, half0_done(), nfin & 1);
-                hk_mbar_arrive_expect_tx(lds, dq_load(wg), DQ_SPLIT ? 16384 : 32768);
-                if (DQ_SPLIT) {
-                    hk_bulk_load(lds, tile_off, ws + wg * 4096, 16384, dq_load(wg));
-                } else {
-                    hk_bulk_load(lds, DQ_OFF, ws, 16384, dq_load(wg));
-                    hk_bulk_load(lds, DQ_OFF + 16384, ws + 4096, 16384, dq_load(wg));
+                if (!final) {
+                    hk_red_add_release_gpu(cnt, 1);
+                } else {                                // the sum is complete: back into the buffer
+                    hk_mbar_arrive_expect_tx(lds, dq_load(k), DQ_BUF);
+                    hk_bulk_load(lds, buf, ws, DQ_BUF, dq_load(k));
+                    hk_mbar_wait(lds, dq_load(k), nfin & 1);
                 }
-                hk_mbar_wait(lds, dq_load(wg), nfin & 1);
             }
         }
         hk_syncwarp();
-        if (convert) {
+        if (final) {
             if (!single)                                // complete already: every lane sees the load
-                hk_mbar_wait(lds, dq_load(wg), nfin & 1);
+                hk_mbar_wait(lds, dq_load(k), nfin & 1);
             ++nfin;
-            // bf16 dQ: lane l takes 8-column groups l, l + 32, ... (d64: the
-            // two halves' sum)
-            const int col0 = DQ_SPLIT ? wg * DQ_N : 0, src = DQ_SPLIT ? tile_off : DQ_OFF;
-            for (int e = lane; e < BLOCK_M * (DQ_N / 8); e += 32) {
-                const int row = e / (DQ_N / 8), c8 = e % (DQ_N / 8), q = qi * BLOCK_M + row;
-                hk_u32x4 x = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8));
-                hk_u32x4 y = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, 8 * c8 + 4));
+            // bf16 dQ: lane l takes 8-column groups l, l + 32, ... (d128:
+            // group c8 in half c8 / 8; d64: the two halves' sum)
+            for (int e = lane; e < BLOCK_M * CHUNKS; e += 32) {
+                const int row = e / CHUNKS, c8 = e % CHUNKS, q = qi * BLOCK_M + row;
+                const int src = buf + (DQ_SPLIT ? (c8 >> 3) * 16384 : 0), c = 8 * (c8 & 7);
+                hk_u32x4 x = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, c));
+                hk_u32x4 y = hk_lds_load_b128(lds, src + 4 * bwd_dq_off(row, c + 4));
                 if (!DQ_SPLIT) {
-                    const hk_u32x4 x1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8));
-                    const hk_u32x4 y1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, 8 * c8 + 4));
+                    const hk_u32x4 x1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, c));
+                    const hk_u32x4 y1 = hk_lds_load_b128(lds, src + 16384 + 4 * bwd_dq_off(row, c + 4));
 #pragma unroll
-                    for (int k = 0; k < 4; ++k) {
-                        x[k] = hk_f32_as_u32(hk_u32_as_f32(x[k]) + hk_u32_as_f32(x1[k]));
-                        y[k] = hk_f32_as_u32(hk_u32_as_f32(y[k]) + hk_u32_as_f32(y1[k]));
+                    for (int i = 0; i < 4; ++i) {
+                        x[i] = hk_f32_as_u32(hk_u32_as_f32(x[i]) + hk_u32_as_f32(x1[i]));
+                        y[i] = hk_f32_as_u32(hk_u32_as_f32(y[i]) + hk_u32_as_f32(y1[i]));
                     }
                 }
                 hk_u32x4 o;
 #pragma unroll
-                for (int k = 0; k < 2; ++k) {
-                    o[k] = hk_f32x2_to_bf16x2(hk_u32_as_f32(x[2 * k]) * a.scale, hk_u32_as_f32(x[2 * k + 1]) * a.scale);
-                    o[k + 2] = hk_f32x2_to_bf16x2(hk_u32_as_f32(y[2 * k]) * a.scale, hk_u32_as_f32(y[2 * k + 1]) * a.scale);
+                for (int i = 0; i < 2; ++i) {
+                    o[i] = hk_f32x2_to_bf16x2(hk_u32_as_f32(x[2 * i]) * a.scale, hk_u32_as_f32(x[2 * i + 1]) * a.scale);
+                    o[i + 2] = hk_f32x2_to_bf16x2(hk_u32_as_f32(y[2 * i]) * a.scale, hk_u32_as_f32(y[2 * i + 1]) * a.scale);
                 }
                 if (q < g.Sq)
                     hk_global_store_b128(a.dQ + (long)w.b * a.q_stride_b + (long)hq * a.q_stride_h +
-                                             (long)q * a.q_stride_s + col0 + 8 * c8, o);
+                                             (long)q * a.q_stride_s + 8 * c8, o);
+            }
+            hk_syncwarp();                              // every lane is done with the buffer
+            if (lane == 0) {
+                hk_mbar_arrive(lds, dq_empty(k));
+                if (!single)
+                    hk_store_relaxed_gpu(cnt, 0);
+                if (D_SHARED && !single)                // every key block has read D
+                    hk_store_relaxed_gpu(cnt + g.tiles, 0);
             }
             hk_syncwarp();
         }
-        if (lane == 0) {
-            if (DQ_SPLIT) {
-                hk_mbar_arrive(lds, dq_empty(wg));
-                hk_fence_gpu();
-                const unsigned old = hk_atomic_add_release_gpu(cnt, 1);
-                if (final && old == 2 * (unsigned)w.j + 1)
-                    hk_store_relaxed_gpu(cnt, 0);
-            } else if (!final) {
-                hk_mbar_arrive(lds, dq_empty(wg));
-                hk_fence_gpu();
-                hk_atomic_add_release_gpu(cnt, 1);
-            } else if (wg == 1) {                       // both tiles are free, the counter done
-                hk_mbar_arrive(lds, dq_empty(0));
-                hk_mbar_arrive(lds, dq_empty(1));
-                hk_store_relaxed_gpu(cnt, 0);
-            }
-        }
-        hk_syncwarp();
     }
 }
 
@@ -557,7 +627,6 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_wgmma_desc(lds, K_OFF + (DQ_SPLIT ? wg * KV_SLAB : key0 * 128), KV_SLAB, 1024, 1);
     if (w.steps > 0)
         hk_mbar_wait(lds, kv_full(), 0);
-    int nf = 0;                                         // dQ shares handed to the writer
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
@@ -585,12 +654,17 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto + Q_TILE), p, dv);   // dV += P^T dO
         bwd_issue_g(hk_wgmma_desc_add(st0_mn, sto), ds, dk);            // dK += dS^T Q
         hk_wgmma_commit();
-        bwd_store_ds(lds, key0, ds, s & 1);
+        if (DS_BUFS == 1 && s > 0)
+            hk_barrier_part(4, CONS_THREADS);           // every dQ product of step s - 1 is done
+        bwd_store_ds(lds, key0, ds, DS_BUFS == 2 ? s & 1 : 0);
         hk_fence_proxy_async();
-        bwd_sync();                                     // dS^T of both warpgroups written
+        if (DQ_SPLIT)
+            bwd_sync();                                 // dS^T of both warpgroups written
+        else                                            // d64: dQ over the warpgroup's own keys
+            hk_barrier_part(2 + wg, 128);               // (H200: +2.7% at d64 8K causal)
         s_acc_t dq;
         hk_wgmma_fence();
-        bwd_issue_dq(hk_wgmma_desc_add(dsd, (s & 1) * DS_TILE), kmn, dq);
+        bwd_issue_dq(hk_wgmma_desc_add(dsd, (DS_BUFS == 2 ? s & 1 : 0) * DS_TILE), kmn, dq);
         hk_wgmma_commit();
         hk_wgmma_wait<0>();
         bwd_fence(dk);
@@ -599,9 +673,11 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
             hk_mbar_arrive(lds, q_empty(st));          // this warp is done with the stage
         hk_wgmma_rs_fence_acc64(dq);
         {
-            if (nf > 0)
-                hk_mbar_wait(lds, dq_empty(wg), (nf - 1) & 1);
-            const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2);
+            // the buffer's last user: step s - DQ_BUFS, writer (s - DQ_BUFS) & 1
+            const int prev = s - DQ_BUFS;
+            if (prev >= 0)
+                hk_mbar_wait(lds, dq_empty(prev & 1), (prev >> 1) & 1);
+            const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2), tile = dq_buf(s) + wg * 16384;
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -609,11 +685,10 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
                     hk_u32x2 v;
                     v[0] = hk_f32_as_u32(dq[4 * i + 2 * h]);
                     v[1] = hk_f32_as_u32(dq[4 * i + 2 * h + 1]);
-                    hk_lds_store_b64(lds, DQ_OFF + wg * 16384 + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
+                    hk_lds_store_b64(lds, tile + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
                 }
             hk_fence_proxy_async();
-            hk_mbar_arrive(lds, dq_full(wg));
-            ++nf;
+            hk_mbar_arrive(lds, dq_full(s & 1));
         }
     }
     if (w.steps == 0)
@@ -644,7 +719,7 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
     if (!bwd_bases_ok(hk_a))
         hk_trap();
     HK_LDS_DECLARE_DYNAMIC();
-    const bwd_grid g = bwd_grid_make(seqlen_q, seqlen_k, heads_q, heads_k);
+    const bwd_grid g = bwd_grid_make(seqlen_q, seqlen_k, heads_q, heads_k, batch);
     const bwd_block w = bwd_block_make(g);
     if (hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -653,12 +728,13 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
             hk_mbar_init(hk_lds, rows_full(s), 32);
         }
         hk_mbar_init(hk_lds, kv_full(), 1);
+        hk_mbar_init(hk_lds, o_full(), 1);
+        hk_mbar_init(hk_lds, o_empty(), 32);
         for (int i = 0; i < 2; ++i) {
-            hk_mbar_init(hk_lds, dq_full(i), 128);
+            hk_mbar_init(hk_lds, dq_full(i), CONS_THREADS);
             hk_mbar_init(hk_lds, dq_empty(i), 1);
             hk_mbar_init(hk_lds, dq_load(i), 1);
         }
-        hk_mbar_init(hk_lds, half0_done(), 1);
         hk_mbar_init_fence();
     }
     hk_barrier();

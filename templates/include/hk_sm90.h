@@ -95,9 +95,10 @@
  *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128/256
  *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
  *   hk_wgmma_64x64x16_tatb           wgmma with A and B both MN-major (attention backward's dQ = dS K; see the end)
- *   hk_global_store_f32x2, hk_global_load_f32x2_l2, hk_red_add_f32x2
+ *   hk_global_store_f32x2, hk_global_load_f32_l2, hk_global_load_f32x2_l2, hk_red_add_f32x2
  *                                    fp32 pairs to / from global (the load from L2, past L1), and an atomic add of a pair
- *   hk_load_acquire_gpu(p), hk_atomic_add_release_gpu(p, v), hk_store_relaxed_gpu(p, v), hk_fence_gpu(), hk_sleep_ns(n)
+ *   hk_load_acquire_gpu(p), hk_atomic_add_release_gpu(p, v), hk_red_add_release_gpu(p, v),
+ *   hk_store_relaxed_gpu(p, v), hk_fence_gpu(), hk_sleep_ns(n)
  *                                    device-scope flags between blocks (ordered accumulation), and a short back-off
  *   hk_trap()                         stop the kernel with an error (a launch the kernel cannot serve)
  *   hk_bulk_store(g, l, off, n), hk_bulk_reduce_add_f32(g, l, off, n), hk_bulk_commit(), hk_bulk_wait<N>(),
@@ -753,6 +754,12 @@ HK_DEVICE void hk_global_store_f32x2(float *p, float a, float b)
 {
     asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
 }
+HK_DEVICE float hk_global_load_f32_l2(const float *p)
+{
+    float a;
+    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(a) : "l"(p) : "memory");
+    return a;
+}
 HK_DEVICE void hk_global_load_f32x2_l2(const float *p, float &a, float &b)
 {
     asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];\n" : "=f"(a), "=f"(b) : "l"(p) : "memory");
@@ -772,6 +779,11 @@ HK_DEVICE unsigned hk_atomic_add_release_gpu(unsigned *p, unsigned v)
     unsigned old;
     asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
     return old;
+}
+/* the add of hk_atomic_add_release_gpu without the old value (nothing waits for a reply) */
+HK_DEVICE void hk_red_add_release_gpu(unsigned *p, unsigned v)
+{
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
 HK_DEVICE void hk_store_relaxed_gpu(unsigned *p, unsigned v)
 {

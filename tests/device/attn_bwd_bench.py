@@ -28,9 +28,10 @@ HipKittens' published backward shapes (d128, GQA 64:8, batch 16 at 1K and 4K,
 batch 15 at 16K, causal and not) with --hk.
 A catalogue named *_timing gets no numerics: the bench checks that its
 outputs have the first catalogue's bits (a variant that only reorders work).
+--numerics-first: numerics of the first catalogue only (the others: bits checked in the bench).
 --one: one small case per kernel only (for compute-sanitizer); --subset: four
 numerics shapes per kernel; --variant: no baselines in the bench; --hk: the
-HipKittens shapes too.
+HipKittens shapes too; --only=A+B...: the bench shapes whose label (spaces as _) has A or B...
 Logs to $OUT/bwd.log. Exit status 1 on any numerics failure.
 """
 import ctypes
@@ -48,7 +49,8 @@ import hkrt
 
 TARGET = "sm_90a"
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
-flags = {a for a in sys.argv[1:] if a.startswith("--")}
+flags = {a for a in sys.argv[1:] if a.startswith("--") and "=" not in a}
+ONLY = [o for a in sys.argv[1:] if a.startswith("--only=") for o in a.split("=", 1)[1].split("+")]
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "bwd_one.log" if "--one" in flags else "bwd.log"), "a")
@@ -194,11 +196,15 @@ def bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, e):
     return vals
 
 
-def scratch(shape, D):
-    B, Sq, Sk, Hq, Hk = shape
-    nq = (Sq + 63) // 64
-    ws = torch.zeros(B * Hq * nq * 64 * 128, device=dev, dtype=torch.float32)   # 32 KiB per 64 queries
-    cnt = torch.zeros(B * Hq * nq, device=dev, dtype=torch.int32)
+def scratch(shape, k):
+    """Kernel k's workspace and counters, zeroed, sized by the manifest's launch rules
+    (hkrt.py's reading of them: the one place the sizes are written)."""
+    dims = dict(zip(DIMS, shape))
+    rules = hkrt._scratch_rules(k)
+    nb = hkrt._formula(rules["workspace"][1], dims)
+    nc = hkrt._formula(rules["counters"][1], dims)
+    ws = torch.zeros(-(-nb // 4), device=dev, dtype=torch.float32)
+    cnt = torch.zeros(nc, device=dev, dtype=torch.int32)
     return dict(workspace=ws, workspace_bytes=ws.numel() * 4, counters=cnt, counters_len=cnt.numel())
 
 
@@ -231,7 +237,7 @@ def numerics_case(k, shape, order, pads, again):
     dq, _ = make(B, Sq, Hq, D, order, pads[0], "nan")
     dk, _ = make(B, Sk, Hk, D, order, pads[1], "nan")
     dv, _ = make(B, Sk, Hk, D, other, pads[2], "nan")
-    sc = scratch(shape, D)
+    sc = scratch(shape, k)
     vals = bwd_values(q, kk, v, o, do, lse, dq, dk, dv, (qs, ks, vs, os_, dos), shape, scale, e)
     vals.update(sc)
     faulthandler.dump_traceback_later(HANG_S, exit=True)
@@ -281,7 +287,7 @@ def numerics(cat_name, cat):
             except Exception as ex:
                 fail("%s %s" % (k.name, shape), "exception: %s" % ex)
                 traceback.print_exc()
-            if time.time() - T0 > BUDGET * 0.45:
+            if time.time() - T0 > BUDGET * (0.9 if "--no-bench" in flags else 0.45):
                 log("numerics stopped: time budget")
                 return
 
@@ -319,6 +325,8 @@ def bench():
             for k in kernels(main, "attn_fwd")}
     log("== bench: TFLOP/s (2.5 x forward FLOPs), median ms, peak MiB of one backward")
     for S, D, Hq, Hk, causal, label, B in BENCH + (HK_BENCH if "--hk" in flags else []):
+        if ONLY and not any(o in label.replace(" ", "_") for o in ONLY):
+            continue
         if time.time() - T0 > BUDGET * 0.9:
             log("bench stopped: time budget")
             return
@@ -351,21 +359,24 @@ def bench():
         strides = tuple((x.stride(0), x.stride(1), x.stride(2)) for x in (q, k, v, o, do))
         ref_bits = None
         for cname, cat in cats:
+            ks = [x for x in kernels(cat, "attn_bwd") if int(x.entry["params"]["head_dim"]) == D and
+                  (x.entry["params"]["causal"] in ("true", "1")) == causal]
+            if not ks:                                   # a variant of other shapes
+                continue
             try:
-                kern = [x for x in kernels(cat, "attn_bwd") if int(x.entry["params"]["head_dim"]) == D and
-                        (x.entry["params"]["causal"] in ("true", "1")) == causal][0]
+                kern = ks[0]
                 shape = (B, S, S, Hq, Hk)
 
                 def run_once():
                     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
                     vals = bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, kern.entry)
-                    vals.update(scratch(shape, D))
+                    vals.update(scratch(shape, kern))
                     kern(**vals)
                     return vals
                 mem = peak(run_once)
                 dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
                 vals = bwd_values(q, k, v, o, do, lse, dq, dk, dv, strides, shape, scale, kern.entry)
-                vals.update(scratch(shape, D))
+                vals.update(scratch(shape, kern))
                 go = launcher(kern, vals)
                 faulthandler.dump_traceback_later(HANG_S, exit=True)
                 go()
@@ -400,13 +411,14 @@ def bench():
         cud = [r[1] for r in row if r[0] == "CUDNN"]
         log("%-26s B=%d " % (label, B) + " | ".join(
             "%s %.1f TF/s %.3f ms %.0f MiB%s" % r for r in row) +
-            ("  (hkgen/cuDNN %.2f)" % (row[0][1] / cud[0]) if cud and row and row[0][0].startswith("hkgen") else ""))
+            ("  (/cuDNN: %s)" % " ".join("%s %.3f" % (r[0], r[1] / cud[0]) for r in row if r[0].startswith("hkgen"))
+             if cud else ""))
         del qb, kb, vb, dob
         torch.cuda.empty_cache()
 
 
 if "--no-numerics" not in flags:
-    for name, cat in cats:
+    for name, cat in (cats[:1] if "--numerics-first" in flags else cats):
         numerics(name, cat)
 if "--no-bench" not in flags and "--one" not in flags and cats:
     try:
