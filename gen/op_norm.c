@@ -19,6 +19,10 @@ static const char *const norm_threads[] = {"128", "256", "512", "1024", NULL};
 static const char *const norm_reduces[] = {"lds", "shfl", NULL};
 static const char *const norm_statses[] = {"twopass", "welford", "shifted", NULL};
 static const char *const norm_accs[] = {"regs", "lds", NULL};
+static const char *const norm_persists[] = {"0", "2", "3", "4", "5", "6", "8", NULL};
+static const char *const norm_hintses[] = {"none", "ld", "st", "all", NULL};
+static const char *const norm_partses[] = {"132", "264", "396", "512", "528", NULL};
+static const char *const norm_redcolses[] = {"8", "16", "32", "64", NULL};
 static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "8", "10", "12", "16", NULL};
 
 #define NORM_MAX_HIDDEN (1L << 20)
@@ -53,22 +57,33 @@ static const op_param norm_params[] = {
     {"occupancy", OP_ENUM, norm_occs, 0, 0, "0", 0, "oc",
      "sm_90a: blocks per SM the registers are limited for (0: the compiler's choice; AMD ignores it)"},
     {"pipeline", OP_BOOL, NULL, 0, 0, "false", 0, "pp",
-     "backward: load the next row (s, dy, its statistics) before this row's sums (needs prefetch)"},
+     "load the next row before this row's sums: backward (s, dy, its statistics; needs prefetch), forward (x, "
+     "residual, right after this row's s; needs persist)"},
+    {"persist", OP_ENUM, norm_persists, 0, 0, "0", 0, "ps",
+     "forward: 0, a block a row (grid rows); N, N blocks an SM (grid min(rows, N x SMs), N blocks an SM "
+     "compiled for) walking the rows; sm_90a only"},
     {"acc", OP_ENUM, norm_accs, 0, 0, "regs", 0, "acc",
      "backward: the block's partial dweight / dbias in registers or in LDS (baked hidden, LDS permitting)"},
     {"stats", OP_ENUM, norm_statses, 0, 0, "twopass", 0, "st",
      "layernorm statistics: twopass (mean, then squared deviations), welford (one pass, Chan's merge; shfl) or "
      "shifted (sums of s - s[0] and their squares, one block sum)"},
+    {"hints", OP_ENUM, norm_hintses, 0, 0, "none", 0, "hn",
+     "cache hints: the row's streamed inputs (x, residual; s, dy, ds_in) read evict-first (ld), its outputs (y, s; "
+     "dx, d_residual) stored evict-first (st), both (all); plain accesses on AMD"},
+    {"parts", OP_ENUM, norm_partses, 0, 0, "512", 0, "pt",
+     "backward: blocks (partial rows of dweight / dbias) at most; bwd_reduce must have the same; a fixed number, "
+     "so dweight is the same bits on every device"},
+    {"red_cols", OP_ENUM, norm_redcolses, 0, 0, "32", 0, "rc",
+     "bwd_reduce: columns a block sums (256 / red_cols groups of partial rows a column)"},
 };
 
-static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
+static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack",
+                                          "occupancy", "pipeline", "acc", "stats", "hints", "red_cols", "persist", NULL};
 
-/* Threads of the reduction kernel and partial rows of the backward: fixed,
-   not per device, so that dweight is the same bits on every device of a
-   target too (the forward's and backward's threads are per target). */
+/* Threads of the reduction kernel: fixed; the partial rows of the backward
+   (parts) are a parameter, not per device, so that dweight is the same bits
+   on every device of a target too. */
 #define NORM_T_RED 256
-#define NORM_RED_COLS 32 /* columns a reduction workgroup sums: 8 groups of rows a column */
-#define NORM_PARTS 512
 
 static int norm_is(const op_inst *k, const char *param, const char *v) { return !strcmp(op_val(k, param), v); }
 static int norm_ln(const op_inst *k) { return norm_is(k, "kind", "layernorm"); }
@@ -76,6 +91,10 @@ static int norm_drop(const op_inst *k) { return strtod(op_val(k, "dropout"), NUL
 static int norm_res(const op_inst *k) { return (int)op_int(k, "residual"); }
 
 static int norm_shfl(const op_inst *k) { return norm_is(k, "reduce", "shfl"); }
+static long norm_parts(const op_inst *k) { return op_int(k, "parts"); }
+static int norm_hint(const op_inst *k, const char *which) {
+  return norm_is(k, "hints", which) || norm_is(k, "hints", "all");
+}
 
 /* Bytes of LDS the backward keeps its partial sums in (acc: lds): dweight's
    row, and dbias's for layernorm. */
@@ -113,8 +132,18 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
       return -1;
     }
   }
-  if (op_int(k, "pipeline") && !op_int(k, "prefetch")) {
+  int fwd = norm_is(k, "phase", "fwd");
+  if (op_int(k, "pipeline") && !fwd && !op_int(k, "prefetch")) {
     snprintf(msg, n, "pipeline: true loads the next row's inputs early and needs prefetch: true");
+    return -1;
+  }
+  if (op_int(k, "persist") && tgt_name_has(k->target, TGT_AMD)) {
+    snprintf(msg, n, "persist needs the grid size (hk_grid_dim_x of hk_sm90.h), which target %s lacks (allowed "
+             "there: 0)", k->target);
+    return -1;
+  }
+  if (op_int(k, "pipeline") && fwd && !op_int(k, "persist")) {
+    snprintf(msg, n, "pipeline: true in the forward loads the next row of a block's walk and needs persist > 0");
     return -1;
   }
   if (norm_is(k, "stats", "welford") && !norm_shfl(k)) {
@@ -214,28 +243,36 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   if (norm_is(k, "phase", "fwd")) {
     p->block = t;
     op_plan_tune(p, "units", norm_units(k, t, op_is_any(k, "hidden") ? 4 * 256 / t : 8));
-    snprintf(p->grid[0], OP_FORMULA, "%s", rows);
+    long ps = op_int(k, "persist");
+    if (ps)
+      snprintf(p->grid[0], OP_FORMULA, "min(%s, %ld*device_units)", rows, ps);
+    else
+      snprintf(p->grid[0], OP_FORMULA, "%s", rows);
     norm_args_fwd(k, p);
   } else if (norm_is(k, "phase", "bwd")) {
     p->block = t;
     op_plan_tune(p, "units", norm_units(k, t, 2 * 512 / t > 1 ? 2 * 512 / t : 1));
-    snprintf(p->grid[0], OP_FORMULA, "min(%s, %d)", rows, NORM_PARTS);
+    snprintf(p->grid[0], OP_FORMULA, "min(%s, %ld)", rows, norm_parts(k));
     norm_args_bwd(k, p);
   } else {
     p->block = NORM_T_RED;
     op_plan_tune(p, "units", 1);
-    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %d)", hidden, NORM_RED_COLS);
+    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %ld)", hidden, op_int(k, "red_cols"));
     norm_args_reduce(k, p);
   }
-  op_plan_tune(p, "parts", NORM_PARTS);
-  op_plan_tune(p, "red_cols", NORM_RED_COLS);
+  op_plan_tune(p, "parts", norm_parts(k));
+  op_plan_tune(p, "red_cols", op_int(k, "red_cols"));
+  op_plan_tune(p, "hints", norm_hint(k, "ld") + 2 * norm_hint(k, "st")); /* bit 0 loads, bit 1 stores */
   op_plan_tune(p, "shfl", norm_shfl(k));
   op_plan_tune(p, "prefetch", op_int(k, "prefetch"));
   op_plan_tune(p, "pack", op_int(k, "pack"));
   op_plan_tune(p, "batch", op_int(k, "batch"));
   op_plan_tune(p, "l2prefetch", op_int(k, "l2prefetch"));
   op_plan_tune(p, "wbatch", op_int(k, "wbatch"));
-  op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
+  /* persistent blocks must all fit at once: compiled for persist blocks an SM unless told */
+  long occ = op_int(k, "occupancy"), ps = norm_is(k, "phase", "fwd") ? op_int(k, "persist") : 0;
+  op_plan_tune(p, "occupancy", occ ? occ : ps);
+  op_plan_tune(p, "persist", ps);
   op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
   op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));
   op_plan_tune(p, "welford", norm_is(k, "stats", "welford"));
@@ -245,7 +282,7 @@ static void norm_plan(const op_inst *k, op_plan *p) {
 
 /* ---- `hkgen test` ------------------------------------------------------------ */
 
-/* Rows past NORM_PARTS and a row past the registers: backward blocks add
+/* Rows past parts (at most 528) and a row past the registers: backward blocks add
    two rows into their scratch row (backward kernels only). */
 #define NORM_MANY_ROWS 601
 
@@ -259,7 +296,7 @@ static int norm_shape_ok(const op_inst *k, const long *shape) {
 
 /* Odd and round hidden sizes, tails of 1..7, rows past one register pass
    (9000 > 4 x 256 x 8 forward and 2 x 512 x 8 backward), rows that share a
-   backward block (600 > NORM_PARTS, with a small hidden; NORM_MANY_ROWS). */
+   backward block (600 > parts, with a small hidden; NORM_MANY_ROWS). */
 static int norm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const char *const dims[] = {"rows", "hidden"};
   static const long cases[][2] = {{3, 1000}, {2, 4097}, {2, 5120}, {2, 8192}, {5, 1},  {7, 7},
@@ -300,6 +337,7 @@ typedef struct {
   et_ctx *c;
   double worst;
   int misalign; /* the first bf16 input 2 bytes off 16: the element path at hidden % 8 == 0 */
+  long parts;   /* the backward's partial rows at most */
 } norm_run;
 
 /* A bf16 tensor of n random elements, uploaded; host copy in *host. */
@@ -505,7 +543,7 @@ static void norm_ref_bwd_row(const norm_run *r, const norm_bwd_in *in, long i, d
 
 /* The kernel's partial rows [min(R, PARTS)][H] summed on the host in fp64. */
 static void norm_cmp_parts(norm_run *r, const void *dev, const double *ref, const char *what) {
-  long parts = r->R < NORM_PARTS ? r->R : NORM_PARTS;
+  long parts = r->R < r->parts ? r->R : r->parts;
   size_t n = (size_t)(parts * r->H);
   float *h = malloc(n * 4);
   double *got = calloc((size_t)r->H, sizeof *got);
@@ -523,7 +561,7 @@ static void norm_cmp_parts(norm_run *r, const void *dev, const double *ref, cons
 
 static int norm_emu_bwd(const op_inst *k, norm_run *r) {
   size_t n = (size_t)(r->R * r->H), H = (size_t)r->H;
-  size_t parts = (size_t)(r->R < NORM_PARTS ? r->R : NORM_PARTS);
+  size_t parts = (size_t)(r->R < r->parts ? r->R : r->parts);
   norm_bwd_in in;
   norm_bwd_inputs(k, r, &in);
   void *ddx = et_alloc(r->c, n * 2), *ddres = NULL, *ddw = et_alloc(r->c, parts * H * 4), *ddb = NULL;
@@ -558,7 +596,7 @@ static int norm_emu_bwd(const op_inst *k, norm_run *r) {
 
 /* Random partial rows in, their fp64 column sums as the reference. */
 static void *norm_parts_in(norm_run *r, double *sum) {
-  size_t parts = (size_t)(r->R < NORM_PARTS ? r->R : NORM_PARTS), H = (size_t)r->H;
+  size_t parts = (size_t)(r->R < r->parts ? r->R : r->parts), H = (size_t)r->H;
   float *h = malloc(parts * H * 4);
   for (size_t j = 0; j < H; j++) sum[j] = 0;
   for (size_t q = 0; q < parts; q++)
@@ -604,6 +642,7 @@ static int norm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   r.seed = et_rand(c);
   r.offset = et_rand(c) % (1ull << 40);
   r.misalign = r.R == 4; /* the 4 x 64 case */
+  r.parts = norm_parts(k);
   int rc = norm_is(k, "phase", "fwd")   ? norm_emu_fwd(k, &r)
            : norm_is(k, "phase", "bwd") ? norm_emu_bwd(k, &r)
                                         : norm_emu_reduce(k, &r);
@@ -613,7 +652,7 @@ static int norm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
 
 /* The estimate's work, in bytes (no matrix work): forward reads x (and
    the residual) and writes y (and the sum s); backward reads s and dy and
-   writes dx (and ds) plus its NORM_PARTS partial rows of fp32 weight (and
+   writes dx (and ds) plus its parts partial rows of fp32 weight (and
    bias) gradients; the reduction reads those partial rows. About 8 FLOPs
    per element forward, 12 backward. */
 static int norm_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
@@ -621,7 +660,7 @@ static int norm_work(const op_inst *k, const long *shape, op_work *w, char *msg,
   (void)n;
   double R = (double)shape[op_param_index(k->op, "rows")], H = (double)shape[op_param_index(k->op, "hidden")];
   double wb = norm_is(k, "weight_dtype", "fp32") ? 4 : 2, nw = norm_ln(k) ? 2 : 1, res = norm_res(k);
-  double parts = R < NORM_PARTS ? R : NORM_PARTS;
+  double parts = R < norm_parts(k) ? R : (double)norm_parts(k);
   memset(w, 0, sizeof *w);
   if (norm_is(k, "phase", "fwd")) {
     w->bytes = 2 * R * H * (2 + 2 * res) + nw * wb * H;

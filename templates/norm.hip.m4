@@ -63,7 +63,11 @@ static constexpr bool NORM_BATCH = ]hkm_tune([batch])[;       // fwd: every held
 static constexpr bool NORM_WBATCH = NORM_BATCH || ]hkm_tune([wbatch])[; // fwd: the same for the weights only
 static constexpr bool NORM_L2PF = ]hkm_tune([l2prefetch])[;   // fwd: weights asked into L2 with the row
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
+static constexpr int NORM_PERSIST = ]hkm_tune([persist])[;    // fwd: blocks an SM walking the rows (0: a block a row)
+static constexpr bool NORM_FPIPE = NORM_PIPE && NORM_PERSIST > 0; // fwd: the next row's loads during this row
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
+static constexpr bool NORM_HINT_LD = (]hkm_tune([hints])[ & 1) != 0; // the row's streamed inputs read evict-first
+static constexpr bool NORM_HINT_ST = (]hkm_tune([hints])[ & 2) != 0; // its outputs stored evict-first
 static constexpr bool NORM_LN = ]hkm_norm_ln([true], [false])[;
 static constexpr bool NORM_SHIFT = NORM_LN && ]hkm_tune([shifted])[; // layernorm: shifted sums, one block sum
 static constexpr bool NORM_RES = ]hkm_norm_res([true], [false])[;
@@ -123,6 +127,20 @@ HK_DEVICE void norm_load8(const hk_bf16 *p, int n, bool vec, float v[8])
 
 HK_DEVICE void norm_load_w8(const hk_bf16 *p, int n, bool vec, float v[8]) { norm_load8(p, n, vec, v); }
 
+// 8 bf16 of a streamed input (x, residual; s, dy, ds_in): read once (NORM_HINT_LD)
+HK_DEVICE hk_bf16x8 norm_ld8(const hk_bf16 *p, int n, bool vec)
+{
+    return NORM_HINT_LD ? hk_global_load_bf16x8_once(p, n, vec) : hk_global_load_bf16x8(p, n, vec);
+}
+
+HK_DEVICE void norm_ld8f(const hk_bf16 *p, int n, bool vec, float v[8])
+{
+    const hk_bf16x8 w = norm_ld8(p, n, vec);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = hk_bf16_to_f32(w[j]);
+}
+
 HK_DEVICE void norm_load_w8(const float *p, int n, bool vec, float v[8])
 {
     (void)vec;
@@ -138,7 +156,10 @@ HK_DEVICE void norm_store8(hk_bf16 *p, int n, bool vec, const float v[8])
 #pragma unroll
         for (int j = 0; j < 4; ++j)
             w[j] = hk_f32x2_to_bf16x2(v[2 * j], v[2 * j + 1]);
-        hk_global_store_b128(p, w);
+        if (NORM_HINT_ST)
+            hk_global_store_b128_once(p, w);
+        else
+            hk_global_store_b128(p, w);
         return;
     }
 #pragma unroll
@@ -325,9 +346,9 @@ struct norm_raw8 {
 HK_DEVICE void norm_fetch8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, int u, norm_raw8 &q)
 {
     const int col = 8 * u, n = r.hidden - col;
-    q.x = hk_global_load_bf16x8(x + col, n, r.vec);
+    q.x = norm_ld8(x + col, n, r.vec);
     if (NORM_RES)
-        q.res = hk_global_load_bf16x8(res + col, n, r.vec);
+        q.res = norm_ld8(res + col, n, r.vec);
 }
 
 HK_DEVICE void norm_make8(const norm_row &r, const norm_raw8 &q, hk_bf16 *s_out, int u, bool store, float v[8])
@@ -360,11 +381,11 @@ HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, 
         return;
     }
     const int col = 8 * u, n = r.hidden - col;
-    norm_load8(x + col, n, r.vec, v);
+    norm_ld8f(x + col, n, r.vec, v);
     norm_dropout8(r, col, v);
     if (NORM_RES) {
         float q[8];
-        norm_load8(res + col, n, r.vec, q);
+        norm_ld8f(res + col, n, r.vec, q);
 #pragma unroll
         for (int j = 0; j < 8; ++j)
             v[j] += q[j];
@@ -454,25 +475,51 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
 ]hkm_kernel_begin()[
     const int tid = hk_thread_id();
     HK_LDS_DECLARE(NORM_LDS);
-    const long base = (long)hk_block_id_x() * hidden;
-    const hk_bf16 *x = hk_a.x + base;
-    const hk_bf16 *res = ]hkm_norm_res([[hk_a.residual + base]], [[(const hk_bf16 *)0]])[;
-    hk_bf16 *s_out = ]hkm_norm_s([[hk_a.s_out + base]], [[(hk_bf16 *)0]])[;
-    hk_bf16 *y = hk_a.y + base;
+    const hk_bf16 *x0 = hk_a.x;
+    const hk_bf16 *res0 = ]hkm_norm_res([[hk_a.residual]], [[(const hk_bf16 *)0]])[;
+    hk_bf16 *s0 = ]hkm_norm_s([[hk_a.s_out]], [[(hk_bf16 *)0]])[;
+    hk_bf16 *y0 = hk_a.y;
     const norm_w_t *w = hk_a.weight;
     const norm_w_t *bias = ]hkm_norm_ln([[hk_a.bias]], [[(const norm_w_t *)0]])[;
     norm_row r;
-    r.row = hk_block_id_x();
     r.hidden = hidden;
     r.seed = ]hkm_norm_drop([[(unsigned long long)hk_a.seed]], [[0]])[;
     r.offset = ]hkm_norm_drop([[(unsigned long long)hk_a.offset]], [[0]])[;
-    r.vec = hidden % 8 == 0 && norm_al16(x) && norm_al16(y) && (!NORM_RES || norm_al16(res))
-            && (!s_out || norm_al16(s_out)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias))));
+    // every row starts 16-byte aligned when hidden % 8 == 0 and the tensors do
+    r.vec = hidden % 8 == 0 && norm_al16(x0) && norm_al16(y0) && (!NORM_RES || norm_al16(res0))
+            && (!s0 || norm_al16(s0)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias))));
     const int nunits = (hidden + 7) / 8;
     // register units the row needs, the same in every thread: the loops over the held
     // units stop there on a uniform branch instead of masking the rest lane by lane
     const int nheld = nunits < NORM_UNITS * NORM_T ? (nunits + NORM_T - 1) / NORM_T : NORM_UNITS;
     int turn = 0;
+    // rows blk, blk + stride, ...: one row a block (grid rows), or NORM_PERSIST blocks an SM
+    // walking the rows; NORM_FPIPE: the next row's held units (and shift) are loaded into q
+    // right after this row's s is made, in flight through its sums and stores
+    const long stride = ]m4_ifelse(hkm_tune([persist]), [0], [[(long)rows]], [[(long)hk_grid_dim_x()]])[;
+    norm_raw8 q[NORM_UNITS];
+    float k0n = 0.0f;
+    long row = hk_block_id_x();
+    const bool fpipe = NORM_FPIPE && r.vec; // the vector path only: element loads cost twice the registers
+    if (fpipe && row < rows) {
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            if (i >= nheld)
+                break;
+            const int u = tid + i * NORM_T;
+            if (u < nunits)
+                norm_fetch8(r, x0 + row * hidden, NORM_RES ? res0 + row * hidden : res0, u, q[i]);
+        }
+        if (NORM_SHIFT)
+            k0n = norm_shift(x0 + row * hidden, NORM_RES ? res0 + row * hidden : res0);
+    }
+    for (; row < rows; row += stride) {
+    const long base = row * hidden;
+    const hk_bf16 *x = x0 + base;
+    const hk_bf16 *res = NORM_RES ? res0 + base : res0;
+    hk_bf16 *s_out = s0 ? s0 + base : s0;
+    hk_bf16 *y = y0 + base;
+    r.row = row;
 
     // s: the first NORM_UNITS units of this thread in registers (with their weights when
     // prefetching), the rest re-made later
@@ -484,14 +531,13 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     // NORM_SHIFT: sums of s - k0 and its squares, k0 the row's first x + residual (the same
     // in every thread; dropout left out: any common shift will do), so one block sum gives
     // the variance without the cancellation of sum(s^2) - n mean^2 far from 0
-    const float k0 = NORM_SHIFT ? norm_shift(x, res) : 0.0f;
-    norm_raw8 q[NORM_UNITS];
+    const float k0 = fpipe ? k0n : NORM_SHIFT ? norm_shift(x, res) : 0.0f;
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
         if (i >= nheld)
             break;
         const int u = tid + i * NORM_T;
-        if (NORM_BATCH && u < nunits)
+        if (NORM_BATCH && !NORM_FPIPE && u < nunits)
             norm_fetch8(r, x, res, u, q[i]);
         if (NORM_L2PF && !NORM_PREFETCH && u < nunits) { // no registers: the loads after the sums hit L2
             hk_prefetch_l2(w + 8 * u);
@@ -506,7 +552,7 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         const int u = tid + i * NORM_T;
         float t[8];
         if (u < nunits) {
-            if (NORM_BATCH)
+            if (NORM_BATCH || fpipe)
                 norm_make8(r, q[i], s_out, u, true, t);
             else
                 norm_s8(r, x, res, s_out, u, true, t);
@@ -526,6 +572,19 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
             sq += d * d;
         }
         norm_hold(v[i], t);
+    }
+    if (fpipe && row + stride < rows) {
+        const long nb = (row + stride) * hidden;
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            if (i >= nheld)
+                break;
+            const int u = tid + i * NORM_T;
+            if (u < nunits)
+                norm_fetch8(r, x0 + nb, NORM_RES ? res0 + nb : res0, u, q[i]);
+        }
+        if (NORM_SHIFT)
+            k0n = norm_shift(x0 + nb, NORM_RES ? res0 + nb : res0);
     }
 ]hkm_norm_welford([[
     // one pass: this thread's count, mean and squared deviations (its held units in
@@ -641,6 +700,7 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         hk_global_store_f32(hk_a.rstd + r.row, rstd);
 ]hkm_norm_ln([[        hk_global_store_f32(hk_a.mean + r.row, mean);
 ]])[    }
+    }
 }
 ]hkm_norm_only([bwd])[
 // ---- phase bwd ---------------------------------------------------------------
@@ -649,8 +709,8 @@ HK_DEVICE void norm_bwd_load(const norm_row &r, const hk_bf16 *s, const hk_bf16 
                              hk_bf16x8 &dv)
 {
     const int col = 8 * u;
-    sv = hk_global_load_bf16x8(s + col, n, r.vec);
-    dv = hk_global_load_bf16x8(dy + col, n, r.vec);
+    sv = norm_ld8(s + col, n, r.vec);
+    dv = norm_ld8(dy + col, n, r.vec);
 }
 
 // xhat = (s - mean) * rstd, d = dy and g = dy * w of unit u (d and g 0 past the row, so
@@ -694,7 +754,7 @@ HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, const hk
             for (int j = 0; j < 8; ++j)
                 q[j] = hk_bf16_to_f32((*dsv)[j]);
         } else {
-            norm_load8(ds_in + col, n, r.vec, q);
+            norm_ld8f(ds_in + col, n, r.vec, q);
         }
 #pragma unroll
         for (int j = 0; j < 8; ++j)
@@ -751,7 +811,7 @@ HK_DEVICE void norm_bwd_fetch(const norm_row &r, long row, int held, int tid, co
         if (8 * u < r.hidden) {
             norm_bwd_load(r, s0 + base, dy0 + base, u, 8, f.s[i], f.dy[i]);
             if (NORM_PREFETCH && NORM_RES)
-                f.ds[NORM_PREFETCH ? i : 0] = hk_global_load_bf16x8(ds_in0 + base + 8 * u, 8, r.vec);
+                f.ds[NORM_PREFETCH ? i : 0] = norm_ld8(ds_in0 + base + 8 * u, 8, r.vec);
         }
     }
 }
@@ -785,7 +845,7 @@ HK_DEVICE void norm_acc_get8(hk_lds_t lds, int off, float v[8])
 ]hkm_kernel_begin()[
     const int tid = hk_thread_id(), blk = hk_block_id_x();
     HK_LDS_DECLARE(NORM_LDS + NORM_ACC_BYTES);
-    const int parts = rows < NORM_PARTS ? rows : NORM_PARTS;
+    const int nparts = rows < NORM_PARTS ? rows : NORM_PARTS;
     const int nunits = (hidden + 7) / 8;
     const norm_w_t *w = hk_a.weight;
     const hk_bf16 *ds_in0 = ]hkm_norm_res([[hk_a.ds_in]], [[(const hk_bf16 *)0]])[;
@@ -852,11 +912,11 @@ HK_DEVICE void norm_acc_get8(hk_lds_t lds, int off, float v[8])
         norm_part_put8(dwp, dbp, u, hidden - 8 * u, dw[0], db[0]); // still zero
     int turn = 0;
 
-    // rows blk, blk + parts, ...; NORM_PIPE: the next row's loads go out before this row's sums
+    // rows blk, blk + nparts, ...; NORM_PIPE: the next row's loads go out before this row's sums
     norm_bwd_in cur, nxt;
     if (NORM_PIPE && blk < rows)
         norm_bwd_fetch(r, blk, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, cur);
-    for (long row = blk; row < rows; row += parts) {
+    for (long row = blk; row < rows; row += nparts) {
         const long base = row * hidden;
         const hk_bf16 *s = hk_a.s + base, *dy = hk_a.dy + base;
         const hk_bf16 *ds_in = NORM_RES ? ds_in0 + base : ds_in0;
@@ -912,8 +972,8 @@ HK_DEVICE void norm_acc_get8(hk_lds_t lds, int off, float v[8])
             }
             norm_part_add8(dwp, dbp, u, hidden - 8 * u, pw, pb);
         }
-        if (NORM_PIPE && row + parts < rows)
-            norm_bwd_fetch(r, row + parts, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, nxt);
+        if (NORM_PIPE && row + nparts < rows)
+            norm_bwd_fetch(r, row + nparts, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, nxt);
         norm_sum2(hk_lds, turn, a, b);
         const float ma = NORM_LN ? a / (float)hidden : 0.0f, mb = b / (float)hidden;
 #pragma unroll
@@ -966,17 +1026,17 @@ static constexpr int NORM_RED_COLS = ]hkm_tune([red_cols])[;
 static constexpr int NORM_RED_G = NORM_T / NORM_RED_COLS;
 static_assert(NORM_T % NORM_RED_COLS == 0, "whole groups of columns");
 
-HK_DEVICE float norm_col_sum(const float *p, long col, long stride, int first, int parts)
+HK_DEVICE float norm_col_sum(const float *p, long col, long stride, int first, int nparts)
 {
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     int q = first;
-    for (; q + 3 * NORM_RED_G < parts; q += 4 * NORM_RED_G) {
+    for (; q + 3 * NORM_RED_G < nparts; q += 4 * NORM_RED_G) {
         a0 += hk_global_load_f32(p + (long)(q + 0 * NORM_RED_G) * stride + col);
         a1 += hk_global_load_f32(p + (long)(q + 1 * NORM_RED_G) * stride + col);
         a2 += hk_global_load_f32(p + (long)(q + 2 * NORM_RED_G) * stride + col);
         a3 += hk_global_load_f32(p + (long)(q + 3 * NORM_RED_G) * stride + col);
     }
-    for (; q < parts; q += NORM_RED_G)
+    for (; q < nparts; q += NORM_RED_G)
         a0 += hk_global_load_f32(p + (long)q * stride + col);
     return (a0 + a1) + (a2 + a3);
 }
@@ -997,11 +1057,11 @@ HK_DEVICE float norm_group_sum(hk_lds_t lds, int which, int c)
     HK_LDS_DECLARE(4 * 2 * NORM_T);
     const int tid = hk_thread_id(), c = tid % NORM_RED_COLS, g = tid / NORM_RED_COLS;
     const long col = (long)hk_block_id_x() * NORM_RED_COLS + c;
-    const int parts = rows < NORM_PARTS ? rows : NORM_PARTS;
+    const int nparts = rows < NORM_PARTS ? rows : NORM_PARTS;
     float sw = 0.0f, sb = 0.0f;
     if (col < hidden) {
-        sw = norm_col_sum(hk_a.dw_part, col, hidden, g, parts);
-]hkm_norm_ln([[        sb = norm_col_sum(hk_a.db_part, col, hidden, g, parts);
+        sw = norm_col_sum(hk_a.dw_part, col, hidden, g, nparts);
+]hkm_norm_ln([[        sb = norm_col_sum(hk_a.db_part, col, hidden, g, nparts);
 ]])[    }
     hk_lds_store_b32(hk_lds, 4 * (g * NORM_RED_COLS + c), hk_f32_as_u32(sw));
     hk_lds_store_b32(hk_lds, 4 * ((NORM_RED_G + g) * NORM_RED_COLS + c), hk_f32_as_u32(sb));
