@@ -44,7 +44,8 @@ static const op_param norm_params[] = {
     {"reduce", OP_ENUM, norm_reduces, 0, 0, "lds", 0, "rd",
      "block sums: lds (two LDS stages, two barriers) or shfl (warp shuffles, one barrier; not on AMD)"},
     {"prefetch", OP_BOOL, NULL, 0, 0, "false", 0, "pf",
-     "load weight (and bias) with the row, before the statistics, instead of after (registers for latency)"},
+     "load weight (and bias) with the row, before the statistics, instead of after (registers for latency); "
+     "forward with persist: once a block, held for all its rows"},
     {"batch", OP_BOOL, NULL, 0, 0, "false", 0, "bt",
      "forward: issue the loads of all held units before the first store (one memory round trip, not one a "
      "unit: a store may alias a later load, so the compiler keeps them in order)"},

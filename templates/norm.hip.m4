@@ -65,6 +65,7 @@ static constexpr bool NORM_L2PF = ]hkm_tune([l2prefetch])[;   // fwd: weights as
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
 static constexpr int NORM_PERSIST = ]hkm_tune([persist])[;    // fwd: blocks an SM walking the rows (0: a block a row)
 static constexpr bool NORM_FPIPE = NORM_PIPE && NORM_PERSIST > 0; // fwd: the next row's loads during this row
+static constexpr bool NORM_WHOLD = NORM_PREFETCH && NORM_PERSIST > 0; // fwd: weights loaded once a block
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
 static constexpr bool NORM_HINT_LD = (]hkm_tune([hints])[ & 1) != 0; // the row's streamed inputs read evict-first
 static constexpr bool NORM_HINT_ST = (]hkm_tune([hints])[ & 2) != 0; // its outputs stored evict-first
@@ -500,6 +501,24 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     norm_raw8 q[NORM_UNITS];
     float k0n = 0.0f;
     long row = hk_block_id_x();
+    // NORM_PREFETCH: the held units' weights (and bias) in registers, loaded with each row,
+    // or once for all the rows of a persistent block (NORM_WHOLD)
+    constexpr int NW = NORM_PREFETCH ? NORM_UNITS : 1;
+    norm_wh8 wv[NW], bv[NW];
+    if (NORM_WHOLD && row < rows) {
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            if (i >= nheld)
+                break;
+            const int u = tid + i * NORM_T;
+            if (u < nunits) {
+                float tw[8], tb[8];
+                norm_wb8(r, w, bias, u, tw, tb);
+                norm_hold(wv[NORM_PREFETCH ? i : 0], tw);
+                norm_hold(bv[NORM_PREFETCH ? i : 0], tb);
+            }
+        }
+    }
     const bool fpipe = NORM_FPIPE && r.vec; // the vector path only: element loads cost twice the registers
     if (fpipe && row < rows) {
 #pragma unroll
@@ -523,9 +542,7 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
 
     // s: the first NORM_UNITS units of this thread in registers (with their weights when
     // prefetching), the rest re-made later
-    constexpr int NW = NORM_PREFETCH ? NORM_UNITS : 1;
     norm_sh8 v[NORM_UNITS];
-    norm_wh8 wv[NW], bv[NW];
     float sum = 0.0f, sq = 0.0f;
     int cnt = 0;
     // NORM_SHIFT: sums of s - k0 and its squares, k0 the row's first x + residual (the same
@@ -556,7 +573,7 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
                 norm_make8(r, q[i], s_out, u, true, t);
             else
                 norm_s8(r, x, res, s_out, u, true, t);
-            if (NORM_PREFETCH) {
+            if (NORM_PREFETCH && !NORM_WHOLD) {
                 float tw[8], tb[8];
                 norm_wb8(r, w, bias, u, tw, tb);
                 norm_hold(wv[NORM_PREFETCH ? i : 0], tw);
