@@ -19,7 +19,7 @@ static const char *const norm_threads[] = {"128", "256", "512", "1024", NULL};
 static const char *const norm_reduces[] = {"lds", "shfl", NULL};
 static const char *const norm_statses[] = {"twopass", "welford", "shifted", NULL};
 static const char *const norm_accs[] = {"regs", "lds", NULL};
-static const char *const norm_persists[] = {"0", "2", "3", "4", "5", "6", "8", NULL};
+static const char *const norm_persists[] = {"0", "1", "2", "3", "4", "5", "6", "8", NULL};
 static const char *const norm_hintses[] = {"none", "ld", "st", "all", NULL};
 static const char *const norm_partses[] = {"132", "264", "396", "512", "528", NULL};
 static const char *const norm_redcolses[] = {"8", "16", "32", "64", NULL};
@@ -59,7 +59,7 @@ static const op_param norm_params[] = {
      "sm_90a: blocks per SM the registers are limited for (0: the compiler's choice; AMD ignores it)"},
     {"pipeline", OP_BOOL, NULL, 0, 0, "false", 0, "pp",
      "load the next row before this row's sums: backward (s, dy, its statistics; needs prefetch), forward (x, "
-     "residual, right after this row's s; needs persist)"},
+     "residual, right after this row's s; with persist, else nothing)"},
     {"persist", OP_ENUM, norm_persists, 0, 0, "0", 0, "ps",
      "forward: 0, a block a row (grid rows); N, N blocks an SM (grid min(rows, N x SMs), N blocks an SM "
      "compiled for) walking the rows; sm_90a only"},
@@ -141,10 +141,6 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
   if (op_int(k, "persist") && tgt_name_has(k->target, TGT_AMD)) {
     snprintf(msg, n, "persist needs the grid size (hk_grid_dim_x of hk_sm90.h), which target %s lacks (allowed "
              "there: 0)", k->target);
-    return -1;
-  }
-  if (op_int(k, "pipeline") && fwd && !op_int(k, "persist")) {
-    snprintf(msg, n, "pipeline: true in the forward loads the next row of a block's walk and needs persist > 0");
     return -1;
   }
   if (norm_is(k, "stats", "welford") && !norm_shfl(k)) {
