@@ -498,6 +498,7 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     // walking the rows; NORM_FPIPE: the next row's held units (and shift) are loaded into q
     // right after this row's s is made, in flight through its sums and stores
     const long stride = ]m4_ifelse(hkm_tune([persist]), [0], [[(long)rows]], [[(long)hk_grid_dim_x()]])[;
+    (void)stride;
     norm_raw8 q[NORM_UNITS];
     float k0n = 0.0f;
     long row = hk_block_id_x();
@@ -532,7 +533,8 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         if (NORM_SHIFT)
             k0n = norm_shift(x0 + row * hidden, NORM_RES ? res0 + row * hidden : res0);
     }
-    for (; row < rows; row += stride) {
+    // (a block a row: one pass, no loop, which AMD's compiler would pay for in SGPRs)
+]m4_ifelse(hkm_tune([persist]), [0], [[    {]], [[    for (; row < rows; row += stride) {]])[
     const long base = row * hidden;
     const hk_bf16 *x = x0 + base;
     const hk_bf16 *res = NORM_RES ? res0 + base : res0;
