@@ -19,11 +19,11 @@ static const char *const norm_threads[] = {"128", "256", "512", "1024", NULL};
 static const char *const norm_reduces[] = {"lds", "shfl", NULL};
 static const char *const norm_statses[] = {"twopass", "welford", "shifted", NULL};
 static const char *const norm_accs[] = {"regs", "lds", NULL};
-static const char *const norm_persists[] = {"0", "1", "2", "3", "4", "5", "6", "8", NULL};
+static const char *const norm_rpbs[] = {"1", "2", "4", NULL};
 static const char *const norm_hintses[] = {"none", "ld", "st", "all", NULL};
 static const char *const norm_partses[] = {"132", "264", "396", "512", "528", NULL};
 static const char *const norm_redcolses[] = {"8", "16", "32", "64", NULL};
-static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "8", "10", "12", "16", NULL};
+static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "10", "12", "16", NULL};
 
 #define NORM_MAX_HIDDEN (1L << 20)
 
@@ -44,8 +44,7 @@ static const op_param norm_params[] = {
     {"reduce", OP_ENUM, norm_reduces, 0, 0, "lds", 0, "rd",
      "block sums: lds (two LDS stages, two barriers) or shfl (warp shuffles, one barrier; not on AMD)"},
     {"prefetch", OP_BOOL, NULL, 0, 0, "false", 0, "pf",
-     "load weight (and bias) with the row, before the statistics, instead of after (registers for latency); "
-     "forward with persist: once a block, held for all its rows"},
+     "load weight (and bias) with the row, before the statistics, instead of after (registers for latency)"},
     {"batch", OP_BOOL, NULL, 0, 0, "false", 0, "bt",
      "forward: issue the loads of all held units before the first store (one memory round trip, not one a "
      "unit: a store may alias a later load, so the compiler keeps them in order)"},
@@ -58,11 +57,13 @@ static const op_param norm_params[] = {
     {"occupancy", OP_ENUM, norm_occs, 0, 0, "0", 0, "oc",
      "sm_90a: blocks per SM the registers are limited for (0: the compiler's choice; AMD ignores it)"},
     {"pipeline", OP_BOOL, NULL, 0, 0, "false", 0, "pp",
-     "load the next row before this row's sums: backward (s, dy, its statistics; needs prefetch), forward (x, "
-     "residual, right after this row's s; with persist, else nothing)"},
-    {"persist", OP_ENUM, norm_persists, 0, 0, "0", 0, "ps",
-     "forward: 0, a block a row (grid rows); N, N blocks an SM (grid min(rows, N x SMs), N blocks an SM "
-     "compiled for) walking the rows; sm_90a only"},
+     "backward: load the next row (s, dy, its statistics) before this row's sums (needs prefetch)"},
+    {"rpb", OP_ENUM, norm_rpbs, 0, 0, "1", 0, "rp",
+     "forward: rows a block (grid cdiv(rows, rpb)); above 1, every load of the rows first, s stored with y, "
+     "the weights loaded once for the rows (a baked hidden the registers hold; layernorm with stats: shifted)"},
+    {"slate", OP_BOOL, NULL, 0, 0, "false", 0, "sl",
+     "forward: store the held units' s with y, after the sums, instead of as soon as it is made (no store "
+     "before the row's last load: every load of a thread goes out at once, no registers for raw copies)"},
     {"acc", OP_ENUM, norm_accs, 0, 0, "regs", 0, "acc",
      "backward: the block's partial dweight / dbias in registers or in LDS (baked hidden, LDS permitting)"},
     {"stats", OP_ENUM, norm_statses, 0, 0, "twopass", 0, "st",
@@ -79,7 +80,8 @@ static const op_param norm_params[] = {
 };
 
 static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack",
-                                          "occupancy", "pipeline", "acc", "stats", "hints", "red_cols", "persist", NULL};
+                                          "occupancy", "pipeline", "acc", "stats", "hints", "red_cols", "slate",
+                                          "rpb", NULL};
 
 /* Threads of the reduction kernel: fixed; the partial rows of the backward
    (parts) are a parameter, not per device, so that dweight is the same bits
@@ -134,14 +136,21 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
     }
   }
   int fwd = norm_is(k, "phase", "fwd");
-  if (op_int(k, "pipeline") && !fwd && !op_int(k, "prefetch")) {
+  if (op_int(k, "pipeline") && !op_int(k, "prefetch")) {
     snprintf(msg, n, "pipeline: true loads the next row's inputs early and needs prefetch: true");
     return -1;
   }
-  if (op_int(k, "persist") && tgt_name_has(k->target, TGT_AMD)) {
-    snprintf(msg, n, "persist needs the grid size (hk_grid_dim_x of hk_sm90.h), which target %s lacks (allowed "
-             "there: 0)", k->target);
-    return -1;
+  if (fwd && op_int(k, "rpb") > 1) {
+    long rpb = op_int(k, "rpb"), t = op_int(k, "threads");
+    if (op_is_any(k, "hidden") || ((op_int(k, "hidden") + 7) / 8 + t - 1) / t > 8) {
+      snprintf(msg, n, "rpb: %ld holds every unit of its rows in registers and needs a baked hidden of at most "
+               "%ld at %ld threads (allowed otherwise: rpb: 1)", rpb, 64 * t, t);
+      return -1;
+    }
+    if (norm_ln(k) && !norm_is(k, "stats", "shifted")) {
+      snprintf(msg, n, "rpb: %ld layernorm takes its statistics in one block sum and needs stats: shifted", rpb);
+      return -1;
+    }
   }
   if (norm_is(k, "stats", "welford") && !norm_shfl(k)) {
     snprintf(msg, n, "stats: welford merges in warp shuffles and needs reduce: shfl (allowed with reduce: "
@@ -155,9 +164,10 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
    shuffles, s and bf16 weights held packed, shifted LayerNorm sums, weights
    loaded after the sums (forward); the backward holds its weights and, where
    a baked hidden fits, keeps its partial sums in LDS, at two blocks an SM up
-   to hidden 4096 (plain bf16 kernels: more registers spill there). AMD keeps
-   the LDS sums and two-pass statistics (its emulator has no general lane
-   shuffle); both take 512 threads for the backward. */
+   to hidden 4096 (plain bf16 kernels: more registers spill there), in 264
+   partial rows summed 16 columns a block. AMD keeps the LDS sums, two-pass
+   statistics (its emulator has no general lane shuffle) and 512 partial rows;
+   both take 512 threads for the backward. */
 static const char *norm_target_default(const op_inst *k, const char *param) {
   int fwd = norm_is(k, "phase", "fwd"), rt = op_is_any(k, "hidden");
   if (!strcmp(param, "threads")) return fwd ? NULL : "512";
@@ -166,6 +176,10 @@ static const char *norm_target_default(const op_inst *k, const char *param) {
   int acc = !fwd && !rt && bytes <= NORM_ACC_MAX_SM90;
   int plain = norm_is(k, "weight_dtype", "bf16") && !norm_drop(k);
   if (!strcmp(param, "reduce")) return "shfl";
+  /* 264 partial rows: one wave of two backward blocks an SM on 132 SMs; the reduction over
+     16 columns a block (256 blocks at hidden 4096) */
+  if (!strcmp(param, "parts")) return "264";
+  if (!strcmp(param, "red_cols")) return "16";
   if (!strcmp(param, "pack")) return "true";
   if (!strcmp(param, "stats")) return "shifted";
   if (!strcmp(param, "prefetch")) return !fwd && !rt ? "true" : NULL;
@@ -240,9 +254,9 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   if (norm_is(k, "phase", "fwd")) {
     p->block = t;
     op_plan_tune(p, "units", norm_units(k, t, op_is_any(k, "hidden") ? 4 * 256 / t : 8));
-    long ps = op_int(k, "persist");
-    if (ps)
-      snprintf(p->grid[0], OP_FORMULA, "min(%s, %ld*device_units)", rows, ps);
+    long rpb = op_int(k, "rpb");
+    if (rpb > 1)
+      snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %ld)", rows, rpb);
     else
       snprintf(p->grid[0], OP_FORMULA, "%s", rows);
     norm_args_fwd(k, p);
@@ -266,10 +280,9 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "batch", op_int(k, "batch"));
   op_plan_tune(p, "l2prefetch", op_int(k, "l2prefetch"));
   op_plan_tune(p, "wbatch", op_int(k, "wbatch"));
-  /* persistent blocks must all fit at once: compiled for persist blocks an SM unless told */
-  long occ = op_int(k, "occupancy"), ps = norm_is(k, "phase", "fwd") ? op_int(k, "persist") : 0;
-  op_plan_tune(p, "occupancy", occ ? occ : ps);
-  op_plan_tune(p, "persist", ps);
+  op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
+  op_plan_tune(p, "slate", op_int(k, "slate"));
+  op_plan_tune(p, "rpb", norm_is(k, "phase", "fwd") ? op_int(k, "rpb") : 1);
   op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
   op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));
   op_plan_tune(p, "welford", norm_is(k, "stats", "welford"));

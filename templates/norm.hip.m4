@@ -63,9 +63,8 @@ static constexpr bool NORM_BATCH = ]hkm_tune([batch])[;       // fwd: every held
 static constexpr bool NORM_WBATCH = NORM_BATCH || ]hkm_tune([wbatch])[; // fwd: the same for the weights only
 static constexpr bool NORM_L2PF = ]hkm_tune([l2prefetch])[;   // fwd: weights asked into L2 with the row
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
-static constexpr int NORM_PERSIST = ]hkm_tune([persist])[;    // fwd: blocks an SM walking the rows (0: a block a row)
-static constexpr bool NORM_FPIPE = NORM_PIPE && NORM_PERSIST > 0; // fwd: the next row's loads during this row
-static constexpr bool NORM_WHOLD = NORM_PREFETCH && NORM_PERSIST > 0; // fwd: weights loaded once a block
+static constexpr bool NORM_SLATE = ]hkm_tune([slate])[;       // fwd: held units' s stored with y, after the sums
+static constexpr int NORM_RPB = ]hkm_tune([rpb])[;            // fwd: rows a block, their weights loaded once
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
 static constexpr bool NORM_HINT_LD = (]hkm_tune([hints])[ & 1) != 0; // the row's streamed inputs read evict-first
 static constexpr bool NORM_HINT_ST = (]hkm_tune([hints])[ & 2) != 0; // its outputs stored evict-first
@@ -471,6 +470,91 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     return n < 0 ? 0 : n < 8 ? n : 8;
 }
 
+// NORM_RPB rows a block (rpb > 1; every unit held, a baked hidden: norm_check): every load
+// of all its rows first (s stored with y, after the sums), the rows' block sums in
+// NORM_RPB (layernorm) or NORM_RPB / 2 calls, the weights loaded once for all the rows.
+// A missing last row (rows % NORM_RPB) repeats the block's first and is not stored.
+struct norm_ptrs {
+    const hk_bf16 *x, *res;
+    hk_bf16 *s, *y;
+    const norm_w_t *w, *bias;
+    float *rstd, *mean;
+};
+
+HK_DEVICE void norm_fwd_rows(hk_lds_t lds, const norm_ptrs &p, norm_row &r, long rows)
+{
+    const int tid = hk_thread_id(), hidden = r.hidden, nunits = (hidden + 7) / 8;
+    int turn = 0;
+    const long row0 = (long)hk_block_id_x() * NORM_RPB;
+    norm_sh8 v[NORM_RPB][NORM_UNITS];
+    float sum[NORM_RPB], sq[NORM_RPB], k0[NORM_RPB], mean[NORM_RPB], rstd[NORM_RPB];
+#pragma unroll
+    for (int q = 0; q < NORM_RPB; ++q) {
+        const long row = row0 + q < rows ? row0 + q : row0, base = row * hidden;
+        const hk_bf16 *x = p.x + base, *res = NORM_RES ? p.res + base : p.res;
+        r.row = row;
+        k0[q] = NORM_SHIFT ? norm_shift(x, res) : 0.0f;
+        sum[q] = sq[q] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            const int u = tid + i * NORM_T;
+            float t[8];
+            if (u < nunits)
+                norm_s8(r, x, res, (hk_bf16 *)0, u, false, t);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                t[j] = u < nunits ? t[j] : 0.0f;
+                const float d = NORM_SHIFT && 8 * u + j >= hidden ? 0.0f : t[j] - k0[q];
+                sum[q] += d;
+                sq[q] += d * d;
+            }
+            norm_hold(v[q][i], t);
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < NORM_RPB; q += NORM_LN ? 1 : 2)
+        if (NORM_LN)
+            norm_sum2(lds, turn, sum[q], sq[q]);
+        else
+            norm_sum2(lds, turn, sq[q], sq[q + 1]);
+#pragma unroll
+    for (int q = 0; q < NORM_RPB; ++q) {
+        mean[q] = 0.0f;
+        if (NORM_LN) { // shifted sums (norm_check), as the one-row kernel
+            const float md = sum[q] / (float)hidden, var = sq[q] / (float)hidden - md * md;
+            mean[q] = k0[q] + md;
+            sq[q] = (var > 0.0f ? var : 0.0f) * (float)hidden;
+        }
+        rstd[q] = 1.0f / __builtin_sqrtf(sq[q] / (float)hidden + NORM_EPS);
+    }
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        const int u = tid + i * NORM_T;
+        if (u < nunits) {
+            float tw[8], tb[8];
+            norm_wb8(r, p.w, p.bias, u, tw, tb);
+#pragma unroll
+            for (int q = 0; q < NORM_RPB; ++q)
+                if (row0 + q < rows) {
+                    const long base = (row0 + q) * hidden;
+                    float t[8];
+                    norm_unhold(v[q][i], t);
+                    norm_y8(r, p.y + base, u, mean[q], rstd[q], t, tw, tb);
+                    if (NORM_RES || NORM_DROP)
+                        norm_store8(p.s + base + 8 * u, hidden - 8 * u, r.vec, t);
+                }
+        }
+    }
+    if (tid == 0)
+#pragma unroll
+        for (int q = 0; q < NORM_RPB; ++q)
+            if (row0 + q < rows) {
+                hk_global_store_f32(p.rstd + row0 + q, rstd[q]);
+                if (NORM_LN)
+                    hk_global_store_f32(p.mean + row0 + q, mean[q]);
+            }
+}
+
 #undef HK_BLOCKS_PER_SM
 #define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
 ]hkm_kernel_begin()[
@@ -489,52 +573,20 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     // every row starts 16-byte aligned when hidden % 8 == 0 and the tensors do
     r.vec = hidden % 8 == 0 && norm_al16(x0) && norm_al16(y0) && (!NORM_RES || norm_al16(res0))
             && (!s0 || norm_al16(s0)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias))));
+    if (NORM_RPB > 1) {
+        const norm_ptrs p = {x0, res0, s0, y0, w, bias, hk_a.rstd, ]hkm_norm_ln([[hk_a.mean]], [[(float *)0]])[};
+        norm_fwd_rows(hk_lds, p, r, rows);
+        return;
+    }
     const int nunits = (hidden + 7) / 8;
     // register units the row needs, the same in every thread: the loops over the held
     // units stop there on a uniform branch instead of masking the rest lane by lane
     const int nheld = nunits < NORM_UNITS * NORM_T ? (nunits + NORM_T - 1) / NORM_T : NORM_UNITS;
     int turn = 0;
-    // rows blk, blk + stride, ...: one row a block (grid rows), or NORM_PERSIST blocks an SM
-    // walking the rows; NORM_FPIPE: the next row's held units (and shift) are loaded into q
-    // right after this row's s is made, in flight through its sums and stores
-    const long stride = ]m4_ifelse(hkm_tune([persist]), [0], [[(long)rows]], [[(long)hk_grid_dim_x()]])[;
-    (void)stride;
+    const long row = hk_block_id_x();
     norm_raw8 q[NORM_UNITS];
-    float k0n = 0.0f;
-    long row = hk_block_id_x();
-    // NORM_PREFETCH: the held units' weights (and bias) in registers, loaded with each row,
-    // or once for all the rows of a persistent block (NORM_WHOLD)
     constexpr int NW = NORM_PREFETCH ? NORM_UNITS : 1;
     norm_wh8 wv[NW], bv[NW];
-    if (NORM_WHOLD && row < rows) {
-#pragma unroll
-        for (int i = 0; i < NORM_UNITS; ++i) {
-            if (i >= nheld)
-                break;
-            const int u = tid + i * NORM_T;
-            if (u < nunits) {
-                float tw[8], tb[8];
-                norm_wb8(r, w, bias, u, tw, tb);
-                norm_hold(wv[NORM_PREFETCH ? i : 0], tw);
-                norm_hold(bv[NORM_PREFETCH ? i : 0], tb);
-            }
-        }
-    }
-    const bool fpipe = NORM_FPIPE && r.vec; // the vector path only: element loads cost twice the registers
-    if (fpipe && row < rows) {
-#pragma unroll
-        for (int i = 0; i < NORM_UNITS; ++i) {
-            if (i >= nheld)
-                break;
-            const int u = tid + i * NORM_T;
-            if (u < nunits)
-                norm_fetch8(r, x0 + row * hidden, NORM_RES ? res0 + row * hidden : res0, u, q[i]);
-        }
-        if (NORM_SHIFT)
-            k0n = norm_shift(x0 + row * hidden, NORM_RES ? res0 + row * hidden : res0);
-    }
-    // (a block a row: one pass, no loop, which AMD's compiler would pay for in SGPRs)
-]m4_ifelse(hkm_tune([persist]), [0], [[    {]], [[    for (; row < rows; row += stride) {]])[
     const long base = row * hidden;
     const hk_bf16 *x = x0 + base;
     const hk_bf16 *res = NORM_RES ? res0 + base : res0;
@@ -550,13 +602,13 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     // NORM_SHIFT: sums of s - k0 and its squares, k0 the row's first x + residual (the same
     // in every thread; dropout left out: any common shift will do), so one block sum gives
     // the variance without the cancellation of sum(s^2) - n mean^2 far from 0
-    const float k0 = fpipe ? k0n : NORM_SHIFT ? norm_shift(x, res) : 0.0f;
+    const float k0 = NORM_SHIFT ? norm_shift(x, res) : 0.0f;
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
         if (i >= nheld)
             break;
         const int u = tid + i * NORM_T;
-        if (NORM_BATCH && !NORM_FPIPE && u < nunits)
+        if (NORM_BATCH && u < nunits)
             norm_fetch8(r, x, res, u, q[i]);
         if (NORM_L2PF && !NORM_PREFETCH && u < nunits) { // no registers: the loads after the sums hit L2
             hk_prefetch_l2(w + 8 * u);
@@ -571,11 +623,11 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         const int u = tid + i * NORM_T;
         float t[8];
         if (u < nunits) {
-            if (NORM_BATCH || fpipe)
-                norm_make8(r, q[i], s_out, u, true, t);
+            if (NORM_BATCH)
+                norm_make8(r, q[i], s_out, u, !NORM_SLATE, t);
             else
-                norm_s8(r, x, res, s_out, u, true, t);
-            if (NORM_PREFETCH && !NORM_WHOLD) {
+                norm_s8(r, x, res, s_out, u, !NORM_SLATE, t);
+            if (NORM_PREFETCH) {
                 float tw[8], tb[8];
                 norm_wb8(r, w, bias, u, tw, tb);
                 norm_hold(wv[NORM_PREFETCH ? i : 0], tw);
@@ -591,19 +643,6 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
             sq += d * d;
         }
         norm_hold(v[i], t);
-    }
-    if (fpipe && row + stride < rows) {
-        const long nb = (row + stride) * hidden;
-#pragma unroll
-        for (int i = 0; i < NORM_UNITS; ++i) {
-            if (i >= nheld)
-                break;
-            const int u = tid + i * NORM_T;
-            if (u < nunits)
-                norm_fetch8(r, x0 + nb, NORM_RES ? res0 + nb : res0, u, q[i]);
-        }
-        if (NORM_SHIFT)
-            k0n = norm_shift(x0 + nb, NORM_RES ? res0 + nb : res0);
     }
 ]hkm_norm_welford([[
     // one pass: this thread's count, mean and squared deviations (its held units in
@@ -707,6 +746,8 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
                 }
             }
             norm_y8(r, y, u, mean, rstd, t, tw, tb);
+            if (NORM_SLATE && (NORM_RES || NORM_DROP))
+                norm_store8(s_out + 8 * u, r.hidden - 8 * u, r.vec, t);
         }
     }
     for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
@@ -719,7 +760,6 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         hk_global_store_f32(hk_a.rstd + r.row, rstd);
 ]hkm_norm_ln([[        hk_global_store_f32(hk_a.mean + r.row, mean);
 ]])[    }
-    }
 }
 ]hkm_norm_only([bwd])[
 // ---- phase bwd ---------------------------------------------------------------
