@@ -14,7 +14,7 @@ limit=$(cat LIMIT)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader >"$OUT/gpu.txt" 2>&1
 t0=$(date +%s)
 # the sweep first (the timings matter most), then the numerics of cur/ in what is left
-left=$(( limit - 34 ))
+left=$(( limit - 14 ))
 SWEEP_BUDGET=$(( left - 14 )) timeout $left python3 norm_sweep.py main cur sweep >"$OUT/sweep.stdout" 2>&1
 echo "norm_sweep exit $?, $(( $(date +%s) - t0 )) s" | tee -a "$OUT/gpu.txt"
 if [ -d cur ]; then

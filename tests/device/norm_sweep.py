@@ -16,11 +16,10 @@ A kernel name that an earlier catalogue has too is shown as DIR:name.
     bits on a second run. A kernel that fails is not timed.
 (b) do_bench medians (L2 flushed, bound launches) at 16384 rows x 4096: copy,
     torch.compile forward and backward (a graph a shape), then every kernel;
-    then decode and prefill batches, 1-4096 rows x 4096, forward and backward,
-    for the keys starting with SMALL (torch.compile: one graph with rows
-    dynamic after the first shape); then 16384 x 8192. A backward is timed with
-    the bwd_reduce kernel of its catalogue with the same parts and red_cols 32,
-    and (keys starting with "v_") also with red_cols 16 ("+r16").
+    then 16384 x 8192; then decode and prefill batches, 1-4096 rows x 4096,
+    forward and backward, for the keys starting with SMALL. A backward is timed
+    with the bwd_reduce kernel of its catalogue with the same parts and
+    red_cols, and (keys starting with "v_") with red_cols 32 and 16 ("+r16").
 SWEEP_BUDGET (seconds from the start, default 80) stops timing in time; what
 was skipped is logged. SWEEP_PHASES (fwd,bwd) and SWEEP_SMALL_ROWS
 (1,8,32,128,256,1024,4096) narrow the timings. The log goes to $OUT/sweep.log.
@@ -365,10 +364,11 @@ def large(H):
 
 
 large(4096)
+log("")
+large(8192)
 
-log("\n== decode / prefill batches (H 4096; bound launches; torch.compile one graph, rows dynamic)")
-tfs = {k: torch_fwd(k, None) for k in ("rmsnorm", "layernorm")}
-tbs = {k: torch_bwd(k, None) for k in ("rmsnorm", "layernorm")}
+log("\n== decode / prefill batches (H 4096; bound launches; torch.compile a graph a shape)")
+tfs, tbs = tf, tb
 for H in (4096,):
     for kind in ("rmsnorm", "layernorm"):
         for R in SMALL_ROWS:
@@ -390,9 +390,6 @@ for H in (4096,):
             for name in good:
                 if name.split(":")[-1].startswith(SMALL):
                     time_all(name, kind, H, nbytes, t_tc, t_tcb, t_copy, x, r, w, b, s, rstd, mean, dy, ds_in)
-
-log("")
-large(8192)
 
 log("\nskipped (budget %.0f s): %s" % (BUDGET, ", ".join(skipped) if skipped else "none"))
 log("%d failure(s), %.1f s" % (len(failures), time.time() - T0))
