@@ -80,7 +80,7 @@ static const op_param norm_params[] = {
 };
 
 static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack",
-                                          "occupancy", "pipeline", "acc", "stats", "hints", "red_cols", "slate",
+                                          "occupancy", "pipeline", "acc", "stats", "hints", "red_cols", "parts", "slate",
                                           "rpb", NULL};
 
 /* Threads of the reduction kernel: fixed; the partial rows of the backward
