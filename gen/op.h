@@ -83,7 +83,7 @@ typedef struct op_choice {
   int n, winner;                    /* winner: index, -1 when none could be estimated */
 } op_choice;
 
-#define OP_MAX_TUNABLES 16
+#define OP_MAX_TUNABLES 24
 #define OP_MAX_CHECKS 32
 #define OP_FORMULA 128
 #define OP_COST 1024

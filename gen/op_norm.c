@@ -19,7 +19,11 @@ static const char *const norm_threads[] = {"128", "256", "512", "1024", NULL};
 static const char *const norm_reduces[] = {"lds", "shfl", NULL};
 static const char *const norm_statses[] = {"twopass", "welford", "shifted", NULL};
 static const char *const norm_accs[] = {"regs", "lds", NULL};
-static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "8", "10", "12", "16", NULL};
+static const char *const norm_rpbs[] = {"1", "2", "4", NULL};
+static const char *const norm_hintses[] = {"none", "ld", "st", "all", NULL};
+static const char *const norm_partses[] = {"132", "264", "396", "512", "528", NULL};
+static const char *const norm_redcolses[] = {"8", "16", "32", "64", NULL};
+static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "10", "12", "16", NULL};
 
 #define NORM_MAX_HIDDEN (1L << 20)
 
@@ -54,21 +58,35 @@ static const op_param norm_params[] = {
      "sm_90a: blocks per SM the registers are limited for (0: the compiler's choice; AMD ignores it)"},
     {"pipeline", OP_BOOL, NULL, 0, 0, "false", 0, "pp",
      "backward: load the next row (s, dy, its statistics) before this row's sums (needs prefetch)"},
+    {"rpb", OP_ENUM, norm_rpbs, 0, 0, "1", 0, "rp",
+     "forward: rows a block (grid cdiv(rows, rpb)); above 1, every load of the rows first, s stored with y, "
+     "the weights loaded once for the rows (a baked hidden the registers hold; layernorm with stats: shifted)"},
+    {"slate", OP_BOOL, NULL, 0, 0, "false", 0, "sl",
+     "forward: store the held units' s with y, after the sums, instead of as soon as it is made (no store "
+     "before the row's last load: every load of a thread goes out at once, no registers for raw copies)"},
     {"acc", OP_ENUM, norm_accs, 0, 0, "regs", 0, "acc",
      "backward: the block's partial dweight / dbias in registers or in LDS (baked hidden, LDS permitting)"},
     {"stats", OP_ENUM, norm_statses, 0, 0, "twopass", 0, "st",
      "layernorm statistics: twopass (mean, then squared deviations), welford (one pass, Chan's merge; shfl) or "
      "shifted (sums of s - s[0] and their squares, one block sum)"},
+    {"hints", OP_ENUM, norm_hintses, 0, 0, "none", 0, "hn",
+     "cache hints: the row's streamed inputs (x, residual; s, dy, ds_in) read evict-first (ld), its outputs (y, s; "
+     "dx, d_residual) stored evict-first (st), both (all); plain accesses on AMD"},
+    {"parts", OP_ENUM, norm_partses, 0, 0, "512", 0, "pt",
+     "backward: blocks (partial rows of dweight / dbias) at most; bwd_reduce must have the same; a fixed number, "
+     "so dweight is the same bits on every device"},
+    {"red_cols", OP_ENUM, norm_redcolses, 0, 0, "32", 0, "rc",
+     "bwd_reduce: columns a block sums (256 / red_cols groups of partial rows a column)"},
 };
 
-static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack", "occupancy", "pipeline", "acc", "stats", NULL};
+static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack",
+                                          "occupancy", "pipeline", "acc", "stats", "hints", "red_cols", "parts", "slate",
+                                          "rpb", NULL};
 
-/* Threads of the reduction kernel and partial rows of the backward: fixed,
-   not per device, so that dweight is the same bits on every device of a
-   target too (the forward's and backward's threads are per target). */
+/* Threads of the reduction kernel: fixed; the partial rows of the backward
+   (parts) are a parameter, not per device, so that dweight is the same bits
+   on every device of a target too. */
 #define NORM_T_RED 256
-#define NORM_RED_COLS 32 /* columns a reduction workgroup sums: 8 groups of rows a column */
-#define NORM_PARTS 512
 
 static int norm_is(const op_inst *k, const char *param, const char *v) { return !strcmp(op_val(k, param), v); }
 static int norm_ln(const op_inst *k) { return norm_is(k, "kind", "layernorm"); }
@@ -76,6 +94,10 @@ static int norm_drop(const op_inst *k) { return strtod(op_val(k, "dropout"), NUL
 static int norm_res(const op_inst *k) { return (int)op_int(k, "residual"); }
 
 static int norm_shfl(const op_inst *k) { return norm_is(k, "reduce", "shfl"); }
+static long norm_parts(const op_inst *k) { return op_int(k, "parts"); }
+static int norm_hint(const op_inst *k, const char *which) {
+  return norm_is(k, "hints", which) || norm_is(k, "hints", "all");
+}
 
 /* Bytes of LDS the backward keeps its partial sums in (acc: lds): dweight's
    row, and dbias's for layernorm. */
@@ -113,9 +135,22 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
       return -1;
     }
   }
+  int fwd = norm_is(k, "phase", "fwd");
   if (op_int(k, "pipeline") && !op_int(k, "prefetch")) {
     snprintf(msg, n, "pipeline: true loads the next row's inputs early and needs prefetch: true");
     return -1;
+  }
+  if (fwd && op_int(k, "rpb") > 1) {
+    long rpb = op_int(k, "rpb"), t = op_int(k, "threads");
+    if (op_is_any(k, "hidden") || ((op_int(k, "hidden") + 7) / 8 + t - 1) / t > 8) {
+      snprintf(msg, n, "rpb: %ld holds every unit of its rows in registers and needs a baked hidden of at most "
+               "%ld at %ld threads (allowed otherwise: rpb: 1)", rpb, 64 * t, t);
+      return -1;
+    }
+    if (norm_ln(k) && !norm_is(k, "stats", "shifted")) {
+      snprintf(msg, n, "rpb: %ld layernorm takes its statistics in one block sum and needs stats: shifted", rpb);
+      return -1;
+    }
   }
   if (norm_is(k, "stats", "welford") && !norm_shfl(k)) {
     snprintf(msg, n, "stats: welford merges in warp shuffles and needs reduce: shfl (allowed with reduce: "
@@ -129,9 +164,10 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
    shuffles, s and bf16 weights held packed, shifted LayerNorm sums, weights
    loaded after the sums (forward); the backward holds its weights and, where
    a baked hidden fits, keeps its partial sums in LDS, at two blocks an SM up
-   to hidden 4096 (plain bf16 kernels: more registers spill there). AMD keeps
-   the LDS sums and two-pass statistics (its emulator has no general lane
-   shuffle); both take 512 threads for the backward. */
+   to hidden 4096 (plain bf16 kernels: more registers spill there), in 264
+   partial rows summed 16 columns a block. AMD keeps the LDS sums, two-pass
+   statistics (its emulator has no general lane shuffle) and 512 partial rows;
+   both take 512 threads for the backward. */
 static const char *norm_target_default(const op_inst *k, const char *param) {
   int fwd = norm_is(k, "phase", "fwd"), rt = op_is_any(k, "hidden");
   if (!strcmp(param, "threads")) return fwd ? NULL : "512";
@@ -140,6 +176,10 @@ static const char *norm_target_default(const op_inst *k, const char *param) {
   int acc = !fwd && !rt && bytes <= NORM_ACC_MAX_SM90;
   int plain = norm_is(k, "weight_dtype", "bf16") && !norm_drop(k);
   if (!strcmp(param, "reduce")) return "shfl";
+  /* 264 partial rows: one wave of two backward blocks an SM on 132 SMs; the reduction over
+     16 columns a block (256 blocks at hidden 4096) */
+  if (!strcmp(param, "parts")) return "264";
+  if (!strcmp(param, "red_cols")) return "16";
   if (!strcmp(param, "pack")) return "true";
   if (!strcmp(param, "stats")) return "shifted";
   if (!strcmp(param, "prefetch")) return !fwd && !rt ? "true" : NULL;
@@ -214,21 +254,26 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   if (norm_is(k, "phase", "fwd")) {
     p->block = t;
     op_plan_tune(p, "units", norm_units(k, t, op_is_any(k, "hidden") ? 4 * 256 / t : 8));
-    snprintf(p->grid[0], OP_FORMULA, "%s", rows);
+    long rpb = op_int(k, "rpb");
+    if (rpb > 1)
+      snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %ld)", rows, rpb);
+    else
+      snprintf(p->grid[0], OP_FORMULA, "%s", rows);
     norm_args_fwd(k, p);
   } else if (norm_is(k, "phase", "bwd")) {
     p->block = t;
     op_plan_tune(p, "units", norm_units(k, t, 2 * 512 / t > 1 ? 2 * 512 / t : 1));
-    snprintf(p->grid[0], OP_FORMULA, "min(%s, %d)", rows, NORM_PARTS);
+    snprintf(p->grid[0], OP_FORMULA, "min(%s, %ld)", rows, norm_parts(k));
     norm_args_bwd(k, p);
   } else {
     p->block = NORM_T_RED;
     op_plan_tune(p, "units", 1);
-    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %d)", hidden, NORM_RED_COLS);
+    snprintf(p->grid[0], OP_FORMULA, "cdiv(%s, %ld)", hidden, op_int(k, "red_cols"));
     norm_args_reduce(k, p);
   }
-  op_plan_tune(p, "parts", NORM_PARTS);
-  op_plan_tune(p, "red_cols", NORM_RED_COLS);
+  op_plan_tune(p, "parts", norm_parts(k));
+  op_plan_tune(p, "red_cols", op_int(k, "red_cols"));
+  op_plan_tune(p, "hints", norm_hint(k, "ld") + 2 * norm_hint(k, "st")); /* bit 0 loads, bit 1 stores */
   op_plan_tune(p, "shfl", norm_shfl(k));
   op_plan_tune(p, "prefetch", op_int(k, "prefetch"));
   op_plan_tune(p, "pack", op_int(k, "pack"));
@@ -236,6 +281,8 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "l2prefetch", op_int(k, "l2prefetch"));
   op_plan_tune(p, "wbatch", op_int(k, "wbatch"));
   op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
+  op_plan_tune(p, "slate", op_int(k, "slate"));
+  op_plan_tune(p, "rpb", norm_is(k, "phase", "fwd") ? op_int(k, "rpb") : 1);
   op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
   op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));
   op_plan_tune(p, "welford", norm_is(k, "stats", "welford"));
@@ -245,7 +292,7 @@ static void norm_plan(const op_inst *k, op_plan *p) {
 
 /* ---- `hkgen test` ------------------------------------------------------------ */
 
-/* Rows past NORM_PARTS and a row past the registers: backward blocks add
+/* Rows past parts (at most 528) and a row past the registers: backward blocks add
    two rows into their scratch row (backward kernels only). */
 #define NORM_MANY_ROWS 601
 
@@ -259,7 +306,7 @@ static int norm_shape_ok(const op_inst *k, const long *shape) {
 
 /* Odd and round hidden sizes, tails of 1..7, rows past one register pass
    (9000 > 4 x 256 x 8 forward and 2 x 512 x 8 backward), rows that share a
-   backward block (600 > NORM_PARTS, with a small hidden; NORM_MANY_ROWS). */
+   backward block (600 > parts, with a small hidden; NORM_MANY_ROWS). */
 static int norm_emu_shapes(const op_inst *k, long out[][OP_MAX_PARAMS], int max) {
   static const char *const dims[] = {"rows", "hidden"};
   static const long cases[][2] = {{3, 1000}, {2, 4097}, {2, 5120}, {2, 8192}, {5, 1},  {7, 7},
@@ -300,6 +347,7 @@ typedef struct {
   et_ctx *c;
   double worst;
   int misalign; /* the first bf16 input 2 bytes off 16: the element path at hidden % 8 == 0 */
+  long parts;   /* the backward's partial rows at most */
 } norm_run;
 
 /* A bf16 tensor of n random elements, uploaded; host copy in *host. */
@@ -505,7 +553,7 @@ static void norm_ref_bwd_row(const norm_run *r, const norm_bwd_in *in, long i, d
 
 /* The kernel's partial rows [min(R, PARTS)][H] summed on the host in fp64. */
 static void norm_cmp_parts(norm_run *r, const void *dev, const double *ref, const char *what) {
-  long parts = r->R < NORM_PARTS ? r->R : NORM_PARTS;
+  long parts = r->R < r->parts ? r->R : r->parts;
   size_t n = (size_t)(parts * r->H);
   float *h = malloc(n * 4);
   double *got = calloc((size_t)r->H, sizeof *got);
@@ -523,7 +571,7 @@ static void norm_cmp_parts(norm_run *r, const void *dev, const double *ref, cons
 
 static int norm_emu_bwd(const op_inst *k, norm_run *r) {
   size_t n = (size_t)(r->R * r->H), H = (size_t)r->H;
-  size_t parts = (size_t)(r->R < NORM_PARTS ? r->R : NORM_PARTS);
+  size_t parts = (size_t)(r->R < r->parts ? r->R : r->parts);
   norm_bwd_in in;
   norm_bwd_inputs(k, r, &in);
   void *ddx = et_alloc(r->c, n * 2), *ddres = NULL, *ddw = et_alloc(r->c, parts * H * 4), *ddb = NULL;
@@ -558,7 +606,7 @@ static int norm_emu_bwd(const op_inst *k, norm_run *r) {
 
 /* Random partial rows in, their fp64 column sums as the reference. */
 static void *norm_parts_in(norm_run *r, double *sum) {
-  size_t parts = (size_t)(r->R < NORM_PARTS ? r->R : NORM_PARTS), H = (size_t)r->H;
+  size_t parts = (size_t)(r->R < r->parts ? r->R : r->parts), H = (size_t)r->H;
   float *h = malloc(parts * H * 4);
   for (size_t j = 0; j < H; j++) sum[j] = 0;
   for (size_t q = 0; q < parts; q++)
@@ -604,6 +652,7 @@ static int norm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   r.seed = et_rand(c);
   r.offset = et_rand(c) % (1ull << 40);
   r.misalign = r.R == 4; /* the 4 x 64 case */
+  r.parts = norm_parts(k);
   int rc = norm_is(k, "phase", "fwd")   ? norm_emu_fwd(k, &r)
            : norm_is(k, "phase", "bwd") ? norm_emu_bwd(k, &r)
                                         : norm_emu_reduce(k, &r);
@@ -613,7 +662,7 @@ static int norm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
 
 /* The estimate's work, in bytes (no matrix work): forward reads x (and
    the residual) and writes y (and the sum s); backward reads s and dy and
-   writes dx (and ds) plus its NORM_PARTS partial rows of fp32 weight (and
+   writes dx (and ds) plus its parts partial rows of fp32 weight (and
    bias) gradients; the reduction reads those partial rows. About 8 FLOPs
    per element forward, 12 backward. */
 static int norm_work(const op_inst *k, const long *shape, op_work *w, char *msg, size_t n) {
@@ -621,7 +670,7 @@ static int norm_work(const op_inst *k, const long *shape, op_work *w, char *msg,
   (void)n;
   double R = (double)shape[op_param_index(k->op, "rows")], H = (double)shape[op_param_index(k->op, "hidden")];
   double wb = norm_is(k, "weight_dtype", "fp32") ? 4 : 2, nw = norm_ln(k) ? 2 : 1, res = norm_res(k);
-  double parts = R < NORM_PARTS ? R : NORM_PARTS;
+  double parts = R < norm_parts(k) ? R : (double)norm_parts(k);
   memset(w, 0, sizeof *w);
   if (norm_is(k, "phase", "fwd")) {
     w->bytes = 2 * R * H * (2 + 2 * res) + nw * wb * H;

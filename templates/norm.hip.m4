@@ -63,7 +63,11 @@ static constexpr bool NORM_BATCH = ]hkm_tune([batch])[;       // fwd: every held
 static constexpr bool NORM_WBATCH = NORM_BATCH || ]hkm_tune([wbatch])[; // fwd: the same for the weights only
 static constexpr bool NORM_L2PF = ]hkm_tune([l2prefetch])[;   // fwd: weights asked into L2 with the row
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
+static constexpr bool NORM_SLATE = ]hkm_tune([slate])[;       // fwd: held units' s stored with y, after the sums
+static constexpr int NORM_RPB = ]hkm_tune([rpb])[;            // fwd: rows a block, their weights loaded once
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
+static constexpr bool NORM_HINT_LD = (]hkm_tune([hints])[ & 1) != 0; // the row's streamed inputs read evict-first
+static constexpr bool NORM_HINT_ST = (]hkm_tune([hints])[ & 2) != 0; // its outputs stored evict-first
 static constexpr bool NORM_LN = ]hkm_norm_ln([true], [false])[;
 static constexpr bool NORM_SHIFT = NORM_LN && ]hkm_tune([shifted])[; // layernorm: shifted sums, one block sum
 static constexpr bool NORM_RES = ]hkm_norm_res([true], [false])[;
@@ -123,6 +127,20 @@ HK_DEVICE void norm_load8(const hk_bf16 *p, int n, bool vec, float v[8])
 
 HK_DEVICE void norm_load_w8(const hk_bf16 *p, int n, bool vec, float v[8]) { norm_load8(p, n, vec, v); }
 
+// 8 bf16 of a streamed input (x, residual; s, dy, ds_in): read once (NORM_HINT_LD)
+HK_DEVICE hk_bf16x8 norm_ld8(const hk_bf16 *p, int n, bool vec)
+{
+    return NORM_HINT_LD ? hk_global_load_bf16x8_once(p, n, vec) : hk_global_load_bf16x8(p, n, vec);
+}
+
+HK_DEVICE void norm_ld8f(const hk_bf16 *p, int n, bool vec, float v[8])
+{
+    const hk_bf16x8 w = norm_ld8(p, n, vec);
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+        v[j] = hk_bf16_to_f32(w[j]);
+}
+
 HK_DEVICE void norm_load_w8(const float *p, int n, bool vec, float v[8])
 {
     (void)vec;
@@ -138,7 +156,10 @@ HK_DEVICE void norm_store8(hk_bf16 *p, int n, bool vec, const float v[8])
 #pragma unroll
         for (int j = 0; j < 4; ++j)
             w[j] = hk_f32x2_to_bf16x2(v[2 * j], v[2 * j + 1]);
-        hk_global_store_b128(p, w);
+        if (NORM_HINT_ST)
+            hk_global_store_b128_once(p, w);
+        else
+            hk_global_store_b128(p, w);
         return;
     }
 #pragma unroll
@@ -325,9 +346,9 @@ struct norm_raw8 {
 HK_DEVICE void norm_fetch8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, int u, norm_raw8 &q)
 {
     const int col = 8 * u, n = r.hidden - col;
-    q.x = hk_global_load_bf16x8(x + col, n, r.vec);
+    q.x = norm_ld8(x + col, n, r.vec);
     if (NORM_RES)
-        q.res = hk_global_load_bf16x8(res + col, n, r.vec);
+        q.res = norm_ld8(res + col, n, r.vec);
 }
 
 HK_DEVICE void norm_make8(const norm_row &r, const norm_raw8 &q, hk_bf16 *s_out, int u, bool store, float v[8])
@@ -360,11 +381,11 @@ HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, 
         return;
     }
     const int col = 8 * u, n = r.hidden - col;
-    norm_load8(x + col, n, r.vec, v);
+    norm_ld8f(x + col, n, r.vec, v);
     norm_dropout8(r, col, v);
     if (NORM_RES) {
         float q[8];
-        norm_load8(res + col, n, r.vec, q);
+        norm_ld8f(res + col, n, r.vec, q);
 #pragma unroll
         for (int j = 0; j < 8; ++j)
             v[j] += q[j];
@@ -449,43 +470,139 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
     return n < 0 ? 0 : n < 8 ? n : 8;
 }
 
+// NORM_RPB rows a block (rpb > 1; every unit held, a baked hidden: norm_check): every load
+// of all its rows first (s stored with y, after the sums), the rows' block sums in
+// NORM_RPB (layernorm) or NORM_RPB / 2 calls, the weights loaded once for all the rows.
+// A missing last row (rows % NORM_RPB) repeats the block's first and is not stored.
+struct norm_ptrs {
+    const hk_bf16 *x, *res;
+    hk_bf16 *s, *y;
+    const norm_w_t *w, *bias;
+    float *rstd, *mean;
+};
+
+HK_DEVICE void norm_fwd_rows(hk_lds_t lds, const norm_ptrs &p, norm_row &r, long rows)
+{
+    const int tid = hk_thread_id(), hidden = r.hidden, nunits = (hidden + 7) / 8;
+    int turn = 0;
+    const long row0 = (long)hk_block_id_x() * NORM_RPB;
+    norm_sh8 v[NORM_RPB][NORM_UNITS];
+    float sum[NORM_RPB], sq[NORM_RPB], k0[NORM_RPB], mean[NORM_RPB], rstd[NORM_RPB];
+#pragma unroll
+    for (int q = 0; q < NORM_RPB; ++q) {
+        const long row = row0 + q < rows ? row0 + q : row0, base = row * hidden;
+        const hk_bf16 *x = p.x + base, *res = NORM_RES ? p.res + base : p.res;
+        r.row = row;
+        k0[q] = NORM_SHIFT ? norm_shift(x, res) : 0.0f;
+        sum[q] = sq[q] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < NORM_UNITS; ++i) {
+            const int u = tid + i * NORM_T;
+            float t[8];
+            if (u < nunits)
+                norm_s8(r, x, res, (hk_bf16 *)0, u, false, t);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                t[j] = u < nunits ? t[j] : 0.0f;
+                const float d = NORM_SHIFT && 8 * u + j >= hidden ? 0.0f : t[j] - k0[q];
+                sum[q] += d;
+                sq[q] += d * d;
+            }
+            norm_hold(v[q][i], t);
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < NORM_RPB; q += NORM_LN ? 1 : 2)
+        if (NORM_LN)
+            norm_sum2(lds, turn, sum[q], sq[q]);
+        else
+            norm_sum2(lds, turn, sq[q], sq[q + 1]);
+#pragma unroll
+    for (int q = 0; q < NORM_RPB; ++q) {
+        mean[q] = 0.0f;
+        if (NORM_LN) { // shifted sums (norm_check), as the one-row kernel
+            const float md = sum[q] / (float)hidden, var = sq[q] / (float)hidden - md * md;
+            mean[q] = k0[q] + md;
+            sq[q] = (var > 0.0f ? var : 0.0f) * (float)hidden;
+        }
+        rstd[q] = 1.0f / __builtin_sqrtf(sq[q] / (float)hidden + NORM_EPS);
+    }
+#pragma unroll
+    for (int i = 0; i < NORM_UNITS; ++i) {
+        const int u = tid + i * NORM_T;
+        if (u < nunits) {
+            float tw[8], tb[8];
+            norm_wb8(r, p.w, p.bias, u, tw, tb);
+#pragma unroll
+            for (int q = 0; q < NORM_RPB; ++q)
+                if (row0 + q < rows) {
+                    const long base = (row0 + q) * hidden;
+                    float t[8];
+                    norm_unhold(v[q][i], t);
+                    norm_y8(r, p.y + base, u, mean[q], rstd[q], t, tw, tb);
+                    if (NORM_RES || NORM_DROP)
+                        norm_store8(p.s + base + 8 * u, hidden - 8 * u, r.vec, t);
+                }
+        }
+    }
+    if (tid == 0)
+#pragma unroll
+        for (int q = 0; q < NORM_RPB; ++q)
+            if (row0 + q < rows) {
+                hk_global_store_f32(p.rstd + row0 + q, rstd[q]);
+                if (NORM_LN)
+                    hk_global_store_f32(p.mean + row0 + q, mean[q]);
+            }
+}
+
 #undef HK_BLOCKS_PER_SM
 #define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
 ]hkm_kernel_begin()[
     const int tid = hk_thread_id();
     HK_LDS_DECLARE(NORM_LDS);
-    const long base = (long)hk_block_id_x() * hidden;
-    const hk_bf16 *x = hk_a.x + base;
-    const hk_bf16 *res = ]hkm_norm_res([[hk_a.residual + base]], [[(const hk_bf16 *)0]])[;
-    hk_bf16 *s_out = ]hkm_norm_s([[hk_a.s_out + base]], [[(hk_bf16 *)0]])[;
-    hk_bf16 *y = hk_a.y + base;
+    const hk_bf16 *x0 = hk_a.x;
+    const hk_bf16 *res0 = ]hkm_norm_res([[hk_a.residual]], [[(const hk_bf16 *)0]])[;
+    hk_bf16 *s0 = ]hkm_norm_s([[hk_a.s_out]], [[(hk_bf16 *)0]])[;
+    hk_bf16 *y0 = hk_a.y;
     const norm_w_t *w = hk_a.weight;
     const norm_w_t *bias = ]hkm_norm_ln([[hk_a.bias]], [[(const norm_w_t *)0]])[;
     norm_row r;
-    r.row = hk_block_id_x();
     r.hidden = hidden;
     r.seed = ]hkm_norm_drop([[(unsigned long long)hk_a.seed]], [[0]])[;
     r.offset = ]hkm_norm_drop([[(unsigned long long)hk_a.offset]], [[0]])[;
-    r.vec = hidden % 8 == 0 && norm_al16(x) && norm_al16(y) && (!NORM_RES || norm_al16(res))
-            && (!s_out || norm_al16(s_out)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias))));
+    // every row starts 16-byte aligned when hidden % 8 == 0 and the tensors do
+    r.vec = hidden % 8 == 0 && norm_al16(x0) && norm_al16(y0) && (!NORM_RES || norm_al16(res0))
+            && (!s0 || norm_al16(s0)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias))));
+    if (NORM_RPB > 1) {
+        const norm_ptrs p = {x0, res0, s0, y0, w, bias, hk_a.rstd, ]hkm_norm_ln([[hk_a.mean]], [[(float *)0]])[};
+        norm_fwd_rows(hk_lds, p, r, rows);
+        return;
+    }
     const int nunits = (hidden + 7) / 8;
     // register units the row needs, the same in every thread: the loops over the held
     // units stop there on a uniform branch instead of masking the rest lane by lane
     const int nheld = nunits < NORM_UNITS * NORM_T ? (nunits + NORM_T - 1) / NORM_T : NORM_UNITS;
     int turn = 0;
+    const long row = hk_block_id_x();
+    norm_raw8 q[NORM_UNITS];
+    constexpr int NW = NORM_PREFETCH ? NORM_UNITS : 1;
+    norm_wh8 wv[NW], bv[NW];
+    const long base = row * hidden;
+    const hk_bf16 *x = x0 + base;
+    const hk_bf16 *res = NORM_RES ? res0 + base : res0;
+    hk_bf16 *s_out = s0 ? s0 + base : s0;
+    hk_bf16 *y = y0 + base;
+    r.row = row;
 
     // s: the first NORM_UNITS units of this thread in registers (with their weights when
     // prefetching), the rest re-made later
-    constexpr int NW = NORM_PREFETCH ? NORM_UNITS : 1;
     norm_sh8 v[NORM_UNITS];
-    norm_wh8 wv[NW], bv[NW];
     float sum = 0.0f, sq = 0.0f;
     int cnt = 0;
     // NORM_SHIFT: sums of s - k0 and its squares, k0 the row's first x + residual (the same
     // in every thread; dropout left out: any common shift will do), so one block sum gives
     // the variance without the cancellation of sum(s^2) - n mean^2 far from 0
     const float k0 = NORM_SHIFT ? norm_shift(x, res) : 0.0f;
-    norm_raw8 q[NORM_UNITS];
 #pragma unroll
     for (int i = 0; i < NORM_UNITS; ++i) {
         if (i >= nheld)
@@ -507,9 +624,9 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
         float t[8];
         if (u < nunits) {
             if (NORM_BATCH)
-                norm_make8(r, q[i], s_out, u, true, t);
+                norm_make8(r, q[i], s_out, u, !NORM_SLATE, t);
             else
-                norm_s8(r, x, res, s_out, u, true, t);
+                norm_s8(r, x, res, s_out, u, !NORM_SLATE, t);
             if (NORM_PREFETCH) {
                 float tw[8], tb[8];
                 norm_wb8(r, w, bias, u, tw, tb);
@@ -629,6 +746,8 @@ HK_DEVICE int norm_valid(const norm_row &r, int u)
                 }
             }
             norm_y8(r, y, u, mean, rstd, t, tw, tb);
+            if (NORM_SLATE && (NORM_RES || NORM_DROP))
+                norm_store8(s_out + 8 * u, r.hidden - 8 * u, r.vec, t);
         }
     }
     for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
@@ -649,8 +768,8 @@ HK_DEVICE void norm_bwd_load(const norm_row &r, const hk_bf16 *s, const hk_bf16 
                              hk_bf16x8 &dv)
 {
     const int col = 8 * u;
-    sv = hk_global_load_bf16x8(s + col, n, r.vec);
-    dv = hk_global_load_bf16x8(dy + col, n, r.vec);
+    sv = norm_ld8(s + col, n, r.vec);
+    dv = norm_ld8(dy + col, n, r.vec);
 }
 
 // xhat = (s - mean) * rstd, d = dy and g = dy * w of unit u (d and g 0 past the row, so
@@ -694,7 +813,7 @@ HK_DEVICE void norm_bwd_store8(const norm_row &r, const hk_bf16 *ds_in, const hk
             for (int j = 0; j < 8; ++j)
                 q[j] = hk_bf16_to_f32((*dsv)[j]);
         } else {
-            norm_load8(ds_in + col, n, r.vec, q);
+            norm_ld8f(ds_in + col, n, r.vec, q);
         }
 #pragma unroll
         for (int j = 0; j < 8; ++j)
@@ -751,7 +870,7 @@ HK_DEVICE void norm_bwd_fetch(const norm_row &r, long row, int held, int tid, co
         if (8 * u < r.hidden) {
             norm_bwd_load(r, s0 + base, dy0 + base, u, 8, f.s[i], f.dy[i]);
             if (NORM_PREFETCH && NORM_RES)
-                f.ds[NORM_PREFETCH ? i : 0] = hk_global_load_bf16x8(ds_in0 + base + 8 * u, 8, r.vec);
+                f.ds[NORM_PREFETCH ? i : 0] = norm_ld8(ds_in0 + base + 8 * u, 8, r.vec);
         }
     }
 }
@@ -785,7 +904,7 @@ HK_DEVICE void norm_acc_get8(hk_lds_t lds, int off, float v[8])
 ]hkm_kernel_begin()[
     const int tid = hk_thread_id(), blk = hk_block_id_x();
     HK_LDS_DECLARE(NORM_LDS + NORM_ACC_BYTES);
-    const int parts = rows < NORM_PARTS ? rows : NORM_PARTS;
+    const int nparts = rows < NORM_PARTS ? rows : NORM_PARTS;
     const int nunits = (hidden + 7) / 8;
     const norm_w_t *w = hk_a.weight;
     const hk_bf16 *ds_in0 = ]hkm_norm_res([[hk_a.ds_in]], [[(const hk_bf16 *)0]])[;
@@ -852,11 +971,11 @@ HK_DEVICE void norm_acc_get8(hk_lds_t lds, int off, float v[8])
         norm_part_put8(dwp, dbp, u, hidden - 8 * u, dw[0], db[0]); // still zero
     int turn = 0;
 
-    // rows blk, blk + parts, ...; NORM_PIPE: the next row's loads go out before this row's sums
+    // rows blk, blk + nparts, ...; NORM_PIPE: the next row's loads go out before this row's sums
     norm_bwd_in cur, nxt;
     if (NORM_PIPE && blk < rows)
         norm_bwd_fetch(r, blk, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, cur);
-    for (long row = blk; row < rows; row += parts) {
+    for (long row = blk; row < rows; row += nparts) {
         const long base = row * hidden;
         const hk_bf16 *s = hk_a.s + base, *dy = hk_a.dy + base;
         const hk_bf16 *ds_in = NORM_RES ? ds_in0 + base : ds_in0;
@@ -912,8 +1031,8 @@ HK_DEVICE void norm_acc_get8(hk_lds_t lds, int off, float v[8])
             }
             norm_part_add8(dwp, dbp, u, hidden - 8 * u, pw, pb);
         }
-        if (NORM_PIPE && row + parts < rows)
-            norm_bwd_fetch(r, row + parts, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, nxt);
+        if (NORM_PIPE && row + nparts < rows)
+            norm_bwd_fetch(r, row + nparts, held, tid, hk_a.s, hk_a.dy, ds_in0, hk_a.rstd, mean0, nxt);
         norm_sum2(hk_lds, turn, a, b);
         const float ma = NORM_LN ? a / (float)hidden : 0.0f, mb = b / (float)hidden;
 #pragma unroll
@@ -966,17 +1085,17 @@ static constexpr int NORM_RED_COLS = ]hkm_tune([red_cols])[;
 static constexpr int NORM_RED_G = NORM_T / NORM_RED_COLS;
 static_assert(NORM_T % NORM_RED_COLS == 0, "whole groups of columns");
 
-HK_DEVICE float norm_col_sum(const float *p, long col, long stride, int first, int parts)
+HK_DEVICE float norm_col_sum(const float *p, long col, long stride, int first, int nparts)
 {
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     int q = first;
-    for (; q + 3 * NORM_RED_G < parts; q += 4 * NORM_RED_G) {
+    for (; q + 3 * NORM_RED_G < nparts; q += 4 * NORM_RED_G) {
         a0 += hk_global_load_f32(p + (long)(q + 0 * NORM_RED_G) * stride + col);
         a1 += hk_global_load_f32(p + (long)(q + 1 * NORM_RED_G) * stride + col);
         a2 += hk_global_load_f32(p + (long)(q + 2 * NORM_RED_G) * stride + col);
         a3 += hk_global_load_f32(p + (long)(q + 3 * NORM_RED_G) * stride + col);
     }
-    for (; q < parts; q += NORM_RED_G)
+    for (; q < nparts; q += NORM_RED_G)
         a0 += hk_global_load_f32(p + (long)q * stride + col);
     return (a0 + a1) + (a2 + a3);
 }
@@ -997,11 +1116,11 @@ HK_DEVICE float norm_group_sum(hk_lds_t lds, int which, int c)
     HK_LDS_DECLARE(4 * 2 * NORM_T);
     const int tid = hk_thread_id(), c = tid % NORM_RED_COLS, g = tid / NORM_RED_COLS;
     const long col = (long)hk_block_id_x() * NORM_RED_COLS + c;
-    const int parts = rows < NORM_PARTS ? rows : NORM_PARTS;
+    const int nparts = rows < NORM_PARTS ? rows : NORM_PARTS;
     float sw = 0.0f, sb = 0.0f;
     if (col < hidden) {
-        sw = norm_col_sum(hk_a.dw_part, col, hidden, g, parts);
-]hkm_norm_ln([[        sb = norm_col_sum(hk_a.db_part, col, hidden, g, parts);
+        sw = norm_col_sum(hk_a.dw_part, col, hidden, g, nparts);
+]hkm_norm_ln([[        sb = norm_col_sum(hk_a.db_part, col, hidden, g, nparts);
 ]])[    }
     hk_lds_store_b32(hk_lds, 4 * (g * NORM_RED_COLS + c), hk_f32_as_u32(sw));
     hk_lds_store_b32(hk_lds, 4 * ((NORM_RED_G + g) * NORM_RED_COLS + c), hk_f32_as_u32(sb));

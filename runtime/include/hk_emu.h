@@ -205,6 +205,11 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
         }
     return v;
 }
+/* read once / streamed: hints on sm_90a, the plain accesses on CDNA and here */
+HK_DEVICE hk_bf16x8 hk_global_load_bf16x8_once(const hk_bf16 *p, int n_valid, bool vec_ok, HK_EMU_SITE)
+{
+    return hk_global_load_bf16x8(p, n_valid, vec_ok, hk_site_file, hk_site_line);
+}
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid, HK_EMU_SITE)
 {
     if (!valid)
@@ -254,6 +259,10 @@ HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v, HK_EMU_SITE)
     hkemu_check_global(p, 16, 1);
     HK_EMU_NOTE(HKEMU_GLOBAL_WRITE, p, 16u);
     memcpy(p, &v, 16);
+}
+HK_DEVICE void hk_global_store_b128_once(void *p, hk_u32x4 v, HK_EMU_SITE)
+{
+    hk_global_store_b128(p, v, hk_site_file, hk_site_line);
 }
 /* a prefetch moves no data; the address must lie in an allocation all the same */
 HK_DEVICE void hk_prefetch_l2(const void *p, HK_EMU_SITE)

@@ -48,6 +48,8 @@
  *   hk_global_store_f32       store 1 float to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_global_load_bf16x8_once, hk_global_store_b128_once  the same for data read once / streamed outputs
+ *                             (sm_90a gives them evict-first hints; plain accesses here)
  *   hk_prefetch_l2(p)         a hint to bring global address p into L2: nothing on CDNA (no prefetch instruction)
  *   hk_global_load_b32/b64/b128  load 4/8/16 raw bytes from global (naturally aligned), e.g. fp8 codes
  *   hk_global_load_u8x16(p, n_valid, vec_ok)  16 bytes (fp8 codes, hk_fp8) from global as a hk_u32x4, bytes >= n_valid
@@ -307,6 +309,10 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
     return v;
 }
 
+HK_DEVICE hk_bf16x8 hk_global_load_bf16x8_once(const hk_bf16 *p, int n_valid, bool vec_ok)
+{
+    return hk_global_load_bf16x8(p, n_valid, vec_ok);
+}
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
 HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
 HK_DEVICE int hk_global_load_i32(const int *p) { return *p; }
@@ -314,6 +320,7 @@ HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_f32(float *p, float v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
 HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
+HK_DEVICE void hk_global_store_b128_once(void *p, hk_u32x4 v) { hk_global_store_b128(p, v); }
 HK_DEVICE void hk_prefetch_l2(const void *p) { (void)p; }
 HK_DEVICE unsigned hk_global_load_b32(const void *p) { return *(const unsigned *)p; }
 HK_DEVICE hk_u32x2 hk_global_load_b64(const void *p) { return *(const hk_u32x2 *)p; }

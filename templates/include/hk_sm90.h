@@ -46,6 +46,9 @@
  *   hk_global_store_bf16      store 1 bf16 to global
  *   hk_global_store_b32       store 4 bytes to global (4-byte aligned)
  *   hk_global_store_b128      store 16 bytes to global (16-byte aligned)
+ *   hk_global_load_bf16x8_once  hk_global_load_bf16x8 of data this kernel reads once: evict-first in L1 and
+ *                             L2 (ld.global.cs); the element path as hk_global_load_bf16x8
+ *   hk_global_store_b128_once(p, v)  hk_global_store_b128 of a streamed output: evict-first (st.global.cs)
  *   hk_global_load_b128_l2(p) 16 bytes from global through L2 only (ld.global.cg; 16-byte aligned): data that
  *                             other blocks wrote during this launch (after hk_fence_device and a count)
  *   hk_fence_device()         device-scope fence (fence.acq_rel.gpu): this thread's global writes before, reads after
@@ -241,6 +244,17 @@ HK_DEVICE hk_bf16x8 hk_global_load_bf16x8(const hk_bf16 *p, int n_valid, bool ve
     return v;
 }
 
+HK_DEVICE hk_bf16x8 hk_global_load_bf16x8_once(const hk_bf16 *p, int n_valid, bool vec_ok)
+{
+    if (vec_ok && n_valid >= 8) {
+        const uint4 w = __ldcs((const uint4 *)p);
+        hk_bf16x8 v;
+        __builtin_memcpy(&v, &w, sizeof v);
+        return v;
+    }
+    return hk_global_load_bf16x8(p, n_valid, vec_ok);
+}
+
 HK_DEVICE hk_bf16 hk_global_load_bf16(const hk_bf16 *p, bool valid) { return valid ? *p : (hk_bf16)0; }
 HK_DEVICE hk_u32x4 hk_global_load_u8x16(const hk_fp8 *p, int n_valid, bool vec_ok)
 {
@@ -257,6 +271,7 @@ HK_DEVICE float hk_global_load_f32(const float *p) { return *p; }
 HK_DEVICE void hk_global_store_bf16(hk_bf16 *p, hk_bf16 v) { *p = v; }
 HK_DEVICE void hk_global_store_b32(void *p, unsigned v) { *(unsigned *)p = v; }
 HK_DEVICE void hk_global_store_b128(void *p, hk_u32x4 v) { *(hk_u32x4 *)p = v; }
+HK_DEVICE void hk_global_store_b128_once(void *p, hk_u32x4 v) { __stcs((uint4 *)p, make_uint4(v[0], v[1], v[2], v[3])); }
 HK_DEVICE hk_u32x4 hk_global_load_b128_l2(const void *p)
 {
     hk_u32x4 r;

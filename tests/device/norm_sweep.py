@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
 """hkgen's H200 norm sweep: every norm kernel of one or more sm_90a catalogues
-(tests/device/h200_norm.yaml's defaults, tests/device/h200_norm_sweep.yaml's
-candidates, the same suite built at main) checked against torch in fp64, then
-timed next to torch.compile of the same fused expression and a device copy of
-the same bytes, all in one run.
+(tests/device/h200_norm.yaml built at main or here, tests/device/h200_norm_sweep.yaml's
+candidates) checked against torch in fp64, then timed next to torch.compile of
+the same fused expression and a device copy of the same bytes, all in one run.
 
     PYTHONPATH=runtime/python HKRT_LIB=build/libhkrt.so \\
-        python3 tests/device/norm_sweep.py build/dev/norm build/dev/sweep [build/dev/main]
+        python3 tests/device/norm_sweep.py build/dev/main build/dev/sweep
 
 A kernel name that an earlier catalogue has too is shown as DIR:name.
 (a) numerics of every kernel first: forward y, s, rstd, mean (LayerNorm also
@@ -15,12 +14,15 @@ A kernel name that an earlier catalogue has too is shown as DIR:name.
     odd and round sizes), fresh random inputs with a mean away from 0, outputs
     poisoned with NaN, relative L2 <= 1e-2, NaN never passes; dweight the same
     bits on a second run. A kernel that fails is not timed.
-(b) do_bench medians (L2 flushed, bound launches) at 16384 rows x 4096 / 8192:
-    copy, torch.compile forward and backward, then every kernel; then 1-1024
-    rows x 4096, forward and backward, for the keys starting with SMALL.
+(b) do_bench medians (L2 flushed, bound launches) at 16384 rows x 4096: copy,
+    torch.compile forward and backward (a graph a shape), then every kernel;
+    then 16384 x 8192; then decode and prefill batches, 1-4096 rows x 4096,
+    forward and backward, for the keys starting with SMALL. A backward is timed
+    with the bwd_reduce kernel of its catalogue with the same parts and
+    red_cols, and (keys starting with "v_") with red_cols 32 and 16 ("+r16").
 SWEEP_BUDGET (seconds from the start, default 80) stops timing in time; what
-was skipped is logged. SWEEP_PHASES (fwd,bwd) and SWEEP_SMALL_ROWS (1,16,64,256,1024)
-narrow the timings. The log goes to $OUT/sweep.log.
+was skipped is logged. SWEEP_PHASES (fwd,bwd) and SWEEP_SMALL_ROWS
+(1,8,32,128,256,1024,4096) narrow the timings. The log goes to $OUT/sweep.log.
 """
 import os
 import sys
@@ -34,9 +36,8 @@ T0 = time.time()
 BUDGET = float(os.environ.get("SWEEP_BUDGET", "80"))
 TARGET = "sm_90a"
 TOL = 1e-2
-PARTS = 512
-SMALL = ("norm_h_", "sw_")  # key prefixes timed at small row counts too (fwd and bwd)
-SMALL_ROWS = tuple(int(r) for r in os.environ.get("SWEEP_SMALL_ROWS", "1,16,64,256,1024").split(","))
+SMALL = ("norm_h_", "v_")  # key prefixes timed at small row counts too (fwd and bwd)
+SMALL_ROWS = tuple(int(r) for r in os.environ.get("SWEEP_SMALL_ROWS", "1,8,32,128,256,1024,4096").split(","))
 PHASES = os.environ.get("SWEEP_PHASES", "fwd,bwd").split(",")  # what is timed (numerics: everything)
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
@@ -76,12 +77,23 @@ def K(name):
     return kernels[name][0].kernel(kernels[name][1]["name"], TARGET)
 
 
-def reducer(name, kind):
+def tun(name, t):
+    return int(kernels[name][1]["tunables"][t])
+
+
+def reducer(name, kind, red_cols=None):
+    """the bwd_reduce kernel of name's catalogue with its parts and red_cols columns (None: name's own;
+    None when there is none of another count)"""
+    own = red_cols is None or red_cols == tun(name, "red_cols")
+    red_cols = tun(name, "red_cols") if red_cols is None else red_cols
     c = kernels[name][0]
     for n, (cc, e) in kernels.items():
-        if cc is c and e["params"].get("phase") == "bwd_reduce" and e["params"].get("kind") == kind:
+        if (cc is c and e["params"].get("phase") == "bwd_reduce" and e["params"].get("kind") == kind
+                and tun(n, "parts") == tun(name, "parts") and tun(n, "red_cols") == red_cols):
             return n
-    raise KeyError("no bwd_reduce kernel for %s in its catalogue" % name)
+    if own:
+        raise KeyError("no bwd_reduce kernel for %s in its catalogue" % name)
+    return None
 
 
 def has_hidden_arg(name):
@@ -129,7 +141,7 @@ def fwd_args(name, kind, x, res, w, b):
 
 def bwd_args(name, kind, s, w, rstd, mean, dy, ds_in):
     R, H = s.shape
-    parts = min(R, PARTS)
+    parts = min(R, tun(name, "parts"))
     dwp, dbp = poison(parts, H, dtype=torch.float32), poison(parts, H, dtype=torch.float32)
     a = dict(dy=dy, s=s, weight=w, rstd=rstd, ds_in=ds_in, dx=poison(R, H), dw_part=dwp, rows=R)
     if has_hidden_arg(name):
@@ -210,6 +222,16 @@ def numerics_bwd(name, kind, R, H):
     torch.cuda.synchronize()
     if not torch.equal(dw1, red["dweight"]):
         fail(name, "dweight not the same bits on a second run")
+    r16 = reducer(name, kind, 16) if name.startswith("v_") and tun(name, "red_cols") != 16 else None
+    if r16:  # the same partial rows through the 16-column reduction, poisoned outputs
+        red["dweight"].fill_(float("nan"))
+        if kind == "layernorm":
+            red["dbias"].fill_(float("nan"))
+        K(r16)(**red)
+        torch.cuda.synchronize()
+        e = max(e, check("%s %dx%d dweight r16" % (name, R, H), gw, red["dweight"]))
+        if kind == "layernorm":
+            e = max(e, check("%s %dx%d dbias r16" % (name, R, H), gb, red["dbias"]))
     return e
 
 
@@ -222,8 +244,8 @@ for name in sorted(kernels):
     kind, phase = par(name, "kind"), par(name, "phase")
     if phase == "bwd_reduce":
         continue
-    shapes = RT_SHAPES if has_hidden_arg(name) else ((37, int(par(name, "hidden"))), (1, int(par(name, "hidden"))),
-                                                     (601, int(par(name, "hidden"))))
+    Hk = 0 if has_hidden_arg(name) else int(par(name, "hidden"))
+    shapes = RT_SHAPES if not Hk else ((37, Hk), (1, Hk), (601, Hk), (1500, Hk))
     nf = len(failures)
     worst = 0.0
     try:
@@ -248,7 +270,7 @@ def med(fn):
     return triton.testing.do_bench(fn, warmup=5, rep=25, return_mode="median")
 
 
-def torch_fwd(kind):
+def torch_fwd(kind, dynamic=False):
     def f(x, r, w, b):
         s = x + r
         sf = s.float()
@@ -257,10 +279,10 @@ def torch_fwd(kind):
         else:
             y = sf * torch.rsqrt(sf.pow(2).mean(-1, keepdim=True) + 1e-5) * w.float()
         return y.bfloat16(), s
-    return torch.compile(f, dynamic=False)
+    return torch.compile(f, dynamic=dynamic)
 
 
-def torch_bwd(kind):
+def torch_bwd(kind, dynamic=False):
     def f(s, w, dy, ds_in):
         sf, g = s.float(), dy.float() * w.float()
         mean = sf.mean(-1, keepdim=True) if kind == "layernorm" else 0.0
@@ -269,7 +291,7 @@ def torch_bwd(kind):
         ma = g.mean(-1, keepdim=True) if kind == "layernorm" else 0.0
         ds = rstd * (g - ma - xh * (g * xh).mean(-1, keepdim=True)) + ds_in.float()
         return ds.bfloat16(), (dy.float() * xh).sum(0), dy.float().sum(0)
-    return torch.compile(f, dynamic=False)
+    return torch.compile(f, dynamic=dynamic)
 
 
 def out_of_time():
@@ -288,10 +310,24 @@ def time_fwd(name, kind, x, r, w, b):
     return med(lambda: bd())
 
 
-def time_bwd(name, kind, s, w, rstd, mean, dy, ds_in):
+def time_bwd(name, kind, s, w, rstd, mean, dy, ds_in, red_cols=None):
     a, red = bwd_args(name, kind, s, w, rstd, mean, dy, ds_in)
-    b1, b2 = K(name).bind(**a), K(reducer(name, kind)).bind(**red)
+    b1, b2 = K(name).bind(**a), K(reducer(name, kind, red_cols)).bind(**red)
     return med(lambda: (b1(), b2()))
+
+
+def time_all(name, kind, H, nbytes, t_tc, t_tcb, t_copy, x, r, w, b, s, rstd, mean, dy, ds_in):
+    if matches(name, kind, "fwd", H) and "fwd" in PHASES:
+        t = time_fwd(name, kind, x, r, w, b) * 1e3
+        log("  fwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6, t_tc / t,
+                                                                      t_copy / t))
+    elif matches(name, kind, "bwd", H) and "bwd" in PHASES:
+        for rc in ((32, 16) if name.startswith("v_") else (tun(name, "red_cols"),)):
+            if reducer(name, kind, rc) is None:
+                continue
+            t = time_bwd(name, kind, s, w, rstd, mean, dy, ds_in, rc) * 1e3
+            log("  bwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name + ("" if rc == tun(name, "red_cols") else "+r%d" % rc), t,
+                                                                          nbytes / t / 1e6, t_tcb / t, t_copy / t))
 
 
 log("\n== (b) do_bench medians (us); fwd TB/s over x, residual read + y, s written; bwd over dy, s, ds_in read + "
@@ -299,7 +335,9 @@ log("\n== (b) do_bench medians (us); fwd TB/s over x, residual read + y, s writt
 tf = {k: torch_fwd(k) for k in ("rmsnorm", "layernorm")}
 tb = {k: torch_bwd(k) for k in ("rmsnorm", "layernorm")}
 skipped = []
-for H in (4096, 8192):
+
+
+def large(H):
     for kind in ("rmsnorm", "layernorm"):
         R = 16384
         if out_of_time():
@@ -322,16 +360,15 @@ for H in (4096, 8192):
             if out_of_time():
                 skipped.append(name + " %d" % H)
                 continue
-            if matches(name, kind, "fwd", H) and "fwd" in PHASES:
-                t = time_fwd(name, kind, x, r, w, b) * 1e3
-                log("  fwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6, t_tc / t,
-                                                                              t_copy / t))
-            elif matches(name, kind, "bwd", H) and "bwd" in PHASES:
-                t = time_bwd(name, kind, s, w, rstd, mean, dy, ds_in) * 1e3
-                log("  bwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6, t_tcb / t,
-                                                                              t_copy / t))
+            time_all(name, kind, H, nbytes, t_tc, t_tcb, t_copy, x, r, w, b, s, rstd, mean, dy, ds_in)
 
-log("\n== small row counts (H 4096; bound launches; torch.compile one graph per shape)")
+
+large(4096)
+log("")
+large(8192)
+
+log("\n== decode / prefill batches (H 4096; bound launches; torch.compile a graph a shape)")
+tfs, tbs = tf, tb
 for H in (4096,):
     for kind in ("rmsnorm", "layernorm"):
         for R in SMALL_ROWS:
@@ -343,24 +380,16 @@ for H in (4096,):
             src = torch.empty(2 * R * H, device=dev, dtype=torch.bfloat16)
             dst = torch.empty_like(src)
             t_copy = med(lambda: dst.copy_(src)) * 1e3
-            t_tc = med(lambda: tf[kind](x, r, w, b)) * 1e3 if "fwd" in PHASES else float("nan")
+            t_tc = med(lambda: tfs[kind](x, r, w, b)) * 1e3 if "fwd" in PHASES else float("nan")
             s = (x.float() + r.float()).bfloat16()
             _, mr, rr = ref_fwd(kind, s.float(), w.float(), b.float())
             rstd, mean = rr.float().contiguous(), mr.float().contiguous()
             dy, ds_in = torch.randn_like(x), torch.randn_like(x)
-            t_tcb = med(lambda: tb[kind](s, w, dy, ds_in)) * 1e3 if "bwd" in PHASES else float("nan")
+            t_tcb = med(lambda: tbs[kind](s, w, dy, ds_in)) * 1e3 if "bwd" in PHASES else float("nan")
             log("%s H %d rows %d: copy %.1f us, torch.compile fwd %.1f, bwd %.1f" % (kind, H, R, t_copy, t_tc, t_tcb))
             for name in good:
-                if not name.startswith(SMALL):
-                    continue
-                if matches(name, kind, "fwd", H) and "fwd" in PHASES:
-                    t = time_fwd(name, kind, x, r, w, b) * 1e3
-                    log("  fwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6,
-                                                                                  t_tc / t, t_copy / t))
-                elif matches(name, kind, "bwd", H) and "bwd" in PHASES:
-                    t = time_bwd(name, kind, s, w, rstd, mean, dy, ds_in) * 1e3
-                    log("  bwd %-36s %7.1f us %5.2f TB/s  x%.3f tc  %.3f of copy" % (name, t, nbytes / t / 1e6,
-                                                                                  t_tcb / t, t_copy / t))
+                if name.split(":")[-1].startswith(SMALL):
+                    time_all(name, kind, H, nbytes, t_tc, t_tcb, t_copy, x, r, w, b, s, rstd, mean, dy, ds_in)
 
 log("\nskipped (budget %.0f s): %s" % (BUDGET, ", ".join(skipped) if skipped else "none"))
 log("%d failure(s), %.1f s" % (len(failures), time.time() - T0))
