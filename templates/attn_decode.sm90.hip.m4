@@ -134,11 +134,12 @@ HK_DEVICE int dec_swz8(int r, int c)
 // Tile kb .. kb + 15 of the split into stage buffer `off' (keys past k1 read
 // key k1 - 1: they are masked, and their finite data adds nothing).  bf16:
 // swizzled rows; fp8: K swizzled rows of D codes, V plain (dec_widen swizzles).
+// pg: the page's block id (dec_kv_loop reads the warp's ahead, a lane each).
 template <bool VEC>
-HK_DEVICE void dec_issue(hk_lds_t lds, int off, const dec_ctx &x, int kb)
+HK_DEVICE void dec_issue(hk_lds_t lds, int off, const dec_ctx &x, int kb, int pg)
 {
     const int lane = hk_lane_id();
-    const long page = (long)hk_global_load_i32(x.table + kb / BS) * x.page_stride;
+    const long page = (long)pg * x.page_stride;
     constexpr int RAW_CH = RAW_ROW_B / 16;                  // 16-byte chunks per cache row
     constexpr int PER_LANE = KT * RAW_CH / HK_WAVE_SIZE;
 #pragma unroll
@@ -305,6 +306,15 @@ HK_DEVICE void dec_tile(hk_lds_t lds, int kt, int vt, int kb, float c, float cap
 }
 
 // The warp's tiles k0 + 16 (w + WARPS i) below x.k1, STAGES - 1 in flight.
+// Their pages' block ids come 32 tiles at a time, lane l holding tile
+// 32 j + l's, the next 32 loaded when these start: no table read waits in
+// the loop (a read per tile there put its latency before each refill).
+HK_DEVICE int dec_page_ids(const dec_ctx &x, int k0, int wave, int nt, int j)
+{
+    const int i = 32 * j + hk_lane_id();
+    return i < nt ? hk_global_load_i32(x.table + (k0 + (wave + i * WARPS) * KT) / BS) : 0;
+}
+
 template <bool VEC>
 HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, float c, float cap_in, dec_state &st)
 {
@@ -312,16 +322,24 @@ HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, float c, floa
     const int ring = Q_B + wave * WARP_B, wide = ring + STAGES * STAGE_B;
     const int n_all = (x.k1 - k0 + KT - 1) / KT;
     const int nt = n_all > wave ? (n_all - wave + WARPS - 1) / WARPS : 0;
+    static_assert(STAGES - 1 <= 32, "the ring's tiles ahead have their page ids");
+    int ids = dec_page_ids(x, k0, wave, nt, 0), ids_next = dec_page_ids(x, k0, wave, nt, 1);
 #pragma unroll
     for (int i = 0; i < STAGES - 1; ++i) {
         if (i < nt)
-            dec_issue<VEC>(lds, ring + i * STAGE_B, x, k0 + (wave + i * WARPS) * KT);
+            dec_issue<VEC>(lds, ring + i * STAGE_B, x, k0 + (wave + i * WARPS) * KT, hk_shfl_i32(ids, i));
         hk_async_commit();
     }
     for (int it = 0; it < nt; ++it) {
         const int nx = it + STAGES - 1;
-        if (nx < nt)
-            dec_issue<VEC>(lds, ring + (nx % STAGES) * STAGE_B, x, k0 + (wave + nx * WARPS) * KT);
+        if (nx < nt) {
+            if (nx % 32 == 0 && nx > 0) {                // warp-uniform
+                ids = ids_next;
+                ids_next = dec_page_ids(x, k0, wave, nt, nx / 32 + 1);
+            }
+            dec_issue<VEC>(lds, ring + (nx % STAGES) * STAGE_B, x, k0 + (wave + nx * WARPS) * KT,
+                           hk_shfl_i32(ids, nx % 32));
+        }
         hk_async_commit();
         hk_async_wait<STAGES - 1>();
         hk_syncwarp();
