@@ -113,7 +113,8 @@ class Prob:
         rows = B * HQ * QT
         self.ws = torch.zeros(rows * (self.D * 4 + 8) * splits_max(MB, self.BS) // 4 + 1, dtype=torch.float32,
                               device=dev)
-        self.cnt_len = B * HK * ((QT * (HQ // HK) + 15) // 16)
+        # the sm_90a rule: rg * (2 * batch * heads_k + cdiv(units, 16)) (a counter per 16 splits too)
+        self.cnt_len = ((QT * (HQ // HK) + 15) // 16) * (2 * B * HK + (UNITS + 15) // 16)
         self.cnt = torch.zeros(self.cnt_len, dtype=torch.int32, device=dev)
         self.err = torch.full((1,), -1, dtype=torch.int32, device=dev) if param(k, "check_tables") == "true" else None
         self.o = torch.empty(B, QT, HQ, self.D, dtype=torch.bfloat16, device=dev)
@@ -245,6 +246,9 @@ CASES = [
     (4, 1, 32, 8, 64, -1),           # Llama-3-8B
     (2, 4, 8, 1, 30, 100),           # GQA 8, 4 tokens (32 rows)
     (1, 1, 8, 1, 200, -1),           # a long context: many splits
+    (1, 1, 8, 1, 400, -1),           # more than 16 splits: a two-level merge
+    (2, 2, 16, 2, 300, -1),          # 19-33 splits: groups of 16 and 3 (or 1)
+    (2, 1, 8, 2, 300, 40),           # a window: most splits' partials empty, in groups
     (2, 16, 16, 2, 6, 0),            # 16 tokens, GQA 8: 128 rows
     (40, 1, 32, 8, 10, -1),          # no split (batch x heads_k fills the device)
     (3, 1, 8, 8, 24, -1, dict(neg=True)),
@@ -348,7 +352,7 @@ def bench_point(k, B, ctx, HQ, HK, sdpa):
     o = torch.empty(B, 1, HQ, D, device=dev, dtype=torch.bfloat16)
     lse = torch.empty(B, HQ, 1, device=dev, dtype=torch.float32)
     ws = torch.zeros(B * HQ * (D * 4 + 8) * splits_max(MB, BS) // 4, device=dev, dtype=torch.float32)
-    cnt = torch.zeros(B * HK * 2, device=dev, dtype=torch.int32)
+    cnt = torch.zeros(2 * (2 * B * HK + (UNITS + 15) // 16), device=dev, dtype=torch.int32)
     base = dict(Q=q, KV=caches[0], block_tables=tables, seq_lens=lens, O=o, LSE=lse, workspace=ws,
                 workspace_bytes=ws.numel() * 4, counters=cnt, counters_len=cnt.numel(), scale=D ** -0.5,
                 batch=B, q_tokens=1, heads_q=HQ, heads_k=HK, max_blocks=MB, num_blocks=NB, k_scale=0.5,
