@@ -819,7 +819,7 @@ HK_DEVICE void dec_load_q(hk_lds_t lds, const hk_bf16 *Q, int r0, int R, int G, 
         hk_barrier();
     }
     if (tid == 0) {
-        const bool last = hk_atomic_add_i32(cnt_main, 1) == ng - 1;
+        const bool last = hk_atomic_add_i32(cnt_main, 1) == (ng > 1 ? ng : ns) - 1;   // groups, or splits
         if (last)
             hk_global_store_b32(cnt_main, 0u);           // for the next launch
         hk_lds_store_b32(hk_lds, FLAGS + 4, last ? 1u : 0u);
