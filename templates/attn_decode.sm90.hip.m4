@@ -474,18 +474,25 @@ HK_DEVICE void dec_merge_rows(hk_lds_t lds, const hk_args &a, const dec_merge_ct
     for (int i = wave; i < m.nrows; i += WARPS) {        // warp-uniform
         const float *ml = m.pml + ((long)m.s0 * m.R + m.r0 + i) * 2;
         const long sst = (long)m.ss * m.R * 2;           // floats from one partial's max to the next's
-        float M = neg_inf;
-        for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
+        // up to 32 partials: a lane's max and sum read once (one round trip, not three)
+        const bool one = m.ns <= HK_WAVE_SIZE;
+        const float m1 = one && lane < m.ns ? hk_global_load_f32(ml + lane * sst) : neg_inf;
+        const float l1 = one && lane < m.ns ? hk_global_load_f32(ml + lane * sst + 1) : 0.0f;
+        float M = m1;
+        for (int sp = lane; !one && sp < m.ns; sp += HK_WAVE_SIZE)
             M = hk_maxf(M, hk_global_load_f32(ml + sp * sst));
         M = dec_warp_max(M);
         const float Mu = M == neg_inf ? 0.0f : M;
-        float L = 0.0f;
-        for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
+        const float w1 = hk_exp2f(m1 - Mu);
+        float L = l1 * w1;
+        for (int sp = lane; !one && sp < m.ns; sp += HK_WAVE_SIZE)
             L += hk_global_load_f32(ml + sp * sst + 1) * hk_exp2f(hk_global_load_f32(ml + sp * sst) - Mu);
         L = dec_warp_sum(L);
         // a group's merge keeps O unnormalised: its partial's max M and sum L
         const float inv = !m.last ? 1.0f : L > 0.0f ? 1.0f / L : 0.0f;
-        if (table)
+        if (table && one && lane < m.ns)
+            hk_lds_store_b32(lds, MERGE_W + (lane * ROWS + i) * 4, hk_f32_as_u32(w1 * inv));
+        if (table && !one)
             for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
                 hk_lds_store_b32(lds, MERGE_W + (sp * ROWS + i) * 4,
                                  hk_f32_as_u32(hk_exp2f(hk_global_load_f32(ml + sp * sst) - Mu) * inv));
@@ -651,6 +658,21 @@ HK_DEVICE void dec_load_q(hk_lds_t lds, const hk_bf16 *Q, int r0, int R, int G, 
     const int *table = hk_a.block_tables + (long)b * max_blocks;
     const int cap = max_blocks * BS;
     int len = hk_global_load_i32(hk_a.seq_lens + b);
+    // the scores' scale in base 2, made positive (Q negated when it is
+    // negative), and Q into shared memory while the length is in flight
+    float ks, vs;
+    dec_scales(hk_a, ks, vs);
+    const float sc = hk_a.scale * ks;
+    const bool neg_scale = sc < 0.0f;
+    float c = (neg_scale ? -sc : sc) * LOG2E;
+    c = c >= 1.17549435e-38f ? c : 1.17549435e-38f;
+    float cap_in = 0.0f;
+    if constexpr (SOFTCAP > 0.0f) {                      // the cap applies to scale q.k
+        cap_in = (neg_scale ? -sc : sc) / (SOFTCAP > 0.0f ? SOFTCAP : 1.0f);
+        c = LOG2E;
+    }
+    dec_load_q(hk_lds, hk_a.Q, rg * ROWS, R, G, hk, b, q_tokens, heads_q, neg_scale);
+
     bool bad = false;
     if (CHECK && (len < 0 || len > cap)) {
         if (tid == 0) {
@@ -694,20 +716,6 @@ HK_DEVICE void dec_load_q(hk_lds_t lds, const hk_bf16 *Q, int r0, int R, int G, 
     x.page_stride = (long)BS * heads_k * D / EPW;
     x.key_stride = (long)heads_k * D / EPW;
     const bool vec_kv = (unsigned long)hk_a.KV % 16 == 0;
-
-    // the scores' scale in base 2, made positive (Q negated when it is negative)
-    float ks, vs;
-    dec_scales(hk_a, ks, vs);
-    const float sc = hk_a.scale * ks;
-    const bool neg_scale = sc < 0.0f;
-    float c = (neg_scale ? -sc : sc) * LOG2E;
-    c = c >= 1.17549435e-38f ? c : 1.17549435e-38f;
-    float cap_in = 0.0f;
-    if constexpr (SOFTCAP > 0.0f) {                      // the cap applies to scale q.k
-        cap_in = (neg_scale ? -sc : sc) / (SOFTCAP > 0.0f ? SOFTCAP : 1.0f);
-        c = LOG2E;
-    }
-    dec_load_q(hk_lds, hk_a.Q, rg * ROWS, R, G, hk, b, q_tokens, heads_q, neg_scale);
 
     // this lane's rows: their last key in the split and first (window)
     dec_state st;
