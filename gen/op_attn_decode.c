@@ -41,7 +41,8 @@
    floats, small next to the pages), plus a workspace and a counter array
    that the caller zeroes once (every launch leaves it zero; launches that
    share them must not overlap). With one split (grid x = 1) neither is
-   touched. No workgroup waits for another, so no schedule can deadlock.
+   touched. sm_90a merges more than DEC_SM90_GROUP splits in two levels
+   (a counter per group of them too: the counters rule is sm_90a's own). No workgroup waits for another, so no schedule can deadlock.
 
    The contract on device data (not checked by libhkrt: it never reads
    device memory): 0 <= seq_lens[b] <= max_blocks * block_size (the kernel
@@ -230,6 +231,11 @@ static void dec_plan_amd(const op_inst *k, op_plan *p) {
 #ifndef DEC_SM90_WARPS
 #define DEC_SM90_WARPS 8 /* warps per block (4: two blocks per multiprocessor) */
 #endif
+/* More splits than this merge in two levels: groups of this many splits
+   (their last block merges them into one partial), then the groups (one
+   block reading 132 partials of 8 rows took ~8 us of 70B TP 8's 33 at
+   batch 1, 128K keys: H200, 2026-12-02, docs/PERF.md). */
+#define DEC_SM90_GROUP 16
 static void dec_plan_sm90(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim"), rows = 0;
   if (!op_is_any(k, "q_tokens") && !op_is_any(k, "heads_q") && !op_is_any(k, "heads_k"))
@@ -243,6 +249,7 @@ static void dec_plan_sm90(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "stages", stages);
   op_plan_tune(p, "rows", 16 * mt);
   op_plan_tune(p, "per_unit", 8 / DEC_SM90_WARPS);
+  op_plan_tune(p, "merge_group", DEC_SM90_GROUP);
   p->block = 32 * DEC_SM90_WARPS;
   p->dynamic_lds = (int)(16 * mt * d * 2 + DEC_SM90_WARPS * (warp > part ? warp : part) + 16 + 1024);
 }
@@ -263,8 +270,18 @@ static void dec_plan(const op_inst *k, op_plan *p) {
   dec_formula(rule, "workspace_bytes >= %s*%s*%s*%ld*%s", op_term(k, "batch"), op_term(k, "heads_q"),
               op_term(k, "q_tokens"), op_int(k, "head_dim") * 4 + 8, ns);
   op_plan_check(p, rule, "the split partials: batch*heads_q*q_tokens*(head_dim*4+8) bytes per split");
-  dec_formula(rule, "counters_len >= %s*%s*%s", op_term(k, "batch"), op_term(k, "heads_k"), rg);
-  dec_formula(msg_rows, "one split counter per sequence, KV head and group of %ld query rows", op_tune(p, "rows"));
+  if (dec_is_sm90(k)) {
+    /* and a counter per group of DEC_SM90_GROUP splits: batch*heads_k*rg*cdiv(splits,
+       DEC_SM90_GROUP) of them, at most rg*(batch*heads_k + device_units/DEC_SM90_GROUP) as splits
+       <= device_units/(batch*heads_k) where there are more than 1 */
+    dec_formula(rule, "counters_len >= %s*(2*%s*%s+cdiv(device_units,%d))", rg, op_term(k, "batch"),
+                op_term(k, "heads_k"), DEC_SM90_GROUP);
+    dec_formula(msg_rows, "counters for rg*(2*batch*heads_k + cdiv(device_units,%d)), rg groups of %ld query rows",
+                DEC_SM90_GROUP, op_tune(p, "rows"));
+  } else {
+    dec_formula(rule, "counters_len >= %s*%s*%s", op_term(k, "batch"), op_term(k, "heads_k"), rg);
+    dec_formula(msg_rows, "one split counter per sequence, KV head and group of %ld query rows", op_tune(p, "rows"));
+  }
   op_plan_check(p, rule, msg_rows);
 }
 

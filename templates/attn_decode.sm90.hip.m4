@@ -36,7 +36,12 @@ m4_divert(-1)                                                   -*- C -*-
 # split writes O and LSE, several write their partial (unnormalised O,
 # running max, sum: the AMD skeleton's workspace layout), fence, and the
 # block that completes the group's counter merges them in split order
-# (deterministic) and resets the counter.
+# (deterministic) and resets the counter.  More than MGROUP splits merge in
+# two levels: a counter per MGROUP splits (after the batch x heads_k x row
+# groups ones), the block completing one merges its splits into the
+# group's first slot (a partial again), then the block completing the
+# group count merges the groups in order: one block reading every split's
+# partial was most of what 70B TP 8 at batch 1 lost (132 splits).
 
 hkm_check_one_of([dtype], [bf16])hkm_check_one_of([kv_dtype], [bf16], [fp8_e4m3])m4_dnl
 hkm_check_one_of([head_dim], [64], [128])m4_dnl
@@ -89,7 +94,8 @@ static constexpr int CHUNKS = D / 8;                        // 16-byte chunks of
 static_assert(LDS_BYTES + HK_LDS_DYNAMIC_SLACK <= DYNAMIC_LDS, "dynamic_lds (gen/op_attn_decode.c dec_plan_sm90)");
 static_assert(KT <= BS && BS % KT == 0, "a tile lies in one page");
 static_assert(KT * RAW_ROW_B % (16 * HK_WAVE_SIZE) == 0, "a tile is whole 16-byte copies per lane");
-static_assert(ROWS * 8 <= MAIN_B, "the merge's row maxima and sums fit");
+static_assert(ROWS * 16 <= MAIN_B, "the merge's row maxima and sums fit");
+static constexpr int MGROUP = ]hkm_tune([merge_group])[;  // splits per group merge (more splits: a two-level merge)
 
 // ---- the pages -------------------------------------------------------------
 // One KV head of one sequence: its first element in the K and V halves of the
@@ -134,11 +140,12 @@ HK_DEVICE int dec_swz8(int r, int c)
 // Tile kb .. kb + 15 of the split into stage buffer `off' (keys past k1 read
 // key k1 - 1: they are masked, and their finite data adds nothing).  bf16:
 // swizzled rows; fp8: K swizzled rows of D codes, V plain (dec_widen swizzles).
+// pg: the page's block id (dec_kv_loop reads the warp's ahead, a lane each).
 template <bool VEC>
-HK_DEVICE void dec_issue(hk_lds_t lds, int off, const dec_ctx &x, int kb)
+HK_DEVICE void dec_issue(hk_lds_t lds, int off, const dec_ctx &x, int kb, int pg)
 {
     const int lane = hk_lane_id();
-    const long page = (long)hk_global_load_i32(x.table + kb / BS) * x.page_stride;
+    const long page = (long)pg * x.page_stride;
     constexpr int RAW_CH = RAW_ROW_B / 16;                  // 16-byte chunks per cache row
     constexpr int PER_LANE = KT * RAW_CH / HK_WAVE_SIZE;
 #pragma unroll
@@ -305,6 +312,15 @@ HK_DEVICE void dec_tile(hk_lds_t lds, int kt, int vt, int kb, float c, float cap
 }
 
 // The warp's tiles k0 + 16 (w + WARPS i) below x.k1, STAGES - 1 in flight.
+// Their pages' block ids come 32 tiles at a time, lane l holding tile
+// 32 j + l's, the next 32 loaded when these start: no table read waits in
+// the loop (a read per tile there put its latency before each refill).
+HK_DEVICE int dec_page_ids(const dec_ctx &x, int k0, int wave, int nt, int j)
+{
+    const int i = 32 * j + hk_lane_id();
+    return i < nt ? hk_global_load_i32(x.table + (k0 + (wave + i * WARPS) * KT) / BS) : 0;
+}
+
 template <bool VEC>
 HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, float c, float cap_in, dec_state &st)
 {
@@ -312,16 +328,24 @@ HK_DEVICE void dec_kv_loop(hk_lds_t lds, const dec_ctx &x, int k0, float c, floa
     const int ring = Q_B + wave * WARP_B, wide = ring + STAGES * STAGE_B;
     const int n_all = (x.k1 - k0 + KT - 1) / KT;
     const int nt = n_all > wave ? (n_all - wave + WARPS - 1) / WARPS : 0;
+    static_assert(STAGES - 1 <= 32, "the ring's tiles ahead have their page ids");
+    int ids = dec_page_ids(x, k0, wave, nt, 0), ids_next = dec_page_ids(x, k0, wave, nt, 1);
 #pragma unroll
     for (int i = 0; i < STAGES - 1; ++i) {
         if (i < nt)
-            dec_issue<VEC>(lds, ring + i * STAGE_B, x, k0 + (wave + i * WARPS) * KT);
+            dec_issue<VEC>(lds, ring + i * STAGE_B, x, k0 + (wave + i * WARPS) * KT, hk_shfl_i32(ids, i));
         hk_async_commit();
     }
     for (int it = 0; it < nt; ++it) {
         const int nx = it + STAGES - 1;
-        if (nx < nt)
-            dec_issue<VEC>(lds, ring + (nx % STAGES) * STAGE_B, x, k0 + (wave + nx * WARPS) * KT);
+        if (nx < nt) {
+            if (nx % 32 == 0 && nx > 0) {                // warp-uniform
+                ids = ids_next;
+                ids_next = dec_page_ids(x, k0, wave, nt, nx / 32 + 1);
+            }
+            dec_issue<VEC>(lds, ring + (nx % STAGES) * STAGE_B, x, k0 + (wave + nx * WARPS) * KT,
+                           hk_shfl_i32(ids, nx % 32));
+        }
         hk_async_commit();
         hk_async_wait<STAGES - 1>();
         hk_syncwarp();
@@ -416,11 +440,14 @@ HK_DEVICE void dec_write_part(hk_lds_t lds, const dec_state &st)
 struct dec_merge_ctx {
     const float *po, *pml;
     int R, ns, r0, nrows, b, hk, G;
+    int s0, ss;     // partial sp of the merge is split slot s0 + sp * ss
+    bool last;      // the final merge (O and LSE), else a group's (a partial into slot s0)
 };
 
-static constexpr int MERGE_W = Q_B + ROWS * 8;              // the weight table [split][ROWS]
+static constexpr int MERGE_ML = Q_B + ROWS * 8;             // a group merge's M and L per row
+static constexpr int MERGE_W = Q_B + ROWS * 16;             // the weight table [split][ROWS]
 
-HK_DEVICE bool dec_merge_table(int ns) { return (long)ns * ROWS * 4 + ROWS * 8 <= MAIN_B; }
+HK_DEVICE bool dec_merge_table(int ns) { return (long)ns * ROWS * 4 + ROWS * 16 <= MAIN_B; }
 
 HK_DEVICE float dec_warp_max(float x)
 {
@@ -445,26 +472,37 @@ HK_DEVICE void dec_merge_rows(hk_lds_t lds, const hk_args &a, const dec_merge_ct
     const float neg_inf = __builtin_bit_cast(float, 0xff800000u);
     const bool table = dec_merge_table(m.ns);
     for (int i = wave; i < m.nrows; i += WARPS) {        // warp-uniform
-        const float *ml = m.pml + (long)(m.r0 + i) * 2;
-        float M = neg_inf;
-        for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
-            M = hk_maxf(M, hk_global_load_f32(ml + (long)sp * m.R * 2));
+        const float *ml = m.pml + ((long)m.s0 * m.R + m.r0 + i) * 2;
+        const long sst = (long)m.ss * m.R * 2;           // floats from one partial's max to the next's
+        // up to 32 partials: a lane's max and sum read once (one round trip, not three)
+        const bool one = m.ns <= HK_WAVE_SIZE;
+        const float m1 = one && lane < m.ns ? hk_global_load_f32(ml + lane * sst) : neg_inf;
+        const float l1 = one && lane < m.ns ? hk_global_load_f32(ml + lane * sst + 1) : 0.0f;
+        float M = m1;
+        for (int sp = lane; !one && sp < m.ns; sp += HK_WAVE_SIZE)
+            M = hk_maxf(M, hk_global_load_f32(ml + sp * sst));
         M = dec_warp_max(M);
         const float Mu = M == neg_inf ? 0.0f : M;
-        float L = 0.0f;
-        for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
-            L += hk_global_load_f32(ml + (long)sp * m.R * 2 + 1) * hk_exp2f(hk_global_load_f32(ml + (long)sp * m.R * 2) - Mu);
+        const float w1 = hk_exp2f(m1 - Mu);
+        float L = l1 * w1;
+        for (int sp = lane; !one && sp < m.ns; sp += HK_WAVE_SIZE)
+            L += hk_global_load_f32(ml + sp * sst + 1) * hk_exp2f(hk_global_load_f32(ml + sp * sst) - Mu);
         L = dec_warp_sum(L);
-        const float inv = L > 0.0f ? 1.0f / L : 0.0f;
-        if (table)
+        // a group's merge keeps O unnormalised: its partial's max M and sum L
+        const float inv = !m.last ? 1.0f : L > 0.0f ? 1.0f / L : 0.0f;
+        if (table && one && lane < m.ns)
+            hk_lds_store_b32(lds, MERGE_W + (lane * ROWS + i) * 4, hk_f32_as_u32(w1 * inv));
+        if (table && !one)
             for (int sp = lane; sp < m.ns; sp += HK_WAVE_SIZE)
                 hk_lds_store_b32(lds, MERGE_W + (sp * ROWS + i) * 4,
-                                 hk_f32_as_u32(hk_exp2f(hk_global_load_f32(ml + (long)sp * m.R * 2) - Mu) * inv));
+                                 hk_f32_as_u32(hk_exp2f(hk_global_load_f32(ml + sp * sst) - Mu) * inv));
         if (lane == 0) {
             hk_lds_store_b32(lds, Q_B + i * 8, hk_f32_as_u32(Mu));
             hk_lds_store_b32(lds, Q_B + i * 8 + 4, hk_f32_as_u32(inv));
+            hk_lds_store_b32(lds, MERGE_ML + i * 8, hk_f32_as_u32(M));
+            hk_lds_store_b32(lds, MERGE_ML + i * 8 + 4, hk_f32_as_u32(L));
             const int r = m.r0 + i, t = r / m.G, hq = m.hk * m.G + r % m.G;
-            if (a.LSE)
+            if (m.last && a.LSE)
                 hk_global_store_f32(a.LSE + ((long)m.b * heads_q + hq) * q_tokens + t,
                                     L > 0.0f ? (M + hk_log2f(L)) * LN2 : neg_inf);
         }
@@ -483,9 +521,10 @@ HK_DEVICE void dec_merge_cols(hk_lds_t lds, const dec_merge_ctx &m, int i, int d
         acc[j] = 0.0f;
 #pragma unroll 16
     for (int sp = 0; sp < m.ns; ++sp) {
+        const long slot = m.s0 + (long)sp * m.ss;
         const float f = TABLE ? hk_u32_as_f32(hk_lds_load_b32(lds, MERGE_W + (sp * ROWS + i) * 4))
-                              : hk_exp2f(hk_global_load_f32(m.pml + ((long)sp * m.R + r) * 2) - Mu) * inv;
-        const float *src = m.po + ((long)sp * m.R + r) * D + d;
+                              : hk_exp2f(hk_global_load_f32(m.pml + (slot * m.R + r) * 2) - Mu) * inv;
+        const float *src = m.po + (slot * m.R + r) * D + d;
         hk_u32x4 v;
         if constexpr (VEC) {
             v = hk_global_load_b128(src);
@@ -514,11 +553,26 @@ HK_DEVICE void dec_merge(hk_lds_t lds, const hk_args &a, const dec_merge_ctx &m,
             dec_merge_cols<true, false>(lds, m, i, d, acc);
         else
             dec_merge_cols<false, false>(lds, m, i, d, acc);
+        if (!m.last) {                                   // this thread alone read these 4 columns
+            float *w = (float *)m.po + ((long)m.s0 * m.R + r) * D + d;
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                hk_global_store_f32(w + j, acc[j]);
+            continue;
+        }
         const int t = r / m.G, hq = m.hk * m.G + r % m.G;
         hk_bf16 *Or = a.O + (((long)m.b * q_tokens + t) * heads_q + hq) * D + d;
 #pragma unroll
         for (int j = 0; j < 4; ++j)
             hk_global_store_bf16(Or + j, hk_f32_to_bf16(acc[j]));
+    }
+    if (m.last)
+        return;
+    hk_barrier();                                        // every max and sum of slot s0 read (non-table merges)
+    for (int i = hk_thread_id(); i < m.nrows; i += THREADS) {
+        float *ml = (float *)m.pml + ((long)m.s0 * m.R + m.r0 + i) * 2;
+        hk_global_store_f32(ml, hk_u32_as_f32(hk_lds_load_b32(lds, MERGE_ML + i * 8)));
+        hk_global_store_f32(ml + 1, hk_u32_as_f32(hk_lds_load_b32(lds, MERGE_ML + i * 8 + 4)));
     }
 }
 
@@ -604,6 +658,21 @@ HK_DEVICE void dec_load_q(hk_lds_t lds, const hk_bf16 *Q, int r0, int R, int G, 
     const int *table = hk_a.block_tables + (long)b * max_blocks;
     const int cap = max_blocks * BS;
     int len = hk_global_load_i32(hk_a.seq_lens + b);
+    // the scores' scale in base 2, made positive (Q negated when it is
+    // negative), and Q into shared memory while the length is in flight
+    float ks, vs;
+    dec_scales(hk_a, ks, vs);
+    const float sc = hk_a.scale * ks;
+    const bool neg_scale = sc < 0.0f;
+    float c = (neg_scale ? -sc : sc) * LOG2E;
+    c = c >= 1.17549435e-38f ? c : 1.17549435e-38f;
+    float cap_in = 0.0f;
+    if constexpr (SOFTCAP > 0.0f) {                      // the cap applies to scale q.k
+        cap_in = (neg_scale ? -sc : sc) / (SOFTCAP > 0.0f ? SOFTCAP : 1.0f);
+        c = LOG2E;
+    }
+    dec_load_q(hk_lds, hk_a.Q, rg * ROWS, R, G, hk, b, q_tokens, heads_q, neg_scale);
+
     bool bad = false;
     if (CHECK && (len < 0 || len > cap)) {
         if (tid == 0) {
@@ -647,20 +716,6 @@ HK_DEVICE void dec_load_q(hk_lds_t lds, const hk_bf16 *Q, int r0, int R, int G, 
     x.page_stride = (long)BS * heads_k * D / EPW;
     x.key_stride = (long)heads_k * D / EPW;
     const bool vec_kv = (unsigned long)hk_a.KV % 16 == 0;
-
-    // the scores' scale in base 2, made positive (Q negated when it is negative)
-    float ks, vs;
-    dec_scales(hk_a, ks, vs);
-    const float sc = hk_a.scale * ks;
-    const bool neg_scale = sc < 0.0f;
-    float c = (neg_scale ? -sc : sc) * LOG2E;
-    c = c >= 1.17549435e-38f ? c : 1.17549435e-38f;
-    float cap_in = 0.0f;
-    if constexpr (SOFTCAP > 0.0f) {                      // the cap applies to scale q.k
-        cap_in = (neg_scale ? -sc : sc) / (SOFTCAP > 0.0f ? SOFTCAP : 1.0f);
-        c = LOG2E;
-    }
-    dec_load_q(hk_lds, hk_a.Q, rg * ROWS, R, G, hk, b, q_tokens, heads_q, neg_scale);
 
     // this lane's rows: their last key in the split and first (window)
     dec_state st;
@@ -734,27 +789,57 @@ HK_DEVICE void dec_load_q(hk_lds_t lds, const hk_bf16 *Q, int r0, int R, int G, 
     }
     hk_fence_device();                                   // the partial, before the count
     hk_barrier();
-    if (tid == 0) {
-        int *cnt = hk_a.counters + (long)b * heads_k * RG + hk_block_id_y();
-        const bool last = hk_atomic_add_i32(cnt, 1) == ns - 1;
-        if (last)
-            hk_global_store_b32(cnt, 0u);               // for the next launch
-        hk_lds_store_b32(hk_lds, FLAGS + 4, last ? 1u : 0u);
-    }
-    hk_barrier();
-    if (!hk_lds_load_b32(hk_lds, FLAGS + 4))
-        return;
-    hk_fence_device();                                   // the other splits' partials, after the count
+    // more than MGROUP splits: groups of MGROUP, the block completing a
+    // group's counter merges its partials (split order) into the group's
+    // first slot, then the one completing the group count merges those
+    // (group order): every merge reads at most max(MGROUP, groups) partials
+    const int ng = ns > MGROUP ? (ns + MGROUP - 1) / MGROUP : 1, gi = split / MGROUP;
+    const long cid = (long)b * heads_k * RG + hk_block_id_y();
+    int *cnt_main = hk_a.counters + cid;
     dec_merge_ctx m;
     m.po = po;
     m.pml = pml;
     m.R = R;
-    m.ns = ns;
     m.r0 = r0;
     m.nrows = nrows;
     m.b = b;
     m.hk = hk;
     m.G = G;
+    if (ng > 1) {
+        int *cnt_g = hk_a.counters + (long)batch * heads_k * RG + cid * ng + gi;
+        const int gn = ns - gi * MGROUP < MGROUP ? ns - gi * MGROUP : MGROUP;
+        if (tid == 0) {
+            const bool last = hk_atomic_add_i32(cnt_g, 1) == gn - 1;
+            if (last)
+                hk_global_store_b32(cnt_g, 0u);
+            hk_lds_store_b32(hk_lds, FLAGS + 4, last ? 1u : 0u);
+        }
+        hk_barrier();
+        if (!hk_lds_load_b32(hk_lds, FLAGS + 4))
+            return;
+        hk_fence_device();                               // the group's partials, after its count
+        m.ns = gn;
+        m.s0 = gi * MGROUP;
+        m.ss = 1;
+        m.last = false;
+        dec_merge(hk_lds, hk_a, m, q_tokens, heads_q);
+        hk_fence_device();                               // the group's partial, before the count
+        hk_barrier();
+    }
+    if (tid == 0) {
+        const bool last = hk_atomic_add_i32(cnt_main, 1) == (ng > 1 ? ng : ns) - 1;   // groups, or splits
+        if (last)
+            hk_global_store_b32(cnt_main, 0u);           // for the next launch
+        hk_lds_store_b32(hk_lds, FLAGS + 4, last ? 1u : 0u);
+    }
+    hk_barrier();
+    if (!hk_lds_load_b32(hk_lds, FLAGS + 4))
+        return;
+    hk_fence_device();                                   // the other partials, after the count
+    m.ns = ng > 1 ? ng : ns;
+    m.s0 = 0;
+    m.ss = ng > 1 ? MGROUP : 1;
+    m.last = true;
     dec_merge(hk_lds, hk_a, m, q_tokens, heads_q);
 }
 ]hkm_output_end()

@@ -67,6 +67,7 @@
  *                             ~1e-7 absolute at two ops; +-inf give +-1)
  *   hk_shfl_xor_f32(x, m)     warp collective: x of lane (lane ^ m) (all 32 lanes must call it)
  *   hk_shfl_xor_u32(x, m)     the same for a 32-bit word (two packed bf16)
+ *   hk_shfl_i32(x, src)       warp collective: x of lane src (all 32 lanes must call it)
  *   hk_warp_any(p)            warp collective: p of any lane (all 32 lanes must call it)
  *   hk_syncwarp()             warp barrier: the warp's shared-memory writes before it, reads after (__syncwarp)
  *   hk_uniform_i32(x)         x (for a value every lane holds alike; hk_cdna.h's readfirstlane)
@@ -655,6 +656,7 @@ HK_DEVICE float hk_tanhf(float x)
 
 HK_DEVICE float hk_shfl_xor_f32(float x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
 HK_DEVICE unsigned hk_shfl_xor_u32(unsigned x, int m) { return __shfl_xor_sync(0xffffffffu, x, m); }
+HK_DEVICE int hk_shfl_i32(int x, int src) { return __shfl_sync(0xffffffffu, x, src); }
 HK_DEVICE bool hk_warp_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
 HK_DEVICE void hk_syncwarp(void) { __syncwarp(); }
 HK_DEVICE int hk_uniform_i32(int x) { return x; }

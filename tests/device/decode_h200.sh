@@ -5,7 +5,7 @@ cd "$(dirname "$0")" || exit 2
 export PYTHONPATH="$PWD" HKRT_LIB="$PWD/libhkrt.so"
 echo "commit $(cat COMMIT), $(date -u '+%Y-%m-%d %H:%M UTC')"
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader 2>/dev/null
-python3 decode_h200.py "$(cat CATS)" "${MODE:-all}" "${LIMIT:-34}" >"${OUT:-.}/decode.log" 2>&1
+python3 decode_h200.py "$(cat CATS)" "${MODE:-all}" "${DEC_LIMIT:-85}" >"${OUT:-.}/decode.log" 2>&1
 rc=$?
 cat "${OUT:-.}/decode.log"
 exit $rc
