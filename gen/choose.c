@@ -4,7 +4,8 @@
    describes its work, every parameter is baked (the problem is the
    kernel's own) and the spec left out at least one tuning parameter with
    a list of allowed values (gemm's tile_m, tile_n). Each combination of
-   those values that the op accepts is a candidate: compiled (through the
+   those values that the op accepts is a candidate (fewer than two: no
+   choice to make, the kernel is left as it is): compiled (through the
    cache), estimated on the target's largest part (or the one --part
    names), and the fastest replaces the target's default; the kernel is
    renamed for its values and
@@ -177,6 +178,11 @@ static void ch_kernel(op_inst *k, int jobs, int quiet, int cached, const char *p
     /* a trial name of its own, so that the candidates build side by side */
     snprintf(cands[ch->n].name, sizeof cands[0].name, "%.80s_hkc%d", k->name, c);
     ch->us[ch->n++] = -1;
+  }
+  if (ch->n < 2) { /* one value the op accepts (promote on AMD): nothing to choose */
+    for (int c = 0; c < ch->n; c++) op_inst_free(&cands[c]);
+    free(ch);
+    return;
   }
   cc_compiler cc;
   char why[256];
