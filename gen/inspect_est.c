@@ -323,21 +323,22 @@ static int ie_entry_estimate(const char *dir, const ie_entry *e, const tgt_part 
   return rc;
 }
 
-/* Walks the manifest line by line (our own writer's stable layout: one key
-   per line, a kernel's "file" after its "params"), estimating each kernel of
-   the part's target. */
-static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *part, ie_shape *s) {
+/* Calls fn on each kernel entry of dir's manifest, in order, until it
+   returns nonzero. The manifest is read line by line (our own writer's
+   stable layout: one key per line, a kernel's "file" after its "params").
+   -1 when there is no manifest to read (said unless quiet). */
+typedef int (*ie_visit)(void *ctx, const char *dir, const ie_entry *e);
+static int ie_walk(const char *dir, int quiet, ie_visit fn, void *ctx) {
   char *mpath = fs_join(dir, "manifest.json"), *text;
   size_t len;
   if (fs_read_file(mpath, 64u << 20, &text, &len) < 0) {
-    diag_error(mpath, 0, 0, "cannot read the catalogue's manifest: %s", strerror(errno));
+    if (!quiet) diag_error(mpath, 0, 0, "cannot read the catalogue's manifest: %s", strerror(errno));
     free(mpath);
     return -1;
   }
   free(mpath);
   ie_entry e;
   memset(&e, 0, sizeof e);
-  int bad = 0, rows = 0, done = 0;
   for (const char *p = text; *p;) {
     size_t n = strcspn(p, "\n"), ind = strspn(p, " ");
     const char *l = p + ind;
@@ -348,127 +349,125 @@ static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *par
       ie_field(l, ll, "target", e.target, sizeof e.target);
       ie_field(l, ll, "params", e.params, sizeof e.params);
       ie_field(l, ll, "runtime_params", e.runtime, sizeof e.runtime);
-      if (ie_field(l, ll, "file", e.file, sizeof e.file) && !strcmp(e.target, pt->name)) {
-        int r = ie_entry_estimate(dir, &e, part, s);
-        bad |= r < 0;
-        done += r == 0;
-        rows++;
-      }
+      if (ie_field(l, ll, "file", e.file, sizeof e.file) && fn(ctx, dir, &e)) break;
     }
     p += n + (p[n] == '\n');
   }
   free(text);
-  if (!rows) diag_error(dir, 0, 0, "no %s kernel in this catalogue to estimate on %s", pt->name, part->name);
-  else if (!done && !bad) diag_error(dir, 0, 0, "no kernel in this catalogue serves the problem --shape gives");
-  return bad || !done ? -1 : 0;
+  return 0;
+}
+
+/* ie_catalogue's walk: the estimate of each kernel of the part's target. */
+typedef struct {
+  const tgt_info *pt;
+  const tgt_part *part;
+  ie_shape *s;
+  int bad, rows, done;
+} ie_cat;
+
+static int ie_cat_visit(void *ctx, const char *dir, const ie_entry *e) {
+  ie_cat *c = ctx;
+  if (strcmp(e->target, c->pt->name)) return 0;
+  int r = ie_entry_estimate(dir, e, c->part, c->s);
+  c->bad |= r < 0;
+  c->done += r == 0;
+  c->rows++;
+  return 0;
+}
+
+/* Estimates each kernel of the part's target in the catalogue dir. */
+static int ie_catalogue(const char *dir, const tgt_info *pt, const tgt_part *part, ie_shape *s) {
+  ie_cat c = {pt, part, s, 0, 0, 0};
+  if (ie_walk(dir, 0, ie_cat_visit, &c) < 0) return -1;
+  if (!c.rows) diag_error(dir, 0, 0, "no %s kernel in this catalogue to estimate on %s", pt->name, part->name);
+  else if (!c.done && !c.bad) diag_error(dir, 0, 0, "no kernel in this catalogue serves the problem --shape gives");
+  return c.bad || !c.done ? -1 : 0;
+}
+
+/* ie_catalogue_read's walk: every kernel with its object's path. */
+typedef struct {
+  op_inst *kernels;
+  char **objs;
+  size_t n, cap;
+  int bad;
+} ie_list;
+
+static int ie_list_visit(void *ctx, const char *dir, const ie_entry *e) {
+  ie_list *L = ctx;
+  if (L->n == L->cap) {
+    L->cap = L->cap ? 2 * L->cap : 16;
+    L->kernels = xrealloc(L->kernels, L->cap * sizeof *L->kernels);
+    L->objs = xrealloc(L->objs, L->cap * sizeof *L->objs);
+  }
+  L->bad = ie_inst(e, &L->kernels[L->n]) < 0;
+  if (!L->bad) L->objs[L->n++] = fs_join(dir, e->file);
+  return L->bad;
 }
 
 int ie_catalogue_read(const char *dir, op_inst **kernels, char ***objs, size_t *n) {
-  char *mpath = fs_join(dir, "manifest.json"), *text;
-  size_t len, cap = 0;
-  *kernels = NULL;
-  *objs = NULL;
-  *n = 0;
-  if (fs_read_file(mpath, 64u << 20, &text, &len) < 0) {
-    diag_error(mpath, 0, 0, "cannot read the catalogue's manifest: %s", strerror(errno));
-    free(mpath);
-    return -1;
+  ie_list L;
+  memset(&L, 0, sizeof L);
+  int rc = ie_walk(dir, 0, ie_list_visit, &L);
+  if (rc == 0 && !L.bad && !L.n) diag_error(dir, 0, 0, "the catalogue's manifest lists no kernel");
+  if (rc == 0 && !L.bad && L.n) {
+    *kernels = L.kernels;
+    *objs = L.objs;
+    *n = L.n;
+    return 0;
   }
-  free(mpath);
-  ie_entry e;
-  memset(&e, 0, sizeof e);
-  int bad = 0;
-  for (const char *p = text; *p && !bad;) {
-    size_t nl = strcspn(p, "\n"), ind = strspn(p, " ");
-    const char *l = p + ind;
-    size_t ll = nl - ind;
-    if (ind == 6 && ie_field(l, ll, "name", e.name, sizeof e.name)) e.op[0] = e.target[0] = e.params[0] = 0;
-    else if (ind == 6) {
-      ie_field(l, ll, "op", e.op, sizeof e.op);
-      ie_field(l, ll, "target", e.target, sizeof e.target);
-      ie_field(l, ll, "params", e.params, sizeof e.params);
-      if (ie_field(l, ll, "file", e.file, sizeof e.file)) {
-        if (*n == cap) {
-          cap = cap ? 2 * cap : 16;
-          *kernels = xrealloc(*kernels, cap * sizeof **kernels);
-          *objs = xrealloc(*objs, cap * sizeof **objs);
-        }
-        bad = ie_inst(&e, &(*kernels)[*n]) < 0;
-        if (!bad) (*objs)[(*n)++] = fs_join(dir, e.file);
-      }
-    }
-    p += nl + (p[nl] == '\n');
+  for (size_t i = 0; i < L.n; i++) {
+    op_inst_free(&L.kernels[i]);
+    free(L.objs[i]);
   }
-  free(text);
-  if (!bad && !*n) diag_error(dir, 0, 0, "the catalogue's manifest lists no kernel");
-  if (!bad && *n) return 0;
-  for (size_t i = 0; i < *n; i++) {
-    op_inst_free(&(*kernels)[i]);
-    free((*objs)[i]);
-  }
-  free(*kernels);
-  free(*objs);
+  free(L.kernels);
+  free(L.objs);
   *kernels = NULL;
   *objs = NULL;
   *n = 0;
   return -1;
 }
 
+typedef struct {
+  int shown, skipped;
+} ie_baked;
+
+static int ie_baked_visit(void *ctx, const char *dir, const ie_entry *e) {
+  ie_baked *b = ctx;
+  const tgt_info *t = tgt_find(e->target);
+  op_inst k;
+  if (!t || !tgt_is_amd(t) || !t->rates) return 0;
+  if (ie_inst(e, &k) == 0) {
+    int baked = k.op->work != NULL;
+    for (int i = 0; baked && i < k.op->nparams; i++) baked = !op_is_any(&k, k.op->params[i].name);
+    long shape[OP_MAX_PARAMS];
+    es_launch el;
+    es_result r;
+    char msg[512], *obj = fs_join(dir, e->file);
+    op_shape_baked(&k, shape);
+    if (baked && !b->shown++) {
+      printf("\nestimates (kernels with every parameter baked; docs/MODEL.md):\n");
+      ie_header();
+    }
+    if (baked && ie_kernel_estimate(obj, &k, shape, tgt_largest_part(t), &el, &r, msg, sizeof msg) == 0)
+      ie_print(&el, &r);
+    else if (baked)
+      printf("%-48s %-7s no estimate: %s\n", k.name, k.target, msg);
+    b->skipped += !baked;
+    free(obj);
+  }
+  op_inst_free(&k);
+  return 0;
+}
+
 /* Under `hkgen inspect DIR`: the estimate of every AMD kernel whose every
    parameter is baked (its problem is its own), on its target's biggest part;
    kernels with run-time parameters need --estimate PART --shape. */
 int ie_catalogue_baked(const char *dir) {
-  char *mpath = fs_join(dir, "manifest.json"), *text;
-  size_t len;
-  if (fs_read_file(mpath, 64u << 20, &text, &len) < 0) {
-    free(mpath);
-    return 0; /* inspect has said so already */
-  }
-  free(mpath);
-  ie_entry e;
-  memset(&e, 0, sizeof e);
-  int shown = 0, skipped = 0;
-  for (const char *p = text; *p;) {
-    size_t n = strcspn(p, "\n"), ind = strspn(p, " ");
-    const char *l = p + ind;
-    size_t ll = n - ind;
-    if (ind == 6 && ie_field(l, ll, "name", e.name, sizeof e.name)) e.op[0] = e.target[0] = e.params[0] = e.runtime[0] = 0;
-    else if (ind == 6) {
-      ie_field(l, ll, "op", e.op, sizeof e.op);
-      ie_field(l, ll, "target", e.target, sizeof e.target);
-      ie_field(l, ll, "params", e.params, sizeof e.params);
-      ie_field(l, ll, "runtime_params", e.runtime, sizeof e.runtime);
-      const tgt_info *t = tgt_find(e.target);
-      if (ie_field(l, ll, "file", e.file, sizeof e.file) && t && tgt_is_amd(t) && t->rates) {
-        op_inst k;
-        if (ie_inst(&e, &k) == 0) {
-          int baked = k.op->work != NULL;
-          for (int i = 0; baked && i < k.op->nparams; i++) baked = !op_is_any(&k, k.op->params[i].name);
-          long shape[OP_MAX_PARAMS];
-          es_launch el;
-          es_result r;
-          char msg[512], *obj = fs_join(dir, e.file);
-          op_shape_baked(&k, shape);
-          if (baked && !shown++) {
-            printf("\nestimates (kernels with every parameter baked; docs/MODEL.md):\n");
-            ie_header();
-          }
-          if (baked && ie_kernel_estimate(obj, &k, shape, tgt_largest_part(t), &el, &r, msg, sizeof msg) == 0)
-            ie_print(&el, &r);
-          else if (baked)
-            printf("%-48s %-7s no estimate: %s\n", k.name, k.target, msg);
-          skipped += !baked;
-          free(obj);
-        }
-        op_inst_free(&k);
-      }
-    }
-    p += n + (p[n] == '\n');
-  }
-  free(text);
-  if (skipped)
+  ie_baked b = {0, 0};
+  ie_walk(dir, 1, ie_baked_visit, &b); /* no manifest: inspect has said so already */
+  if (b.skipped)
     printf("%d AMD kernel%s with run-time parameters: hkgen inspect DIR --estimate PART --shape NAME=V,...\n",
-           skipped, skipped == 1 ? "" : "s");
+           b.skipped, b.skipped == 1 ? "" : "s");
   return 0;
 }
 
