@@ -79,7 +79,7 @@ typedef struct {
   unsigned elf_mach;     /* EF_AMDGPU_MACH_* in e_flags; 0 for NVIDIA */
   int cuda_cc;           /* compute capability x 10 (90); 0 for AMD */
   int emu_arch;          /* HK_EMU_ARCH of the CPU emulator (2, 3, 4); 0: not emulated */
-  int emu_kpl;           /* emulator: k elements per lane of the 32x32 bf16 MFMA */
+  int emu_kpl;           /* k elements per lane of the 32x32 bf16 MFMA (the emulator's; attention LDS pitches) */
   const char *compilers; /* tried in order: "comgr,clang" or "nvcc" */
   const char *mma_prefix[3]; /* mnemonics of matrix instructions, for hot-loop figures */
   const tgt_part *parts;

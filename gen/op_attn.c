@@ -109,9 +109,12 @@ static const attn_amd_row *attn_amd_row_for(const char *target) {
   return &fallback;
 }
 
-/* AMD LDS of one stage of bn keys: K as [key][d] and V^T as [d][key], rows
-   padded by 16 bytes (attn_fwd.hip.m4 attn_lds_bytes). */
-static long attn_amd_stage_bytes(long d, long bn) { return bn * (d * 2 + 16) + d * (bn * 2 + 16); }
+/* AMD LDS of one stage of bn keys: K as [key][d] and V^T as [d][key], K rows
+   padded by 16 bytes, V^T rows by 8 where the MFMA takes 4 bf16 a lane, else
+   16 (attn_fwd.hip.m4 attn_lds_bytes, attn_common.m4 attn_vt_pitch). */
+static long attn_amd_stage_bytes(const tgt_info *t, long d, long bn) {
+  return bn * (d * 2 + 16) + d * (bn * 2 + (t->emu_kpl == 4 ? 8 : 16));
+}
 
 /* AMD: 4 waves of 32 queries each; keys per block: the most (128, 64, 32)
    whose stage leaves room for two workgroups per CU, 64 at most for
@@ -125,9 +128,9 @@ static void attn_plan_amd(const op_inst *k, op_plan *p) {
   int waves = 1;
   for (int i = 0; i < 5; i++)
     if (dims[i] == d) waves = row->waves[i];
-  op_plan_tune(p, "block_n", attn_amd_stage_bytes(d, 128) <= budget && d > 64 ? 128
-                             : attn_amd_stage_bytes(d, 64) <= budget        ? 64
-                                                                            : 32);
+  op_plan_tune(p, "block_n", attn_amd_stage_bytes(t, d, 128) <= budget && d > 64 ? 128
+                             : attn_amd_stage_bytes(t, d, 64) <= budget           ? 64
+                                                                                  : 32);
   op_plan_tune(p, "waves", waves);
   op_plan_tune(p, "main_last", d <= row->main_last_d);
   p->block = 256;

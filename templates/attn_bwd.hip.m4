@@ -75,6 +75,9 @@ static constexpr int STEPS32 = 32 / HK_MFMA_K;              // MFMAs over 32 row
 // barrier per step); elsewhere the transposed copies are stored too, once.
 #define BWD_TR ]hkm_tune([lds_tr])[ // LDS_TR, for the preprocessor
 static constexpr bool LDS_TR = BWD_TR;
+// transposed copies read 16 bytes a lane: two k steps where they are 8 bytes,
+// no bank conflict (at head_dim 192 gfx942 spilled)
+static constexpr bool VT_PAIRS = !LDS_TR && HK_MFMA_KPL == 4 && D <= 128;
 static constexpr int NBUF = LDS_TR ? 2 : 1;
 // LDS: tiles of R rows, row-major [row][d] (rows padded by 16 bytes) or
 // transposed [d][row] (rows in attn_vt_pos order, padded by 16 bytes). With
@@ -251,7 +254,8 @@ HK_DEVICE void bwd_put_pair(hk_lds_t lds, int roff, int toff, int tp, int p, int
 
 // The step's tiles: Q, dO (row-major and transposed), LSE * log2(e), and
 // the partial sums of D per row and 8 columns (summed by bwd_kv_rowterm
-// after a barrier).
+// after a barrier), column-major: consecutive lanes' rows in consecutive
+// banks, for the stores and the sums' reads alike.
 HK_DEVICE void bwd_kv_put(hk_lds_t lds, const bwd_kv_rows &r)
 {
     const int tid = hk_thread_id();
@@ -264,7 +268,7 @@ HK_DEVICE void bwd_kv_put(hk_lds_t lds, const bwd_kv_rows &r)
             bwd_put_pair(lds, KV_DO, KV_DOT, QT_PITCH, p, c, r.g[j][0], r.g[j][1]);
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                hk_lds_store_b32(lds, KV_DPART + ((2 * p + h) * (D / 8) + c / 8) * 4,
+                hk_lds_store_b32(lds, KV_DPART + ((c / 8) * Q_STEP + 2 * p + h) * 4,
                                  hk_f32_as_u32(bwd_dot8(r.g[j][h], r.o[j][h])));
         }
     }
@@ -279,7 +283,7 @@ HK_DEVICE void bwd_kv_rowterm(hk_lds_t lds)
         float s = 0.0f;
 #pragma unroll
         for (int c = 0; c < D / 8; ++c)
-            s += hk_u32_as_f32(hk_lds_load_b32(lds, KV_DPART + (tid * (D / 8) + c) * 4));
+            s += hk_u32_as_f32(hk_lds_load_b32(lds, KV_DPART + (c * Q_STEP + tid) * 4));
         hk_lds_store_b32(lds, KV_D + tid * 4, hk_f32_as_u32(s));
     }
 }
@@ -297,11 +301,10 @@ HK_DEVICE void bwd_row_ops(hk_lds_t lds, int off, hk_mfma_ab_t (&op)[D_CHUNKS][A
         for (int u = 0; u < D_CHUNKS; ++u)
             op[u][0] = hk_lds_load_mfma_ab(lds, (u % 2 ? e1 : e0) + 64 * (u / 2));
     } else {
+        // a chunk's operands from one 16-byte read (8-byte reads met rows 8 apart in one bank)
 #pragma unroll
         for (int u = 0; u < D_CHUNKS; ++u)
-#pragma unroll
-            for (int e = 0; e < AB_PER_CHUNK; ++e)
-                op[u][e] = hk_lds_load_mfma_ab(lds, off + bwd_rc(row, (16 * u + 8 * half + HK_MFMA_KPL * e) * 2));
+            attn_lds_ops(lds, off + bwd_rc(row, (16 * u + 8 * half) * 2), op[u]);
     }
 }
 
@@ -330,18 +333,35 @@ HK_DEVICE hk_mfma_ab_t bwd_at_op(hk_lds_t lds, int row_off, int t_off, int tp, i
     (void)row_off;
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
-    return hk_lds_load_mfma_ab(lds, t_off + (dt * 32 + row) * tp + (r0 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2);
+    return hk_lds_load_mfma_ab(lds, t_off + (dt * 32 + row) * tp + (r0 + attn_vt_pos(st * HK_MFMA_K + 4 * half)) * 2);
 #endif
 }
 
+// Every A operand of bwd_at_op. From the transposed copy up to head_dim 128
+// (VT_PAIRS), each 16-byte read's operands at once.
 HK_DEVICE void bwd_at_ops(hk_lds_t lds, int row_off, int t_off, int tp, int r0,
                           hk_mfma_ab_t (&op)[STEPS32][D_TILES])
 {
+    if constexpr (VT_PAIRS) {
+        const int lane = hk_lane_id();
+        const int row = lane % 32, half = lane / 32;
 #pragma unroll
-    for (int st = 0; st < STEPS32; ++st)
+        for (int s0 = 0; s0 < STEPS32; s0 += AB_PER_CHUNK)
 #pragma unroll
-        for (int dt = 0; dt < D_TILES; ++dt)
-            op[st][dt] = bwd_at_op(lds, row_off, t_off, tp, r0, st, dt);
+            for (int dt = 0; dt < D_TILES; ++dt) {
+                hk_mfma_ab_t a[AB_PER_CHUNK];
+                attn_lds_ops(lds, t_off + (dt * 32 + row) * tp + (r0 + attn_vt_pos(s0 * HK_MFMA_K + 4 * half)) * 2, a);
+#pragma unroll
+                for (int e = 0; e < AB_PER_CHUNK; ++e)
+                    op[s0 + e][dt] = a[e];
+            }
+    } else {
+#pragma unroll
+        for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+            for (int dt = 0; dt < D_TILES; ++dt)
+                op[st][dt] = bwd_at_op(lds, row_off, t_off, tp, r0, st, dt);
+    }
 }
 
 // Without BATCH: acc += A B over head_dim (A rows of the tile at off) and
@@ -352,21 +372,38 @@ HK_DEVICE void bwd_mm_rows(hk_lds_t lds, int off, const hk_mfma_ab_t (&bop)[D_CH
     const int lane = hk_lane_id();
     const int row = lane % 32, half = lane / 32;
 #pragma unroll
-    for (int u = 0; u < D_CHUNKS; ++u)
+    for (int u = 0; u < D_CHUNKS; ++u) {
+        hk_mfma_ab_t a[AB_PER_CHUNK]; // a chunk's operands from one 16-byte read, as bwd_row_ops
+        attn_lds_ops(lds, off + bwd_rc(row, (16 * u + 8 * half) * 2), a);
 #pragma unroll
         for (int e = 0; e < AB_PER_CHUNK; ++e)
-            acc = hk_mfma_32x32(
-                hk_lds_load_mfma_ab(lds, off + bwd_rc(row, (16 * u + 8 * half + HK_MFMA_KPL * e) * 2)), bop[u][e], acc);
+            acc = hk_mfma_32x32(a[e], bop[u][e], acc);
+    }
 }
 
 HK_DEVICE void bwd_mm_at(hk_lds_t lds, int row_off, int t_off, int tp, int r0, const hk_mfma_ab_t (&bop)[STEPS32],
                          hk_mfma_acc_t (&acc)[D_TILES])
 {
+    if constexpr (VT_PAIRS) { // two k steps' operands from one 16-byte read, as bwd_at_ops
+        const int lane = hk_lane_id();
+        const int row = lane % 32, half = lane / 32;
 #pragma unroll
-    for (int st = 0; st < STEPS32; ++st)
+        for (int s0 = 0; s0 < STEPS32; s0 += AB_PER_CHUNK)
 #pragma unroll
-        for (int dt = 0; dt < D_TILES; ++dt)
-            acc[dt] = hk_mfma_32x32(bwd_at_op(lds, row_off, t_off, tp, r0, st, dt), bop[st], acc[dt]);
+            for (int dt = 0; dt < D_TILES; ++dt) {
+                hk_mfma_ab_t a[AB_PER_CHUNK];
+                attn_lds_ops(lds, t_off + (dt * 32 + row) * tp + (r0 + attn_vt_pos(s0 * HK_MFMA_K + 4 * half)) * 2, a);
+#pragma unroll
+                for (int e = 0; e < AB_PER_CHUNK; ++e)
+                    acc[dt] = hk_mfma_32x32(a[e], bop[s0 + e], acc[dt]);
+            }
+    } else {
+#pragma unroll
+        for (int st = 0; st < STEPS32; ++st)
+#pragma unroll
+            for (int dt = 0; dt < D_TILES; ++dt)
+                acc[dt] = hk_mfma_32x32(bwd_at_op(lds, row_off, t_off, tp, r0, st, dt), bop[st], acc[dt]);
+    }
 }
 
 // D's terms per row as a KV step reads them: the partial sums (LDS_TR) or D.

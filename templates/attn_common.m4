@@ -98,21 +98,39 @@ HK_DEVICE void attn_store_lse(const hk_args &a, bool writes, int b, int hq, int 
 ]])
 
 
+# hkm_attn_vt_pitch()
+# -------------------
+# attn_vt_pitch(n): the bytes of an AMD skeleton's V^T row of n keys (the
+# forward and decode skeletons emit it before their LDS layout).
+m4_define([hkm_attn_vt_pitch], [[// Bytes of a V^T row of n keys: padded by 8 where a lane reads 8 bytes (16
+// lanes a pass over 32 banks: a pitch of 2 mod 32 words puts rows 0..15 on
+// distinct bank pairs, and the 4-byte stores' rows 8 apart 16 banks apart),
+// by 16 where it reads 16.
+static constexpr int attn_vt_pitch(int n) { return n * 2 + (HK_MFMA_KPL == 4 ? 8 : 16); }
+]])
+
 # hkm_attn_cdna_operands()
 # -----------------------
-# The AMD skeletons' MFMA operand helpers (attn_fwd.hip.m4, attn_bwd.hip.m4):
-# the position of a key (or query) in a transposed LDS tile that makes an
-# accumulator usable as a B operand, and 8 bf16 split into A/B operands.  It
-# uses the skeleton's AB_PER_CHUNK (8 / HK_MFMA_KPL).
+# The AMD skeletons' MFMA operand helpers (attn_fwd.hip.m4, attn_bwd.hip.m4,
+# attn_decode.hip.m4): the position of a key (or query) in a transposed LDS
+# tile that makes an accumulator usable as a B operand, 8 bf16 split into A/B
+# operands, and the two products of attention from LDS.  It uses the
+# skeleton's AB_PER_CHUNK (8 / HK_MFMA_KPL) and VT_PAIRS (whether two k
+# steps of a transposed tile are read at once).
 m4_define([hkm_attn_cdna_operands], [[
 typedef unsigned short attn_bf16_kpl __attribute__((ext_vector_type(HK_MFMA_KPL)));
 typedef unsigned attn_bf16_pairs __attribute__((ext_vector_type(HK_MFMA_KPL / 2)));
 
-// Position of key `key` (0..BLOCK_N-1) of a block in the V^T rows: B's k order
-// of P^T (see the top comment). Bit 0 is kept, so a key pair stays adjacent.
+// Position of key `key` (0..BLOCK_N-1) of a block in the V^T rows, B's k order
+// of P^T (see the top comment). A lane half's keys of k step st start at key
+// st * HK_MFMA_K + 4 * half (its first HK_MFMA_KPL accumulator rows); with
+// bits 2 and 3 swapped the 8 keys of step st (HK_MFMA_KPL 8), or of steps st
+// and st + 1 (HK_MFMA_KPL 4, st even, where the skeleton's VT_PAIRS reads
+// them together), lie together at attn_vt_pos of that key: one 16-byte read.
+// Bit 0 is kept, so a key pair stays adjacent.
 HK_DEVICE int attn_vt_pos(int key)
 {
-    if constexpr (HK_MFMA_KPL == 8)
+    if constexpr (HK_MFMA_KPL == 8 || VT_PAIRS)
         return (key & ~12) | ((key & 4) << 1) | ((key & 8) >> 1);
     else
         return key;
@@ -131,6 +149,70 @@ HK_DEVICE void attn_split_ab(hk_bf16x8 v, hk_bf16 flip, hk_mfma_ab_t (&out)[AB_P
         out[e] = __builtin_bit_cast(hk_mfma_ab_t, t);
     }
 }
+
+// The AB_PER_CHUNK operands of the 8 bf16 at LDS byte off (16-byte aligned),
+// in order, from one 16-byte read. Narrower reads (8 bytes, gfx90a / gfx942)
+// go 16 lanes a pass, and rows 8 apart of a 16-byte-padded pitch meet in one
+// bank: 2x; 8 lanes a pass of 16 bytes take 8 rows, each in its own banks.
+HK_DEVICE void attn_lds_ops(hk_lds_t lds, int off, hk_mfma_ab_t (&out)[AB_PER_CHUNK])
+{
+    if constexpr (AB_PER_CHUNK == 1)
+        out[0] = hk_lds_load_mfma_ab(lds, off);
+    else
+        attn_split_ab(__builtin_bit_cast(hk_bf16x8, hk_lds_load_b128(lds, off)), 0, out);
+}
+
+// S^T = K Q^T for NT 32-key subtiles (subtiles innermost: independent
+// accumulators back to back), K rows from LDS byte 0 at pitch kp: a 16-wide d
+// chunk's operands read as a group, then (WAIT) one LDS wait.
+template <bool WAIT, int NT, int CH>
+HK_DEVICE void attn_qk(hk_lds_t lds, int kp, const hk_mfma_ab_t (&qop)[CH][AB_PER_CHUNK], hk_mfma_acc_t (&s)[NT])
+{
+    const int lane = hk_lane_id();
+    const int row = lane % 32, half = lane / 32;
+#pragma unroll
+    for (int tt = 0; tt < NT; ++tt)
+        s[tt] = hk_mfma_acc_zero();
+#pragma unroll
+    for (int u = 0; u < CH; ++u) {
+        hk_mfma_ab_t a[NT][AB_PER_CHUNK];
+#pragma unroll
+        for (int tt = 0; tt < NT; ++tt)
+            attn_lds_ops(lds, (tt * 32 + row) * kp + (16 * u + 8 * half) * 2, a[tt]);
+        if (WAIT)
+            hk_waitcnt_lds();
+#pragma unroll
+        for (int e = 0; e < AB_PER_CHUNK; ++e)
+#pragma unroll
+            for (int tt = 0; tt < NT; ++tt)
+                s[tt] = hk_mfma_32x32(a[tt][e], qop[u][e], s[tt]);
+    }
+}
+
+// O^T += V^T P^T over 32-key subtile tt (d tiles innermost), V^T rows from LDS
+// byte vt at pitch vp, keys in attn_vt_pos order: each k step's operands as a
+// group, then (WAIT) one LDS wait. One read a step and operand: two steps in
+// one 16-byte read would hold twice the operands (gfx942 d128 lost its third
+// wave), and with attn_vt_pitch the narrow reads meet no bank conflict.
+template <bool WAIT, int STEPS, int DT>
+HK_DEVICE void attn_pv_sub(hk_lds_t lds, int vt, int vp, int tt, const hk_mfma_ab_t (&p)[STEPS], hk_mfma_acc_t (&o)[DT])
+{
+    const int lane = hk_lane_id();
+    const int row = lane % 32, half = lane / 32;
+#pragma unroll
+    for (int st = 0; st < STEPS; ++st) {
+        hk_mfma_ab_t a[DT];
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt)
+            a[dt] = hk_lds_load_mfma_ab(lds, vt + (dt * 32 + row) * vp + (tt * 32 + attn_vt_pos(st * HK_MFMA_K + 4 * half)) * 2);
+        if (WAIT)
+            hk_waitcnt_lds();
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt)
+            o[dt] = hk_mfma_32x32(a[dt], p[st], o[dt]);
+    }
+}
+
 ]])
 
 # hkm_fwd_winl / _winr / _sinks / _softcap / _varlen(IF, ELSE): IF when the

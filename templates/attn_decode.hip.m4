@@ -71,8 +71,9 @@ static constexpr int BLOCK_N = ]hkm_tune([block_n])[;       // keys per tile
 static constexpr bool CAUSAL = true;
 static constexpr int BLOCK_M = ROWS;
 static constexpr int SUB_N = BLOCK_N / 32;                  // 32-key subtiles
-static constexpr int K_PITCH = D * 2 + 16;                  // LDS rows padded by 16 bytes
-static constexpr int VT_PITCH = BLOCK_N * 2 + 16;
+static constexpr int K_PITCH = D * 2 + 16;                  // K rows padded by 16 bytes
+]hkm_attn_vt_pitch()[
+static constexpr int VT_PITCH = attn_vt_pitch(BLOCK_N);
 static constexpr int LDS_K_BYTES = BLOCK_N * K_PITCH;
 static constexpr int LDS_FLAGS = LDS_K_BYTES + D * VT_PITCH; // 2 words: table fault, last split
 static constexpr int LDS_BYTES = LDS_FLAGS + 16;
@@ -96,6 +97,7 @@ static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
 static_assert(ROWS * 8 <= LDS_K_BYTES, "the merge's row maxima and sums fit in the K region");
 
 typedef float attn_f2 __attribute__((ext_vector_type(2)));
+static constexpr bool VT_PAIRS = false;                      // V^T read a k step at a time
 ]hkm_attn_cdna_operands()[
 // ---- the pages ---------------------------------------------------------------
 // One KV head of one sequence: the head's first element in the K and V
@@ -223,26 +225,10 @@ HK_DEVICE void dec_tile(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER
                         int kfirst, int klim, float &m_run, float &l_run, hk_mfma_acc_t (&o)[D_TILES])
 {
     const int lane = hk_lane_id();
-    const int row = lane % 32, half = lane / 32;
+    const int half = lane / 32;
     const float neg_inf = __builtin_bit_cast(float, 0xff800000u);
     hk_mfma_acc_t s[SUB_N];
-#pragma unroll
-    for (int tt = 0; tt < SUB_N; ++tt)
-        s[tt] = hk_mfma_acc_zero();
-#pragma unroll
-    for (int u = 0; u < D_CHUNKS; ++u)
-#pragma unroll
-        for (int e = 0; e < AB_PER_CHUNK; ++e) {
-            hk_mfma_ab_t a[SUB_N];
-#pragma unroll
-            for (int tt = 0; tt < SUB_N; ++tt)
-                a[tt] = hk_lds_load_mfma_ab(
-                    lds, (tt * 32 + row) * K_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2);
-            hk_waitcnt_lds();
-#pragma unroll
-            for (int tt = 0; tt < SUB_N; ++tt)
-                s[tt] = hk_mfma_32x32(a[tt], qop[u][e], s[tt]);
-        }
+    attn_qk<true>(lds, K_PITCH, qop, s);
 
     const float c = x.c;
     float mx = neg_inf;
@@ -290,19 +276,7 @@ HK_DEVICE void dec_tile(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB_PER
 
 #pragma unroll
     for (int tt = 0; tt < SUB_N; ++tt)
-#pragma unroll
-        for (int st = 0; st < PV_STEPS; ++st) {
-            hk_mfma_ab_t a[D_TILES];
-#pragma unroll
-            for (int dt = 0; dt < D_TILES; ++dt)
-                a[dt] = hk_lds_load_mfma_ab(
-                    lds, LDS_K_BYTES + (dt * 32 + row) * VT_PITCH +
-                             (tt * 32 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2);
-            hk_waitcnt_lds();
-#pragma unroll
-            for (int dt = 0; dt < D_TILES; ++dt)
-                o[dt] = hk_mfma_32x32(a[dt], p[tt][st], o[dt]);
-        }
+        attn_pv_sub<true>(lds, LDS_K_BYTES, VT_PITCH, tt, p[tt], o);
 }
 
 // The split's tiles k0, k0 + BLOCK_N, ... below x.k1: the next tile's pages

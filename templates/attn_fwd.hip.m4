@@ -84,15 +84,16 @@ static constexpr int WAVES = ATTN_THREADS / HK_WAVE_SIZE;
 static constexpr int BLOCK_M = 32 * WAVES;                 // queries per workgroup
 static constexpr int LDS_LIMIT = ]hkm_target_lds_unit[;       // LDS per CU
 // LDS: K as [key][d] (d innermost), V^T as [d][key] (keys innermost), rows
-// padded by 16 bytes; one stage (see the pipeline above)
+// padded (K by 16 bytes, V^T by attn_vt_pitch); one stage (see the pipeline above)
 static constexpr int K_PITCH = D * 2 + 16;
-static constexpr int attn_lds_bytes(int bn) { return bn * K_PITCH + D * (bn * 2 + 16); }
+]hkm_attn_vt_pitch()[
+static constexpr int attn_lds_bytes(int bn) { return bn * K_PITCH + D * attn_vt_pitch(bn); }
 // keys per block (the plan's): the most (128, 64, 32) whose stage leaves room
 // for two workgroups; 64 at most for head_dim 64 (its S tile would crowd the
 // registers planned for three waves per SIMD)
 static constexpr int BLOCK_N = ]hkm_tune([block_n])[;
 static constexpr int SUB_N = BLOCK_N / 32;                  // 32-key subtiles
-static constexpr int VT_PITCH = BLOCK_N * 2 + 16;
+static constexpr int VT_PITCH = attn_vt_pitch(BLOCK_N);
 static constexpr int LDS_K_BYTES = BLOCK_N * K_PITCH;
 static constexpr int LDS_BYTES = attn_lds_bytes(BLOCK_N);
 // MFMA plan
@@ -126,6 +127,7 @@ static_assert(LDS_BYTES <= LDS_LIMIT, "LDS budget");
 static_assert(LDS_K_BYTES + D * VT_PITCH < (1 << 30), "LDS offsets");
 
 typedef float attn_f2 __attribute__((ext_vector_type(2)));
+static constexpr bool VT_PAIRS = false;                      // V^T read a k step at a time
 ]hkm_attn_cdna_operands()[
 // ---- global -> registers: K or V of the block of keys kb .. kb + BLOCK_N - 1 ----
 // CLAMP: keys past seqlen_k read row seqlen_k - 1 instead (finite data, no
@@ -242,31 +244,13 @@ HK_DEVICE void attn_softmax(hk_lds_t lds, const hk_mfma_ab_t (&qop)[D_CHUNKS][AB
                             hk_mfma_acc_t (&o)[D_TILES], hk_mfma_ab_t (&p)[SUB_N][PV_STEPS])
 {
     const int lane = hk_lane_id();
-    const int row = lane % 32, half = lane / 32;
+    const int half = lane / 32;
     const float neg_inf = __builtin_bit_cast(float, 0xff800000u);
 
-    // S^T = K Q^T, one 32x32 tile per 32-key subtile
-    // (subtiles innermost: independent accumulators back to back)
+    // S^T = K Q^T, one 32x32 tile per 32-key subtile; the hot loop waits for
+    // each chunk's operands, masked blocks leave the waits to the compiler (registers)
     hk_mfma_acc_t s[SUB_N];
-#pragma unroll
-    for (int tt = 0; tt < SUB_N; ++tt)
-        s[tt] = hk_mfma_acc_zero();
-    // the SUB_N operands of one k step are read as a group, one LDS wait each
-#pragma unroll
-    for (int u = 0; u < D_CHUNKS; ++u)
-#pragma unroll
-        for (int e = 0; e < AB_PER_CHUNK; ++e) {
-            hk_mfma_ab_t a[SUB_N];
-#pragma unroll
-            for (int tt = 0; tt < SUB_N; ++tt)
-                a[tt] = hk_lds_load_mfma_ab(
-                    lds, (tt * 32 + row) * K_PITCH + (16 * u + 8 * half + HK_MFMA_KPL * e) * 2);
-            if (!MASKED)                                 // the hot loop; masked blocks leave
-                hk_waitcnt_lds();                        // the waits to the compiler (registers)
-#pragma unroll
-            for (int tt = 0; tt < SUB_N; ++tt)
-                s[tt] = hk_mfma_32x32(a[tt], qop[u][e], s[tt]);
-        }
+    attn_qk<!MASKED>(lds, K_PITCH, qop, s);
 
     if constexpr (SOFTCAP) {
 #pragma unroll
@@ -342,25 +326,9 @@ template <bool GROUP>
 HK_DEVICE void attn_pv(hk_lds_t lds, const hk_mfma_ab_t (&p)[SUB_N][PV_STEPS], hk_mfma_acc_t (&o)[D_TILES],
                        int tt0, int tt1)
 {
-    const int lane = hk_lane_id();
-    const int row = lane % 32, half = lane / 32;
-    // the D_TILES operands of one k step are read as a group, one LDS wait each
 #pragma unroll
     for (int tt = tt0; tt < tt1; ++tt)
-#pragma unroll
-        for (int st = 0; st < PV_STEPS; ++st) {
-            hk_mfma_ab_t a[D_TILES];
-#pragma unroll
-            for (int dt = 0; dt < D_TILES; ++dt)
-                a[dt] = hk_lds_load_mfma_ab(
-                    lds, LDS_K_BYTES + (dt * 32 + row) * VT_PITCH +
-                             (tt * 32 + st * HK_MFMA_K + half * HK_MFMA_KPL) * 2);
-            if (GROUP)
-                hk_waitcnt_lds();
-#pragma unroll
-            for (int dt = 0; dt < D_TILES; ++dt)
-                o[dt] = hk_mfma_32x32(a[dt], p[tt][st], o[dt]);
-        }
+        attn_pv_sub<GROUP>(lds, LDS_K_BYTES, VT_PITCH, tt, p[tt], o);
 }
 
 // ---- K/V blocks t0 .. t1 - 1 of one wave --------------------------------------------
