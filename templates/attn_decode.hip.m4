@@ -331,16 +331,16 @@ HK_DEVICE void dec_merge(hk_lds_t lds, const hk_args &a, const dec_merge_ctx &m,
             if (ms != neg_inf)
                 L += hk_global_load_f32(m.pml + ((long)sp * m.R + r) * 2 + 1) * hk_exp2f(ms - M);
         }
-        hk_lds_store_b32(lds, i * 8, hk_f32_as_u32(M));
-        hk_lds_store_b32(lds, i * 8 + 4, hk_f32_as_u32(attn_inv_sum(L)));
+        const hk_u32x2 mi = {hk_f32_as_u32(M), hk_f32_as_u32(attn_inv_sum(L))}; // one 8-byte store: no bank conflict
+        hk_lds_store_b64(lds, i * 8, mi);
         const int t = r / m.G, hq = m.hk * m.G + r % m.G;
         hk_global_store_f32(a.LSE + ((long)m.b * heads_q + hq) * q_tokens + t, attn_lse(M, L));
     }
     hk_barrier();
     for (int e = tid; e < m.nrows * D; e += ATTN_THREADS) {
         const int i = e / D, d = e % D, r = m.r0 + i;
-        const float M = hk_u32_as_f32(hk_lds_load_b32(lds, i * 8));
-        const float inv = hk_u32_as_f32(hk_lds_load_b32(lds, i * 8 + 4));
+        const hk_u32x2 mi = hk_lds_load_b64(lds, i * 8);
+        const float M = hk_u32_as_f32(mi[0]), inv = hk_u32_as_f32(mi[1]);
         float acc = 0.0f;
         for (int sp = 0; sp < m.ns; ++sp) {
             const float ms = hk_global_load_f32(m.pml + ((long)sp * m.R + r) * 2);
