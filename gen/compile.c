@@ -119,7 +119,7 @@ static int cc_find_clang(void) {
                          "clang-21", "clang-20", "clang"};
   for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
     if (!cands[i]) continue;
-    if (cands[i][0] == '/' && !fs_exists(cands[i])) continue;
+    if (cands[i][0] == '/' && !fs_exists(cands[i]) && !(env && i == 0)) continue;
     char id[512];
     int major = cc_probe_clang(cands[i], id, sizeof id);
     if (major >= 20) {
@@ -224,8 +224,13 @@ static int cc_tmp_run(const cc_tmp *t, char *const argv[], const char *src, size
     buf_printf(msg, "cannot write %s: %s", t->in, strerror(errno));
     return -1;
   }
+  size_t before = msg->len;
   int st = cc_run_argv(argv, msg);
   if (st < 0) buf_printf(msg, "cannot run %s: %s", argv[0], strerror(errno));
+  else if (st > 128) /* cc_run_argv: 128 + the signal that ended it */
+    buf_printf(msg, "%s%s was killed by signal %d (%s)", msg->len ? "\n" : "", argv[0], st - 128, strsignal(st - 128));
+  else if (st > 0 && msg->len == before)
+    buf_printf(msg, "%s exited with status %d and printed nothing", argv[0], st);
   return st == 0 && fs_read_file(t->out, 1u << 30, obj, objlen) == 0 ? 0 : -1;
 }
 
@@ -301,10 +306,15 @@ int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n) {
     snprintf(cc->identity, sizeof cc->identity, "%s", cc_clang_id);
     return 0;
   }
-  snprintf(why, n,
-           "no compiler for %s: %s does not list it and no clang >= 20 was found "
-           "(install clang-22 and lld-22, or set HKGEN_CLANG; on ROCm, /opt/rocm/llvm/bin/clang)",
-           target, cg_identity() ? cg_identity() : "comgr (not found)");
+  const char *env = getenv("HKGEN_CLANG");
+  if (allow_clang && env && *env)
+    snprintf(why, n, "no compiler for %s: HKGEN_CLANG=%s does not run as clang >= 20 (unset it to search PATH)",
+             target, env);
+  else
+    snprintf(why, n,
+             "no compiler for %s: %s does not list it and no clang >= 20 was found "
+             "(install clang-22 and lld-22, or set HKGEN_CLANG; on ROCm, /opt/rocm/llvm/bin/clang)",
+             target, cg_identity() ? cg_identity() : "comgr (not found)");
   return -1;
 }
 

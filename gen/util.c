@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -469,8 +470,66 @@ void fs_sweep_tmp(void) {
   closedir(d);
 }
 
+/* The watcher's SIGTERM (the thread that spawned it is gone: hkgen was
+   killed): the whole process group goes, the program's own children (clang's
+   -cc1, the linker) and the watcher with it. */
+static void fs_watch_term(int sig) {
+  (void)sig;
+  kill(0, SIGKILL);
+  _exit(128 + SIGTERM);
+}
+
+/* Closes every descriptor from 3 up but keep: a watcher does not exec, so it
+   would hold other spawns' pipes open (O_CLOEXEC never fires) and their
+   readers would wait for it. */
+static void fs_close_from3(int keep) {
+#ifdef SYS_close_range
+  if ((keep <= 3 || syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) == 0) &&
+      syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
+    return;
+#endif
+  long max = sysconf(_SC_OPEN_MAX);
+  for (long fd = 3; fd < (max > 0 && max < (1 << 20) ? max : 1 << 20); fd++)
+    if (fd != keep) close((int)fd);
+}
+
+/* The watcher (fs_spawn's child, leading a process group of its own): runs
+   argv in a grandchild and exits as it did; errors of the start go to ep. */
+static void fs_watch(char *const argv[], const int fds[3], int ep, pid_t parent) {
+  setpgid(0, 0); /* before the handler: kill(0) must never reach hkgen's group */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = fs_watch_term;
+  sigaction(SIGTERM, &sa, NULL);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(127);
+  int e = 0, st;
+  for (int i = 0; i < 3 && !e; i++)
+    if (dup2(fds[i], i) < 0) e = errno;
+  fs_close_from3(ep);
+  pid_t g = e ? -1 : fork();
+  if (g == 0) {
+    execvp(argv[0], argv);
+    e = errno;
+    if (write(ep, &e, sizeof e) < 0) _exit(126);
+    _exit(127);
+  }
+  if (g < 0) {
+    e = e ? e : errno;
+    if (write(ep, &e, sizeof e) < 0) _exit(126);
+    _exit(127);
+  }
+  close(ep); /* the grandchild's copy closes at its exec: EOF tells the start worked */
+  while (waitpid(g, &st, 0) < 0)
+    if (errno != EINTR) _exit(127);
+  if (WIFEXITED(st)) _exit(WEXITSTATUS(st));
+  signal(WTERMSIG(st), SIG_DFL); /* the same death for the caller's waitpid */
+  kill(getpid(), WTERMSIG(st));
+  _exit(128 + WTERMSIG(st));
+}
+
 int fs_spawn(char *const argv[], const int fds[3], pid_t *pid) {
-  int ep[2]; /* the child's exec errno, if exec fails; closed by exec */
+  int ep[2]; /* the program's exec errno, if its start fails; closed by exec */
   if (pipe2(ep, O_CLOEXEC) < 0) return errno;
   pid_t parent = getpid(), p = fork();
   if (p < 0) {
@@ -479,19 +538,7 @@ int fs_spawn(char *const argv[], const int fds[3], pid_t *pid) {
     close(ep[1]);
     return e;
   }
-  if (p == 0) {
-    /* killed with the thread that started it: a SIGKILLed hkgen leaves
-       no compiler running */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    int e = 0;
-    for (int i = 0; i < 3 && !e; i++)
-      if (dup2(fds[i], i) < 0) e = errno;
-    if (!e) execvp(argv[0], argv);
-    e = e ? e : errno;
-    if (write(ep[1], &e, sizeof e) < 0) _exit(126);
-    _exit(127);
-  }
+  if (p == 0) fs_watch(argv, fds, ep[1], parent);
   close(ep[1]);
   int e = 0;
   ssize_t r;

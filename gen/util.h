@@ -69,9 +69,11 @@ char *fs_tmp_template(const char *prefix);
 /* Removes the temporary folders of hkgen processes that no longer run. */
 void fs_sweep_tmp(void);
 /* Starts argv[0] (searched on PATH) with fds[0..2] as its stdin, stdout and
-   stderr. The child dies with the thread that started it (PR_SET_PDEATHSIG),
-   so a killed hkgen leaves no compiler behind. 0 and *pid, else the errno
-   of the failed start (exec included). */
+   stderr, under a watcher process (*pid, exiting as the program does) that
+   leads a process group of its own: when the thread that started it is gone
+   (PR_SET_PDEATHSIG), the watcher kills the group, so a killed hkgen leaves
+   neither the program nor its children (clang's -cc1) behind. 0 and *pid,
+   else the errno of the failed start (exec included). */
 int fs_spawn(char *const argv[], const int fds[3], pid_t *pid);
 void fs_unlock_folder(const char *dir, int fd);
 char *fs_join(const char *dir, const char *name);

@@ -7,7 +7,9 @@
 #   cache        a second build with the same HKGEN_CACHE_DIR: "0 compiled"
 #   mfma         GEMM objects hold their target's MFMA (llvm-objdump-22)
 #   manifest     every file the manifest lists exists with its sha256
-#   failure      a broken template: exit 1, template file:line, no manifest
+#   failure      a broken template: exit 1, template file:line, no manifest;
+#                likewise a header that does not compile, HKGEN_CLANG that does
+#                not run, a compiler killed by a signal
 #   lock         a held lock refuses a build; two builds at once leave a valid
 #                catalogue
 #   inspect      hkgen inspect on one .hsaco prints its kernel's row; hot-loop
@@ -274,6 +276,21 @@ case_failure() {
   grep -q 'deliberately broken header' "$T/cc.out" || fail "the compiler's message is not shown: $(head -5 "$T/cc.out")"
   [ ! -e "$out/manifest.json" ] || fail "a failed compile left manifest.json in place"
   echo "ok   compile error: exit 1, message shown, no manifest"
+
+  # HKGEN_CLANG that does not run: an error naming it (not a silent search
+  # elsewhere); a compiler killed by a signal: the signal named.
+  HKGEN_CLANG=$T/no-such-clang run_hk "$T/nocc.out" build --no-cache --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 1 "build with HKGEN_CLANG pointing nowhere"
+  grep -q "HKGEN_CLANG=$T/no-such-clang does not run as clang" "$T/nocc.out" ||
+    fail "the error does not name HKGEN_CLANG: $(head -3 "$T/nocc.out")"
+  printf '#!/bin/sh\ncase "$*" in *--version*) echo "clang version 22.1.8 (a test double)"; exit 0 ;; esac\nkill -SEGV $$\n' >"$T/crash-clang"
+  chmod +x "$T/crash-clang"
+  HKGEN_CLANG=$T/crash-clang run_hk "$T/crash.out" build --no-cache --target gfx942 -o "$out" "$T/small.yaml"
+  expect_rc 1 "build with a compiler that crashes"
+  grep -q "crash-clang was killed by signal 11" "$T/crash.out" ||
+    fail "the compiler's death is not reported: $(head -3 "$T/crash.out")"
+  [ ! -e "$out/manifest.json" ] || fail "a crashed compile left manifest.json in place"
+  echo "ok   HKGEN_CLANG nowhere / a crashing compiler: exit 1, named, no manifest"
 }
 
 case_lock() {
