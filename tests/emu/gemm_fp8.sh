@@ -9,7 +9,7 @@ EMU_DIR=$(cd "$(dirname "$0")" && pwd)
 HKGEN=${HKGEN:-$(cd "$EMU_DIR/../.." && pwd)/build/hkgen-asan}
 . "$EMU_DIR/../lib/lib.sh"
 
-EXPECTED_RUNS=33
+EXPECTED_RUNS=37
 run_hk "$T/out.txt" test -j 2 "$EMU_DIR/gemm_fp8.yaml"
 cat "$T/out.txt"
 expect_rc 0 "hkgen test emu/gemm_fp8.yaml"
