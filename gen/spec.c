@@ -471,7 +471,7 @@ int spec_load_buffer(const char *name, const char *data, size_t len, const char 
 int spec_load(const char *path, const char *targets, spec_set *set) {
   char *data;
   size_t len;
-  if (fs_read_file(path, YT_MAX_BYTES, &data, &len) < 0) {
+  if (fs_read_stream(path, YT_MAX_BYTES, &data, &len) < 0) {
     if (errno == EFBIG) diag_error(path, 0, 0, "spec is larger than %u bytes", YT_MAX_BYTES);
     else diag_error(path, 0, 0, "cannot read spec: %s", strerror(errno));
     return 1;

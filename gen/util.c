@@ -162,25 +162,19 @@ char *buf_steal(hk_buf *b) {
   return s;
 }
 
-int fs_read_file(const char *path, size_t max, char **data, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    if (errno == 0 || S_ISDIR(st.st_mode)) errno = EISDIR;
-    close(fd);
-    return -1;
-  }
-  if ((size_t)st.st_size > max) {
+/* Reads fd to its end (at most max bytes, else EFBIG), closing it; size is
+   a first guess of the length. */
+static int fs_read_fd(int fd, size_t size, size_t max, char **data, size_t *len) {
+  if (size > max) {
     close(fd);
     errno = EFBIG;
     return -1;
   }
-  size_t cap = (size_t)st.st_size + 1, n = 0;
+  size_t cap = size + 1, n = 0;
   char *p = xmalloc(cap);
   for (;;) {
     if (n + 1 >= cap) {
-      if (cap > max + 1) { /* the file grew past the limit while we read */
+      if (cap > max + 1) { /* past the limit (a file that grew while we read, a stream) */
         free(p);
         close(fd);
         errno = EFBIG;
@@ -192,8 +186,10 @@ int fs_read_file(const char *path, size_t max, char **data, size_t *len) {
     ssize_t r = read(fd, p + n, cap - n - 1);
     if (r < 0) {
       if (errno == EINTR) continue;
+      int e = errno;
       free(p);
       close(fd);
+      errno = e;
       return -1;
     }
     if (r == 0) break;
@@ -209,6 +205,38 @@ int fs_read_file(const char *path, size_t max, char **data, size_t *len) {
   *data = p;
   *len = n;
   return 0;
+}
+
+/* Opens path for fs_read_file (streams: also a pipe or a device); its size. */
+static int fs_open_read(const char *path, int streams, size_t *size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (fstat(fd, &st) < 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  if (S_ISDIR(st.st_mode) || (!S_ISREG(st.st_mode) && !streams)) {
+    close(fd);
+    errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    return -1;
+  }
+  *size = S_ISREG(st.st_mode) ? (size_t)st.st_size : 0;
+  return fd;
+}
+
+int fs_read_file(const char *path, size_t max, char **data, size_t *len) {
+  size_t size;
+  int fd = fs_open_read(path, 0, &size);
+  return fd < 0 ? -1 : fs_read_fd(fd, size, max, data, len);
+}
+
+int fs_read_stream(const char *path, size_t max, char **data, size_t *len) {
+  size_t size;
+  int fd = fs_open_read(path, 1, &size);
+  return fd < 0 ? -1 : fs_read_fd(fd, size, max, data, len);
 }
 
 /* Whether path already holds exactly these bytes (then a rewrite is skipped). */

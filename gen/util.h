@@ -44,8 +44,12 @@ void buf_printf(hk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2
 void buf_free(hk_buf *b);
 char *buf_steal(hk_buf *b);
 
-/* Files. fs_read_file caps the size it accepts; returns -1 and sets errno. */
+/* Files. fs_read_file reads a regular file (else EISDIR for a directory,
+   EINVAL for anything else) of at most max bytes (else EFBIG); returns -1
+   and sets errno. fs_read_stream also reads a pipe or a device to its end
+   (a spec from `<(...)` or /dev/stdin). */
 int fs_read_file(const char *path, size_t max, char **data, size_t *len);
+int fs_read_stream(const char *path, size_t max, char **data, size_t *len);
 int fs_write_atomic(const char *path, const void *data, size_t len);
 int fs_write_file(const char *path, const void *data, size_t len, int durable);
 /* Flushes the file system holding dir (one call after many fs_write_file). */

@@ -292,23 +292,6 @@ out:
   return rc;
 }
 
-int yt_load_file(const char *path, yt_doc *doc) {
-  char *data;
-  size_t len;
-  doc->file = path;
-  doc->root = NULL;
-  if (fs_read_file(path, YT_MAX_BYTES, &data, &len) < 0) {
-    if (errno == EFBIG)
-      diag_error(path, 0, 0, "spec is larger than %u bytes", YT_MAX_BYTES);
-    else
-      diag_error(path, 0, 0, "cannot read spec: %s", strerror(errno));
-    return -1;
-  }
-  int rc = yt_load_buffer(path, data, len, doc);
-  free(data);
-  return rc;
-}
-
 void yt_free(yt_doc *doc) {
   yt_node_free(doc->root);
   doc->root = NULL;

@@ -26,9 +26,8 @@ typedef struct {
   yt_node *root;  /* NULL for an empty document */
 } yt_doc;
 
-/* Read file into doc. Returns 0, or reports errors with diag_error and returns -1. */
-int yt_load_file(const char *path, yt_doc *doc);
-/* Same for a buffer (name is used in messages). */
+/* Parse a buffer into doc (name is used in messages). Returns 0, or reports
+   errors with diag_error and returns -1. */
 int yt_load_buffer(const char *name, const char *data, size_t len, yt_doc *doc);
 void yt_free(yt_doc *doc);
 /* Map lookup by key; NULL when absent. */

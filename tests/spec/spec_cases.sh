@@ -72,6 +72,21 @@ for f in ../specs/*.yaml; do
   timeout 10 "$HKGEN" check "$f" >"$T/out" 2>&1 || rc=$?
   [ "$rc" = 0 ] && grep -q '^ok: [1-9][0-9]* kernels\{0,1\}$' "$T/out" || case_fail "$f" "example spec not accepted (status $rc)"
 done
+# A spec need not be a regular file: one read from a pipe is checked as the
+# file is; a directory or an empty stream is refused (2) with a clear message.
+cases=$((cases + 1))
+rc=0
+cat ../specs/llama3-8b-tp1.yaml | timeout 10 "$HKGEN" check /dev/stdin >"$T/out" 2>&1 || rc=$?
+timeout 10 "$HKGEN" check ../specs/llama3-8b-tp1.yaml >"$T/file" 2>&1 || true
+[ "$rc" = 0 ] && cmp -s "$T/out" "$T/file" || case_fail "spec on stdin" "not checked as the file (status $rc)"
+for s in spec /dev/null; do
+  cases=$((cases + 1))
+  rc=0
+  timeout 10 "$HKGEN" check "$s" </dev/null >"$T/out" 2>&1 || rc=$?
+  want="cannot read spec: Is a directory"
+  [ "$s" = /dev/null ] && want="empty spec: expected a mapping with 'kernels:'"
+  [ "$rc" = 2 ] && grep -q "^$s: error: $want" "$T/out" || case_fail "$s as the spec" "not refused with '$want' (status $rc)"
+done
 # Every expectation belongs to a spec (a renamed spec must not leave its case unchecked).
 for e in spec/bad/*.expect spec/good/*.expect; do
   [ -f "${e%.expect}.yaml" ] || { echo "FAIL: $e has no spec" >&2; failures=$((failures + 1)); }
