@@ -331,10 +331,15 @@ HK_DEVICE hk_mfma_ab_t bwd_at_op(hk_lds_t lds, int row_off, int t_off, int tp, i
     return __builtin_bit_cast(hk_mfma_ab_t, v);
 #else
     (void)row_off;
-    const int lane = hk_lane_id();
-    const int row = lane % 32, half = lane / 32;
-    return hk_lds_load_mfma_ab(lds, t_off + (dt * 32 + row) * tp + (r0 + attn_vt_pos(st * HK_MFMA_K + 4 * half)) * 2);
+    return hk_lds_load_mfma_ab(lds, attn_vt_off(t_off, tp, r0, st, dt));
 #endif
+}
+
+// VT_PAIRS: the A operands of k steps s0 .. s0 + AB_PER_CHUNK - 1 (as
+// bwd_at_op's from the transposed copy) from one 16-byte read.
+HK_DEVICE void bwd_at_pair(hk_lds_t lds, int t_off, int tp, int r0, int s0, int dt, hk_mfma_ab_t (&a)[AB_PER_CHUNK])
+{
+    attn_lds_ops(lds, attn_vt_off(t_off, tp, r0, s0, dt), a);
 }
 
 // Every A operand of bwd_at_op. From the transposed copy up to head_dim 128
@@ -343,14 +348,12 @@ HK_DEVICE void bwd_at_ops(hk_lds_t lds, int row_off, int t_off, int tp, int r0,
                           hk_mfma_ab_t (&op)[STEPS32][D_TILES])
 {
     if constexpr (VT_PAIRS) {
-        const int lane = hk_lane_id();
-        const int row = lane % 32, half = lane / 32;
 #pragma unroll
         for (int s0 = 0; s0 < STEPS32; s0 += AB_PER_CHUNK)
 #pragma unroll
             for (int dt = 0; dt < D_TILES; ++dt) {
                 hk_mfma_ab_t a[AB_PER_CHUNK];
-                attn_lds_ops(lds, t_off + (dt * 32 + row) * tp + (r0 + attn_vt_pos(s0 * HK_MFMA_K + 4 * half)) * 2, a);
+                bwd_at_pair(lds, t_off, tp, r0, s0, dt, a);
 #pragma unroll
                 for (int e = 0; e < AB_PER_CHUNK; ++e)
                     op[s0 + e][dt] = a[e];
@@ -385,14 +388,12 @@ HK_DEVICE void bwd_mm_at(hk_lds_t lds, int row_off, int t_off, int tp, int r0, c
                          hk_mfma_acc_t (&acc)[D_TILES])
 {
     if constexpr (VT_PAIRS) { // two k steps' operands from one 16-byte read, as bwd_at_ops
-        const int lane = hk_lane_id();
-        const int row = lane % 32, half = lane / 32;
 #pragma unroll
         for (int s0 = 0; s0 < STEPS32; s0 += AB_PER_CHUNK)
 #pragma unroll
             for (int dt = 0; dt < D_TILES; ++dt) {
                 hk_mfma_ab_t a[AB_PER_CHUNK];
-                attn_lds_ops(lds, t_off + (dt * 32 + row) * tp + (r0 + attn_vt_pos(s0 * HK_MFMA_K + 4 * half)) * 2, a);
+                bwd_at_pair(lds, t_off, tp, r0, s0, dt, a);
 #pragma unroll
                 for (int e = 0; e < AB_PER_CHUNK; ++e)
                     acc[dt] = hk_mfma_32x32(a[e], bop[s0 + e], acc[dt]);

@@ -189,6 +189,16 @@ HK_DEVICE void attn_qk(hk_lds_t lds, int kp, const hk_mfma_ab_t (&qop)[CH][AB_PE
     }
 }
 
+// Byte offset of the lane's A operand of k step st and 32-row d tile dt in a
+// transposed tile at LDS byte t (rows of pitch tp, columns in attn_vt_pos
+// order, from column r0, a multiple of 32): row dt * 32 + lane % 32, its
+// keys from attn_vt_pos(st * HK_MFMA_K + 4 * half).
+HK_DEVICE int attn_vt_off(int t, int tp, int r0, int st, int dt)
+{
+    const int lane = hk_lane_id();
+    return t + (dt * 32 + lane % 32) * tp + (r0 + attn_vt_pos(st * HK_MFMA_K + 4 * (lane / 32))) * 2;
+}
+
 // O^T += V^T P^T over 32-key subtile tt (d tiles innermost), V^T rows from LDS
 // byte vt at pitch vp, keys in attn_vt_pos order: each k step's operands as a
 // group, then (WAIT) one LDS wait. One read a step and operand: two steps in
@@ -197,14 +207,12 @@ HK_DEVICE void attn_qk(hk_lds_t lds, int kp, const hk_mfma_ab_t (&qop)[CH][AB_PE
 template <bool WAIT, int STEPS, int DT>
 HK_DEVICE void attn_pv_sub(hk_lds_t lds, int vt, int vp, int tt, const hk_mfma_ab_t (&p)[STEPS], hk_mfma_acc_t (&o)[DT])
 {
-    const int lane = hk_lane_id();
-    const int row = lane % 32, half = lane / 32;
 #pragma unroll
     for (int st = 0; st < STEPS; ++st) {
         hk_mfma_ab_t a[DT];
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt)
-            a[dt] = hk_lds_load_mfma_ab(lds, vt + (dt * 32 + row) * vp + (tt * 32 + attn_vt_pos(st * HK_MFMA_K + 4 * half)) * 2);
+            a[dt] = hk_lds_load_mfma_ab(lds, attn_vt_off(vt, vp, tt * 32, st, dt));
         if (WAIT)
             hk_waitcnt_lds();
 #pragma unroll

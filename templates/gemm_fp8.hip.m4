@@ -302,22 +302,17 @@ struct gemm_scaling {
 HK_DEVICE void gemm_mma_tile(hk_lds_t lds, int a_off, int wave_m, int wave_n, const gemm_scaling &sc, int M, int K,
                              int t, bool next, gemm_bscale &bs, gemm_acc_t &acc)
 {
-    if (SCALE_MODE == 2 && SCALE_AHEAD) {
-        gemm_bscale bn = bs;
-        if (next)
-            gemm_block_scale_load(bn, sc.sa, sc.sb, M, K, t + 1, sc.m0, sc.n0);
+    if (SCALE_MODE == 2) {
+        // SCALE_AHEAD: tile t's scales came a step ago, tile t + 1's go out
+        // now; else tile t's are loaded after the MFMAs and waited for at once
+        gemm_bscale now = bs;
+        if (SCALE_AHEAD && next)
+            gemm_block_scale_load(bs, sc.sa, sc.sb, M, K, t + 1, sc.m0, sc.n0);
         gemm_acc_t part;
         gemm_acc_zero(part);
         gemm_mma_stage(lds, a_off, wave_m, wave_n, part);
-        gemm_block_scale_add(acc, part, bs);
-        bs = bn;
-    } else if (SCALE_MODE == 2) { // loaded after the MFMAs, waited for at once
-        (void)next;
-        gemm_acc_t part;
-        gemm_acc_zero(part);
-        gemm_mma_stage(lds, a_off, wave_m, wave_n, part);
-        gemm_bscale now;
-        gemm_block_scale_load(now, sc.sa, sc.sb, M, K, t, sc.m0, sc.n0);
+        if (!SCALE_AHEAD)
+            gemm_block_scale_load(now, sc.sa, sc.sb, M, K, t, sc.m0, sc.n0);
         gemm_block_scale_add(acc, part, now);
     } else {
         (void)t;
@@ -340,7 +335,7 @@ HK_DEVICE void gemm_step(hk_lds_t lds, const gemm_src &g, const gemm_scaling &sc
         // tile t + 1 straight into the other stage (read last in step t - 1,
         // which every wave ended with a barrier); landed at this step's end
         gemm_dma_tile(lds, (1 - st) * LDS_STAGE_BYTES, g, (t + 1) * TILE_K);
-        gemm_mma_tile(lds, st * LDS_STAGE_BYTES, wave_m, wave_n, sc, M, K, t, true, bs, acc);
+        gemm_mma_tile(lds, st * LDS_STAGE_BYTES, wave_m, wave_n, sc, M, K, t, load, bs, acc);
         hk_waitcnt_all();
         hk_barrier();
         return;
