@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +239,14 @@ void op_plan_check(op_plan *p, const char *rule, const char *why) {
   op_check *c = &p->checks[p->nchecks++];
   snprintf(c->rule, sizeof c->rule, "%s", rule);
   snprintf(c->why, sizeof c->why, "%s", why);
+}
+
+void op_formula(char *out, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(out, OP_FORMULA, fmt, ap);
+  va_end(ap);
+  if (w < 0 || w >= OP_FORMULA) snprintf(out, OP_FORMULA, "formula_too_long");
 }
 
 int op_is_tuning(const op_desc *op, const char *name) {

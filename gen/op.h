@@ -199,6 +199,9 @@ void op_plan_tune(op_plan *p, const char *name, long v);
 long op_tune(const op_plan *p, const char *name);
 /* Adds a launch rule (a formula that must be non-zero) and its reason. */
 void op_plan_check(op_plan *p, const char *rule, const char *why);
+/* A formula into out (OP_FORMULA bytes); one that does not fit becomes a
+   name no context knows, so that its evaluation fails loudly. */
+void op_formula(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int op_is_tuning(const struct op_desc *op, const char *name);
 int op_is_feature(const struct op_desc *op, const char *name);
 int op_is_omissible(const struct op_desc *op, const char *name);

@@ -60,7 +60,6 @@
    exactly; Q rounds to fp16: magnitudes past 65504 overflow, below 2^-14
    lose bits) with k_scale and v_scale applied in fp32. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,17 +129,6 @@ static int dec_check(const op_inst *k, char *msg, size_t n) {
   return 0;
 }
 
-/* A formula into out (OP_FORMULA bytes); one that does not fit becomes a
-   name no context knows, so that its evaluation fails loudly. */
-static void dec_formula(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void dec_formula(char *out, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int w = vsnprintf(out, OP_FORMULA, fmt, ap);
-  va_end(ap);
-  if (w < 0 || w >= OP_FORMULA) snprintf(out, OP_FORMULA, "formula_too_long");
-}
-
 /* Keys per tile: 64, or 32 where a 64-key stage (K as [key][d], V^T as
    [d][key], rows padded by 16 bytes) leaves no room for two workgroups per
    compute unit (gfx942 at head_dim 128: 35 KiB of its 64). */
@@ -157,17 +145,17 @@ static long dec_tile_keys(const op_inst *k) {
    larger splits), at most one split per DEC_MIN_SPLIT keys of the table. */
 static void dec_splits(const op_inst *k, const op_plan *p, char *out) {
   if (dec_is_sm90(k)) /* rounded down: 136 blocks on 132 multiprocessors took a second wave (8B, batch 1) */
-    dec_formula(out, "min(cdiv(%s*%ld,%d),max(1,device_units/(%s*%s)))", op_term(k, "max_blocks"),
+    op_formula(out, "min(cdiv(%s*%ld,%d),max(1,device_units/(%s*%s)))", op_term(k, "max_blocks"),
                 op_int(k, "block_size"), DEC_MIN_SPLIT, op_term(k, "batch"), op_term(k, "heads_k"));
   else
-    dec_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*%ld,%s*%s))", op_term(k, "max_blocks"),
+    op_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*%ld,%s*%s))", op_term(k, "max_blocks"),
                 op_int(k, "block_size"), DEC_MIN_SPLIT, op_tune(p, "per_unit"), op_term(k, "batch"),
                 op_term(k, "heads_k"));
 }
 
 /* Row groups of `rows' query rows per KV head. */
 static void dec_row_groups(const op_inst *k, long rows, char *out) {
-  dec_formula(out, "cdiv(%s*(%s/%s),%ld)", op_term(k, "q_tokens"), op_term(k, "heads_q"), op_term(k, "heads_k"),
+  op_formula(out, "cdiv(%s*(%s/%s),%ld)", op_term(k, "q_tokens"), op_term(k, "heads_q"), op_term(k, "heads_k"),
               rows);
 }
 
@@ -261,26 +249,26 @@ static void dec_plan(const op_inst *k, op_plan *p) {
   dec_args(k, p);
   dec_splits(k, p, ns);
   dec_row_groups(k, op_tune(p, "rows"), rg);
-  dec_formula(p->grid[0], "%s", ns);
-  dec_formula(p->grid[1], "%s*%s", op_term(k, "heads_k"), rg);
-  dec_formula(p->grid[2], "%s", op_term(k, "batch"));
+  op_formula(p->grid[0], "%s", ns);
+  op_formula(p->grid[1], "%s*%s", op_term(k, "heads_k"), rg);
+  op_formula(p->grid[2], "%s", op_term(k, "batch"));
   op_plan_check(p, "heads_q % heads_k == 0", "heads_q must be a multiple of heads_k (GQA groups)");
   /* partial O (head_dim floats) and the running max and sum of every query
      row of every split */
-  dec_formula(rule, "workspace_bytes >= %s*%s*%s*%ld*%s", op_term(k, "batch"), op_term(k, "heads_q"),
+  op_formula(rule, "workspace_bytes >= %s*%s*%s*%ld*%s", op_term(k, "batch"), op_term(k, "heads_q"),
               op_term(k, "q_tokens"), op_int(k, "head_dim") * 4 + 8, ns);
   op_plan_check(p, rule, "the split partials: batch*heads_q*q_tokens*(head_dim*4+8) bytes per split");
   if (dec_is_sm90(k)) {
     /* and a counter per group of DEC_SM90_GROUP splits: batch*heads_k*rg*cdiv(splits,
        DEC_SM90_GROUP) of them, at most rg*(batch*heads_k + device_units/DEC_SM90_GROUP) as splits
        <= device_units/(batch*heads_k) where there are more than 1 */
-    dec_formula(rule, "counters_len >= %s*(2*%s*%s+cdiv(device_units,%d))", rg, op_term(k, "batch"),
+    op_formula(rule, "counters_len >= %s*(2*%s*%s+cdiv(device_units,%d))", rg, op_term(k, "batch"),
                 op_term(k, "heads_k"), DEC_SM90_GROUP);
-    dec_formula(msg_rows, "counters for rg*(2*batch*heads_k + cdiv(device_units,%d)), rg groups of %ld query rows",
+    op_formula(msg_rows, "counters for rg*(2*batch*heads_k + cdiv(device_units,%d)), rg groups of %ld query rows",
                 DEC_SM90_GROUP, op_tune(p, "rows"));
   } else {
-    dec_formula(rule, "counters_len >= %s*%s*%s", op_term(k, "batch"), op_term(k, "heads_k"), rg);
-    dec_formula(msg_rows, "one split counter per sequence, KV head and group of %ld query rows", op_tune(p, "rows"));
+    op_formula(rule, "counters_len >= %s*%s*%s", op_term(k, "batch"), op_term(k, "heads_k"), rg);
+    op_formula(msg_rows, "one split counter per sequence, KV head and group of %ld query rows", op_tune(p, "rows"));
   }
   op_plan_check(p, rule, msg_rows);
 }

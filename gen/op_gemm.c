@@ -8,7 +8,6 @@
    and 128x128 blocks), fp32 accumulation, bf16 or fp32 output. Skeletons:
    templates/gemm_fp8.hip.m4 and gemm_fp8.sm90.hip.m4 (docs/FP8.md). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,29 +403,20 @@ static void gemm_plan_amd(const op_inst *k, op_plan *p) {
    split order (the same bits whichever finishes last), stores C and sets
    the counter back to 0: the caller zeroes the counters once, and
    launches that share them must not overlap. */
-static void gemm_formula(char *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void gemm_formula(char *out, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int w = vsnprintf(out, OP_FORMULA, fmt, ap);
-  va_end(ap);
-  if (w < 0 || w >= OP_FORMULA) snprintf(out, OP_FORMULA, "formula_too_long");
-}
-
 static void gemm_split_checks(const op_inst *k, op_plan *p);
 
 static void gemm_plan_sched(const op_inst *k, op_plan *p) {
   char tiles[OP_FORMULA];
-  gemm_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
+  op_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
            op_val(k, "tile_n"));
   op_plan_tune(p, "split_k", gemm_split(k));
   op_plan_tune(p, "persistent", op_int(k, "persistent"));
   op_plan_tune(p, "stream_k", op_int(k, "stream_k"));
   if (op_int(k, "stream_k"))
-    gemm_formula(p->grid[0], "min(%s*cdiv(%s,64),device_units)", tiles, op_term(k, "K"));
+    op_formula(p->grid[0], "min(%s*cdiv(%s,64),device_units)", tiles, op_term(k, "K"));
   else if (op_int(k, "persistent"))
-    gemm_formula(p->grid[0], "min(%s*%d,device_units)", tiles, gemm_split(k));
-  else gemm_formula(p->grid[0], "%s*%d", tiles, gemm_split(k));
+    op_formula(p->grid[0], "min(%s*%d,device_units)", tiles, gemm_split(k));
+  else op_formula(p->grid[0], "%s*%d", tiles, gemm_split(k));
   snprintf(p->grid[1], OP_FORMULA, "1");
   gemm_split_checks(k, p);
 }
@@ -435,17 +425,17 @@ static void gemm_plan_sched(const op_inst *k, op_plan *p) {
 static void gemm_split_checks(const op_inst *k, op_plan *p) {
   if (!gemm_has_ws(k)) return;
   char tiles[OP_FORMULA], rule[OP_FORMULA];
-  gemm_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
+  op_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
                op_val(k, "tile_n"));
   long slot = op_int(k, "tile_m") * op_int(k, "tile_n") * 4;
   if (op_int(k, "stream_k")) {
-    gemm_formula(rule, "workspace_bytes >= min(%s*cdiv(%s,64),device_units)*%ld", tiles, op_term(k, "K"), 2 * slot);
+    op_formula(rule, "workspace_bytes >= min(%s*cdiv(%s,64),device_units)*%ld", tiles, op_term(k, "K"), 2 * slot);
     op_plan_check(p, rule, "two partial tiles per block: 2*tile_m*tile_n*4 bytes for each of the grid's blocks");
   } else {
-    gemm_formula(rule, "workspace_bytes >= %s*%ld", tiles, gemm_split(k) * slot);
+    op_formula(rule, "workspace_bytes >= %s*%ld", tiles, gemm_split(k) * slot);
     op_plan_check(p, rule, "the split partials: split_k*tile_m*tile_n*4 bytes per C tile");
   }
-  gemm_formula(rule, "counters_len >= %s", tiles);
+  op_formula(rule, "counters_len >= %s", tiles);
   op_plan_check(p, rule, "one split counter per C tile, zeroed before the first launch");
 }
 
@@ -484,7 +474,7 @@ static void gemm_ktile_ns(const op_inst *k, char *out) {
     if (gemm_h200_ktile[i].tm != tm || gemm_h200_ktile[i].tn != tn) continue;
     int one = gemm_h200_ktile[i].one_row, full = gemm_h200_ktile[i].full;
     /* linear in min(M, tm), written so that no division sees a negative value */
-    gemm_formula(out, "(%d%c%d*min(%s,%d)/%d)", one, full >= one ? '+' : '-', full >= one ? full - one : one - full,
+    op_formula(out, "(%d%c%d*min(%s,%d)/%d)", one, full >= one ? '+' : '-', full >= one ? full - one : one - full,
                  op_term(k, "M"), tm, tm);
   }
 }
@@ -497,10 +487,10 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   char sm[OP_COST / 2 - 16];
   gemm_ktile_ns(k, step);
   if (!step[0]) return;
-  gemm_formula(units, "cdiv(%s,%d)*cdiv(%s,%d)*%d", M, tm, N, tn, s);
-  gemm_formula(rounds, "cdiv(%s,device_units)", units);
-  if (ps) gemm_formula(fill, "%d+(%s-1)*%d", GEMM_H200_FILL_NS, rounds, tm * tn / 64);
-  else gemm_formula(fill, "cdiv(%s,device_units*%d)*%d", units, bps, GEMM_H200_FILL_NS);
+  op_formula(units, "cdiv(%s,%d)*cdiv(%s,%d)*%d", M, tm, N, tn, s);
+  op_formula(rounds, "cdiv(%s,device_units)", units);
+  if (ps) op_formula(fill, "%d+(%s-1)*%d", GEMM_H200_FILL_NS, rounds, tm * tn / 64);
+  else op_formula(fill, "cdiv(%s,device_units*%d)*%d", units, bps, GEMM_H200_FILL_NS);
   int w = snprintf(sm, sizeof sm, "%s*cdiv(cdiv(%s,64),%d)*%s+%s", rounds, K, s, step, fill);
   if (op_int(k, "stream_k")) /* an equal share of every tile's k-tiles, two partial tiles a block */
     w = snprintf(sm, sizeof sm,
@@ -511,9 +501,9 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
     w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d+%s*%d", rounds, s, M, tm, tn * 4,
                   GEMM_H200_SPLIT_B_PER_NS, rounds, GEMM_H200_SPLIT_NS);
   if (op_int(k, "stream_k")) /* blocks sharing a panel of A or B reach it at different k: one read per tile */
-    gemm_formula(dram, "(cdiv(%s,%d)*%s*%s+cdiv(%s,%d)*%s*%s+%s*%s)*2/%d", M, tm, N, K, N, tn, M, K, M, N,
+    op_formula(dram, "(cdiv(%s,%d)*%s*%s+cdiv(%s,%d)*%s*%s+%s*%s)*2/%d", M, tm, N, K, N, tn, M, K, M, N,
                  GEMM_H200_DRAM_B_PER_NS);
-  else gemm_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
+  else op_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
   if (w < 0 || (size_t)w >= sizeof sm) return;
   w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/8", sm, dram, sm, dram);
   if (w < 0 || (size_t)w >= sizeof p->cost) p->cost[0] = 0;
@@ -561,13 +551,13 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
        m-tiles (units) at one n-tile; persistent: at most a block per
        multiprocessor */
     char units[OP_FORMULA];
-    gemm_formula(units, "cdiv(cdiv(%s,%s),%ld)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), cl,
+    op_formula(units, "cdiv(cdiv(%s,%s),%ld)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), cl,
                  op_term(k, "N"), op_val(k, "tile_n"));
     if (op_int(k, "persistent")) {
       op_plan_tune(p, "persistent", 1);
-      gemm_formula(p->grid[0], "%ld*min(%s,max(device_units/%ld,1))", cl, units, cl);
+      op_formula(p->grid[0], "%ld*min(%s,max(device_units/%ld,1))", cl, units, cl);
     } else {
-      gemm_formula(p->grid[0], "%ld*%s", cl, units);
+      op_formula(p->grid[0], "%ld*%s", cl, units);
     }
     snprintf(p->grid[1], OP_FORMULA, "1");
   } else if (gemm_is_sched(k) && gemm_is_wgmma(k)) {
@@ -953,8 +943,8 @@ static int gemm_work(const op_inst *k, const long *shape, op_work *w, char *msg,
 static void gemm_work_formula(const op_inst *k, char *mma_flops, char *bytes) {
   const char *M = op_term(k, "M"), *N = op_term(k, "N"), *K = op_term(k, "K");
   const char *tm = op_val(k, "tile_m"), *tn = op_val(k, "tile_n");
-  gemm_formula(mma_flops, "2*cdiv(%s,%s)*%s*cdiv(%s,%s)*%s*%s", M, tm, tm, N, tn, tn, K);
-  gemm_formula(bytes, "%d*(%s*%s+%s*%s)+%d*%s*%s", gemm_fp8(k) ? 1 : 2, M, K, N, K,
+  op_formula(mma_flops, "2*cdiv(%s,%s)*%s*cdiv(%s,%s)*%s*%s", M, tm, tm, N, tn, tn, K);
+  op_formula(bytes, "%d*(%s*%s+%s*%s)+%d*%s*%s", gemm_fp8(k) ? 1 : 2, M, K, N, K,
                !strcmp(op_val(k, "out"), "f32") ? 4 : 2, M, N);
 }
 
