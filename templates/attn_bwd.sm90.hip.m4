@@ -29,7 +29,9 @@ m4_divert(-1)                                                   -*- C -*-
 # stages (bwd_produce; O_SLOT: O into one slot of its own); warp 3 computes
 # each step's row terms D = rowsum(dO * O) and LSE log2 e (bwd_rows;
 # D_SHARED: key block 0 publishes D per query block, the other key blocks
-# read it and load no O); warps 1 and 2 are the dQ writers of the even and
+# read it and load no O; D_PRE: blocks ahead of all key blocks sum and
+# publish D for every query block, bwd_d_block, and no key block loads O);
+# warps 1 and 2 are the dQ writers of the even and
 # the odd steps (bwd_dq_writer).  Per step and consumer warpgroup, wgmma
 # bf16 -> fp32:
 #   S^T  = K_w Q^T        m64n64, A = K (smem, K-major), B = Q (K-major)
@@ -58,13 +60,14 @@ m4_divert(-1)                                                   -*- C -*-
 # halves added, in a fixed order), and the counter goes back to 0.  So the
 # sums have one order whatever the schedule: the same bits run to run.  A
 # writer only waits for blocks of lower index (earlier key blocks of its
-# own head), and so does a D_SHARED row warp (key block 0 of its head),
-# which the hardware starts no later than its own, so no schedule
+# own head), and so does a D_SHARED row warp (key block 0 of its head) or a
+# D_PRE one (the D blocks: the launch's first), which the hardware starts no
+# later than its own, so no schedule
 # deadlocks; two writers taking the steps by parity overlap one
 # step's wait for its sum to land with the next's.  The workspace tile is
 # [half][64 rows][64 columns] with 16-byte chunks XOR row % 8 (bwd_dq_off).
 # Scratch: batch x heads_q x cdiv(seqlen_q, 64) x (64 x 128 floats (both
-# head dims) + D_SHARED's 64) and as many counters (D_SHARED: twice).
+# head dims) + D's 64) and twice as many counters (a turn and a D flag).
 #
 # Measured on the H200: docs/PERF.md "attn_bwd" (and what was tried there).
 
@@ -110,7 +113,7 @@ static constexpr int ST_OFF = 2 * KV_TILE;                 // stage s: Q, dO, O
 // O_SLOT: O in one slot of its own (freed by the row warp once D is summed),
 // not in every stage
 static constexpr bool O_SLOT = ]hkm_tune([o_slot])[;
-static constexpr int STAGE_BYTES = (O_SLOT ? 2 : 3) * Q_TILE;
+static constexpr int STAGE_BYTES = (O_SLOT || ]hkm_tune([d_pre])[ == 1 ? 2 : 3) * Q_TILE;  // D_PRE 1: no O at all
 static constexpr int O_SLOT_OFF = ST_OFF + STAGES * STAGE_BYTES;
 static constexpr int DS_OFF = O_SLOT_OFF + (O_SLOT ? Q_TILE : 0);  // dS^T [key][query]
 static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
@@ -123,7 +126,16 @@ static constexpr int DS_BYTES = DS_BUFS * DS_TILE;
 // the second half of the counters); the other key blocks load no O and
 // read D from there
 static constexpr bool D_SHARED = ]hkm_tune([d_shared])[;
-static constexpr int WS_TILE = BLOCK_M * 128 + (D_SHARED ? BLOCK_M : 0);  // floats per 64 queries
+// D_PRE: the launch's first blocks (the D blocks) sum D for every query tile
+// and publish it as key block 0 does under D_SHARED; then no key block loads
+// O or waits for another's step to have D.  1: every launch has D blocks (no
+// O in the ring); 2: the grid formula (gen/op_attn_bwd.c) says, per problem,
+// whether it holds them (else D_SHARED or each block's own D), and the
+// kernel reads it off the grid's size (bwd_grid_make): the rule in one place
+static constexpr int D_PRE = ]hkm_tune([d_pre])[;
+static constexpr bool D_READ = D_SHARED || D_PRE;          // the workspace tile holds D, a flag per tile
+static constexpr int DPRE_TILES = 48;                      // query tiles per D block (4 a warp)
+static constexpr int WS_TILE = BLOCK_M * 128 + (D_READ ? BLOCK_M : 0);  // floats per 64 queries
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
 static constexpr int ROW_BYTES = STAGES * 2 * BLOCK_M * 4;
 static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // dQ buffers: a 64 x 64 fp32 share per warpgroup
@@ -186,6 +198,8 @@ HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (
 struct bwd_grid {
     int Sq, Sk, Hq, Hk, group, nq, nkv;
     long tiles;                         // batch x heads_q x nq: the counters of the dQ sums
+    int nd;                             // D blocks ahead of the key blocks (D_PRE)
+    bool pre;                           // nd > 0: every key block reads D from them
 };
 struct bwd_block {
     int j, hkv, b, first, n_i, steps;   // key block, KV head, batch; its query steps per head, all steps
@@ -193,8 +207,11 @@ struct bwd_block {
 
 HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk, int batch)
 {
-    const int nq = (Sq + BLOCK_M - 1) / BLOCK_M;
-    bwd_grid g = {Sq, Sk, Hq, Hk, Hq / Hk, nq, (Sk + BLOCK_N - 1) / BLOCK_N, (long)batch * Hq * nq};
+    const int nq = (Sq + BLOCK_M - 1) / BLOCK_M, nkv = (Sk + BLOCK_N - 1) / BLOCK_N;
+    bwd_grid g = {Sq, Sk, Hq, Hk, Hq / Hk, nq, nkv, (long)batch * Hq * nq, 0, false};
+    // the grid: the D blocks, then a block per key block (at least one) of each KV head and batch
+    g.nd = D_PRE ? (int)(hk_grid_dim_x() - (long)(nkv > 0 ? nkv : 1) * Hk * batch) : 0;
+    g.pre = g.nd > 0;
     return g;
 }
 
@@ -208,14 +225,14 @@ HK_DEVICE bwd_grid bwd_grid_make(int Sq, int Sk, int Hq, int Hk, int batch)
 // heads' Q and dO from DRAM again), and the query steps that see it: from
 // the first whose last row sees key 128 j to the last.
 static constexpr int KEY_FIRST_HEADS = 32;
-HK_DEVICE bwd_block bwd_block_make(const bwd_grid &g)
+HK_DEVICE bwd_block bwd_block_make(const bwd_grid &g, int x, int nblocks)
 {
-    const int per = g.nkv > 0 ? g.nkv : 1, x = hk_block_id_x();
+    const int per = g.nkv > 0 ? g.nkv : 1;
     bwd_block w;
-    if (D == 128 && (CAUSAL || hk_grid_dim_x() / per <= KEY_FIRST_HEADS)) {
+    if (D == 128 && (CAUSAL || nblocks / per <= KEY_FIRST_HEADS)) {
         // key block first across all heads: every head's longest blocks
         // (j = 0) start first; still only lower indices are waited for
-        const int heads = hk_grid_dim_x() / per, r = x % heads;
+        const int heads = nblocks / per, r = x % heads;
         w.j = x / heads;
         w.hkv = r % g.Hk;
         w.b = r / g.Hk;
@@ -231,12 +248,17 @@ HK_DEVICE bwd_block bwd_block_make(const bwd_grid &g)
     return w;
 }
 
-// Step s of the block: query head of the group s / n_i, query block from the last down.
+// Step s of the block: Q_MAJOR, query block from the last down, the group's
+// query heads in turn at each (so every key block of a KV head takes a query
+// tile at the same step index as key block 0, which under D_SHARED publishes
+// its D: a shorter causal block never runs ahead onto the next head's tiles
+// and waits); else each head's query blocks from the last down in turn.
+static constexpr bool Q_MAJOR = ]hkm_tune([q_major])[;
 HK_DEVICE void bwd_step_at(const bwd_grid &g, const bwd_block &w, int s, int &hq, int &qi)
 {
-    const int gi = s / w.n_i;
+    const int gi = Q_MAJOR ? s % g.group : s / w.n_i;
     hq = w.hkv * g.group + gi;
-    qi = g.nq - 1 - (s - gi * w.n_i);
+    qi = g.nq - 1 - (Q_MAJOR ? s / g.group : s - gi * w.n_i);
 }
 
 // The last key block that any row of query block qi sees (qi has keys).
@@ -284,7 +306,7 @@ HK_DEVICE void bwd_produce(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         hk_tma_load_4d(lds, K_OFF + sl * KV_SLAB, &a.tmap_k, sl * 64, w.j * BLOCK_N, w.hkv, w.b, kv_full());
         hk_tma_load_4d(lds, V_OFF + sl * KV_SLAB, &a.tmap_v, sl * 64, w.j * BLOCK_N, w.hkv, w.b, kv_full());
     }
-    const bool no_o = D_SHARED && w.j > 0;             // D comes from key block 0
+    const bool no_o = g.pre || (D_SHARED && w.j > 0);  // D comes from the D blocks or key block 0
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
@@ -335,7 +357,7 @@ HK_DEVICE void bwd_rows_fetch(const hk_args &a, const bwd_grid &g, const bwd_blo
 HK_DEVICE void bwd_rows(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w)
 {
     const int lane = hk_lane_id();
-    const bool sub = D_SHARED && w.j > 0, pub = D_SHARED && w.j == 0;
+    const bool sub = g.pre || (D_SHARED && w.j > 0), pub = D_SHARED && !g.pre && w.j == 0;
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
@@ -566,7 +588,7 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
                 hk_mbar_arrive(lds, dq_empty(k));
                 if (!single)
                     hk_store_relaxed_gpu(cnt, 0);
-                if (D_SHARED && !single)                // every key block has read D
+                if (g.pre || (D_SHARED && !single))     // every key block has read D
                     hk_store_relaxed_gpu(cnt + g.tiles, 0);
             }
             hk_syncwarp();
@@ -592,10 +614,10 @@ HK_DEVICE void bwd_store_g(hk_bf16 *head, long ss, int key0, int Sk, float mul, 
 }
 
 // dQ = 0 for the query blocks in which no row sees a key, spread over the blocks.
-HK_DEVICE void bwd_zero_empty(const hk_args &a, const bwd_grid &g, int batch)
+HK_DEVICE void bwd_zero_empty(const hk_args &a, const bwd_grid &g, int batch, int x, int nblocks)
 {
     const int ne = bwd_empty_blocks(g), tid = hk_thread_id();
-    for (long e = hk_block_id_x(); e < (long)ne * g.Hq * batch; e += hk_grid_dim_x()) {
+    for (long e = x; e < (long)ne * g.Hq * batch; e += nblocks) {
         const int qi = (int)(e % ne), hq = (int)(e / ne % g.Hq), b = (int)(e / ne / g.Hq);
         const int q = qi * BLOCK_M + (tid >> 2);
         if (q >= g.Sq)
@@ -700,6 +722,42 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
     bwd_store_g(dVh, a.v_stride_s, keyb, g.Sk, 1.0f, dv);
 }
 
+// A D block (the launch's first g.nd: lower indices start first, so the key
+// blocks that wait for them cannot deadlock): its warps take the query tiles that some key block walks (none
+// of the first bwd_empty_blocks), query block from the last down (the order
+// the key blocks take them), then query head and batch; lane l sums rows l
+// and l + 32 of the tile in the row warp's order, stores them where key
+// block 0 would publish them and counts in (a release add each: 32 a tile).
+HK_DEVICE void bwd_d_block(const hk_args &a, const bwd_grid &g, int batch, int x, int nd)
+{
+    const int lane = hk_lane_id(), nw = ATTN_THREADS / 32, ne = bwd_empty_blocks(g);
+    const long heads = (long)batch * g.Hq, total = heads * (g.nq - ne);
+    for (long t = (long)x * nw + hk_wave_id(); t < total; t += (long)nd * nw) {
+        const int qi = g.nq - 1 - (int)(t / heads), hq = (int)(t % heads % g.Hq), b = (int)(t % heads / g.Hq);
+        const long tile = ((long)b * g.Hq + hq) * g.nq + qi;
+        float *dws = a.workspace + tile * WS_TILE + BLOCK_M * 128;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int q = qi * BLOCK_M + lane + 32 * k;
+            float sum = 0.0f;
+            if (q < g.Sq) {
+                const hk_bf16 *o = a.O + (long)b * a.o_stride_b + (long)hq * a.o_stride_h + (long)q * a.o_stride_s;
+                const hk_bf16 *d = a.dO + (long)b * a.do_stride_b + (long)hq * a.do_stride_h + (long)q * a.do_stride_s;
+#pragma unroll 8
+                for (int c = 0; c < CHUNKS; ++c) {
+                    const hk_bf16x8 y = hk_global_load_bf16x8(o + 8 * c, 8, true);
+                    const hk_bf16x8 z = hk_global_load_bf16x8(d + 8 * c, 8, true);
+#pragma unroll
+                    for (int e = 0; e < 8; ++e)
+                        sum += hk_bf16_to_f32(z[e]) * hk_bf16_to_f32(y[e]);
+                }
+            }
+            hk_global_store_f32(dws + lane + 32 * k, sum);
+        }
+        hk_red_add_release_gpu((unsigned *)a.counters + g.tiles + tile, 1);
+    }
+}
+
 // Whether every tensor can go through the copy engine and 4-byte stores: the
 // launch rules check the strides, this the bases.
 HK_DEVICE bool bwd_bases_ok(const hk_args &a)
@@ -720,7 +778,12 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
         hk_trap();
     HK_LDS_DECLARE_DYNAMIC();
     const bwd_grid g = bwd_grid_make(seqlen_q, seqlen_k, heads_q, heads_k, batch);
-    const bwd_block w = bwd_block_make(g);
+    const int x = hk_block_id_x() - g.nd, nblocks = hk_grid_dim_x() - g.nd;
+    if (x < 0) {
+        bwd_d_block(hk_a, g, batch, x + g.nd, g.nd);
+        return;
+    }
+    const bwd_block w = bwd_block_make(g, x, nblocks);
     if (hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hk_mbar_init(hk_lds, q_full(s), 1);
@@ -753,6 +816,6 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
     }
     hk_regs_grow<CONS_REGS>();
     bwd_consume(hk_lds, hk_a, g, w);
-    bwd_zero_empty(hk_a, g, batch);
+    bwd_zero_empty(hk_a, g, batch, x, nblocks);
 }
 ]hkm_output_end()

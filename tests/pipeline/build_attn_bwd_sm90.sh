@@ -46,9 +46,10 @@ for k in ks:
     assert k["compiler"].startswith("nvcc "), k["compiler"]
     assert r["vgpr_spill"] == 0 and r["sgpr_spill"] == 0 and r["scratch"] == 0, (k["name"], r)
     assert r["warps_per_sm"] == 12 and k["block"] == [384, 1, 1], (k["name"], r, k["block"])
-    # K, V, the stages (d128: two of Q and dO, O in a slot of its own; d64: three of Q, dO and O),
-    # dS^T (d128: one tile; d64: two), row terms, two dQ buffers, mbarriers, alignment slack
-    ring = 2 * 2 * 64 * d * 2 + 64 * d * 2 if d == 128 else 3 * 3 * 64 * d * 2
+    # K, V, the stages (d128: two of Q and dO, O in a slot of its own; d64: three of Q and dO,
+    # D from the D blocks), dS^T (d128: one tile; d64: two), row terms, two dQ buffers,
+    # mbarriers, alignment slack
+    ring = 2 * 2 * 64 * d * 2 + 64 * d * 2 if d == 128 else 3 * 2 * 64 * d * 2
     ds, rows = (1 if d == 128 else 2) * 128 * 64 * 2, (2 if d == 128 else 3) * 512
     assert k["dynamic_lds"] == 2 * 128 * d * 2 + ring + ds + rows + 2 * 32768 + 256 + 1024, k["dynamic_lds"]
     names = [a["name"] for a in k["kernarg"]["args"]]
@@ -67,13 +68,19 @@ for k in ks:
                        "strides": [t + "_stride_s", t + "_stride_h", t + "_stride_b"],
                        "box": [64, 128 if kv else 64, 1, 1], "swizzle": 128}, (k["name"], rec)
     p = k["params"]
-    assert k["grid"] == ["max(cdiv(%s,128),1)*%s*%s" % tuple(p.get(x, x) for x in
+    v = lambda x: p.get(x, x)
+    # the D blocks (d64 always; d128 by a rule on the problem), then a block per key block and KV head
+    pre = "cdiv(%s*%s*cdiv(%s,64),48)+" % (v("batch"), v("heads_q"), v("seqlen_q"))
+    if d == 128:
+        pre = ("(%s>%s&&%s*%s<=64)*" % (v("heads_q"), v("heads_k"), v("batch"), v("heads_k")) if p["causal"] in ("true", "1")
+               else "(%s>%s&&%s<=8192)*" % (v("heads_q"), v("heads_k"), v("seqlen_k"))) + pre
+    assert k["grid"] == [pre + "max(cdiv(%s,128),1)*%s*%s" % tuple(v(x) for x in
                          ("seqlen_k", "heads_k", "batch")), "1", "1"], k["grid"]
     rules = [c["rule"] for c in k["checks"]]
     sq = p.get("seqlen_q", "seqlen_q")
     hb = "%s*%s" % tuple(p.get(x, x) for x in ("batch", "heads_q"))
-    # dQ's fp32 sums per 64 queries and a counter; d128: also D (key block 0 publishes it) and a flag
-    ws, nc = ("33024", "2*") if d == 128 else ("32768", "")
+    # dQ's fp32 sums per 64 queries and a counter, D (from the D blocks or key block 0) and a flag
+    ws, nc = "33024", "2*"
     assert "workspace_bytes >= %s*cdiv(%s,64)*%s" % (hb, sq, ws) in rules, rules
     assert "counters_len >= %s%s*cdiv(%s,64)" % (nc, hb, sq) in rules, rules
     assert "do_stride_b%8==0 && do_stride_s%8==0 && do_stride_h%8==0" in rules, rules
@@ -82,6 +89,6 @@ PY
 run_hk "$T/explain" explain "$T/bwd.yaml"
 expect_rc 0 "hkgen explain"
 grep -q "scratch: workspace_bytes >= batch\*heads_q\*cdiv(seqlen_q,64)\*33024$" "$T/explain" || fail "explain: no run-time workspace formula: $(cat "$T/explain")"
-grep -q "scratch: workspace_bytes >= 2\*12\*cdiv(333,64)\*32768 (4718592 bytes)" "$T/explain" || fail "explain: no baked workspace size: $(cat "$T/explain")"
-grep -q "scratch: counters_len >= 2\*12\*cdiv(333,64) (144 counters)" "$T/explain" || fail "explain: no baked counter count: $(cat "$T/explain")"
+grep -q "scratch: workspace_bytes >= 2\*12\*cdiv(333,64)\*33024 (4755456 bytes)" "$T/explain" || fail "explain: no baked workspace size: $(cat "$T/explain")"
+grep -q "scratch: counters_len >= 2\*2\*12\*cdiv(333,64) (288 counters)" "$T/explain" || fail "explain: no baked counter count: $(cat "$T/explain")"
 echo "ok: 4 sm_90a attn_bwd kernels, no spills, 12 warps per SM, manifest plan, scratch rules and tensor maps"
