@@ -111,11 +111,17 @@ static int cc_find_nvcc(void) {
   return -1;
 }
 
+/* $HKGEN_CLANG when set and not empty: the user's explicit choice. */
+static const char *cc_env_clang(void) {
+  const char *env = getenv("HKGEN_CLANG");
+  return env && *env ? env : NULL;
+}
+
 static int cc_find_clang(void) {
   if (cc_clang_probed) return cc_clang_path[0] ? 0 : -1;
   cc_clang_probed = 1;
-  const char *env = getenv("HKGEN_CLANG");
-  const char *cands[] = {env && *env ? env : NULL, "/opt/rocm/llvm/bin/clang", "clang-22",
+  const char *env = cc_env_clang();
+  const char *cands[] = {env, "/opt/rocm/llvm/bin/clang", "clang-22",
                          "clang-21", "clang-20", "clang"};
   for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
     if (!cands[i]) continue;
@@ -306,8 +312,8 @@ int cc_resolve(const char *target, cc_compiler *cc, char *why, size_t n) {
     snprintf(cc->identity, sizeof cc->identity, "%s", cc_clang_id);
     return 0;
   }
-  const char *env = getenv("HKGEN_CLANG");
-  if (allow_clang && env && *env)
+  const char *env = cc_env_clang();
+  if (allow_clang && env)
     snprintf(why, n, "no compiler for %s: HKGEN_CLANG=%s does not run as clang >= 20 (unset it to search PATH)",
              target, env);
   else
