@@ -231,6 +231,7 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "dq_bufs", 2);
   long pre = d == 64 ? 1 : 2;
   op_plan_tune(p, "d_pre", pre);
+  op_plan_tune(p, "d_tiles", 48); /* query tiles per D block: 4 a warp */
   op_plan_tune(p, "q_major", 1);
   op_plan_tune(p, "o_slot", d == 128);
   op_plan_tune(p, "ds_bufs", d == 128 ? 1 : 2);
@@ -241,6 +242,10 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
                          op_tune(p, "ds_bufs") * 128 * 64 * 2 + op_tune(p, "stages") * 2 * 64 * 4 +
                          op_tune(p, "dq_bufs") * 2 * 64 * 64 * 4 + op_tune(p, "bar_bytes") + 1024);
 }
+
+/* Whether the Hopper kernel's workspace holds D per 64 queries and a flag per
+   tile after the dQ sums (key block 0 or the D blocks publish it). */
+static int attn_bwd_reads_d(const op_plan *p) { return op_tune(p, "d_shared") || op_tune(p, "d_pre"); }
 
 /* The dQ scratch of the Hopper kernel (attn_bwd.sm90.hip.m4): per 64-query
    step two 64 x 64 fp32 halves (d128: of the columns; d64: of the keys'
@@ -257,8 +262,7 @@ static void attn_bwd_scratch(const op_inst *k, op_plan *p) {
   op_arg_add(p->args, &p->nargs, "long", "workspace_bytes");
   op_arg_add(p->args, &p->nargs, "int *", "counters");
   op_arg_add(p->args, &p->nargs, "long", "counters_len");
-  /* D for 64 queries after each tile, a flag per tile */
-  int shared = op_tune(p, "d_shared") || op_tune(p, "d_pre");
+  int shared = attn_bwd_reads_d(p); /* D for 64 queries after each tile, a flag per tile */
   snprintf(rule, sizeof rule, "workspace_bytes >= %s*%s*cdiv(%s,64)*%d", b, hq, sq, shared ? 33024 : 32768);
   op_plan_check(p, rule, shared ? "dQ's fp32 sums and D: batch*heads_q*cdiv(seqlen_q,64)*33024 bytes"
                                 : "dQ's fp32 sums: batch*heads_q*cdiv(seqlen_q,64)*32768 bytes");
@@ -285,20 +289,21 @@ static void attn_bwd_scratch(const op_inst *k, op_plan *p) {
 /* Hopper: a block per key block and KV head (at least one per KV head, so
    that a launch without keys still zeroes dQ). */
 static void attn_bwd_grid_wgmma(const op_inst *k, op_plan *p) {
-  const char *b = op_term(k, "batch");
-  const char *hq = op_term(k, "heads_q"), *hk = op_term(k, "heads_k");
-  char when[OP_FORMULA] = "";
+  const char *b = op_term(k, "batch"), *hq = op_term(k, "heads_q"), *hk = op_term(k, "heads_k");
+  const char *sk = op_term(k, "seqlen_k");
+  char keys[OP_FORMULA], when[OP_FORMULA] = "";
+  op_formula(keys, "max(cdiv(%s,128),1)*%s*%s", sk, hk, b);
   if (op_tune(p, "d_pre") == 2) { /* GQA: causal where at most 64 KV heads x batch share the grid, else up to 8K keys */
     if (op_int(k, "causal"))
       op_formula(when, "(%s>%s&&%s*%s<=64)*", hq, hk, b, hk);
     else
-      op_formula(when, "(%s>%s&&%s<=8192)*", hq, hk, op_term(k, "seqlen_k"));
+      op_formula(when, "(%s>%s&&%s<=8192)*", hq, hk, sk);
   }
-  if (op_tune(p, "d_pre")) /* the D blocks first: 48 query tiles each (DPRE_TILES) */
-    op_formula(p->grid[0], "%scdiv(%s*%s*cdiv(%s,64),48)+max(cdiv(%s,128),1)*%s*%s", when, b, hq,
-               op_term(k, "seqlen_q"), op_term(k, "seqlen_k"), hk, b);
+  if (op_tune(p, "d_pre")) /* the D blocks first, d_tiles query tiles each */
+    op_formula(p->grid[0], "%scdiv(%s*%s*cdiv(%s,64),%ld)+%s", when, b, hq, op_term(k, "seqlen_q"),
+               op_tune(p, "d_tiles"), keys);
   else
-    snprintf(p->grid[0], OP_FORMULA, "max(cdiv(%s,128),1)*%s*%s", op_term(k, "seqlen_k"), op_term(k, "heads_k"), b);
+    op_formula(p->grid[0], "%s", keys);
   snprintf(p->grid[1], OP_FORMULA, "1");
   snprintf(p->grid[2], OP_FORMULA, "1");
 }
@@ -554,7 +559,7 @@ static int attn_bwd_has_arg(const op_inst *k, const char *name) {
    and the counters of the launch rules, zeroed (the counters must be). */
 static void attn_bwd_scratch_args(et_ctx *c, const op_inst *k, const attn_bwd_prob *p) {
   size_t steps = (size_t)(p->B * p->HQ * ((p->Sq + 63) / 64));
-  size_t shared = op_tune(k->plan, "d_shared") || op_tune(k->plan, "d_pre");
+  size_t shared = (size_t)attn_bwd_reads_d(k->plan);
   size_t wsb = steps * (shared ? 33024 : 32768), cnb = steps * 4 * (shared ? 2 : 1);
   void *zero = calloc(wsb > cnb ? wsb : cnb, 1);
   void *ws = et_alloc(c, wsb), *cnt = et_alloc(c, cnb);

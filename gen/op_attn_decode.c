@@ -146,17 +146,17 @@ static long dec_tile_keys(const op_inst *k) {
 static void dec_splits(const op_inst *k, const op_plan *p, char *out) {
   if (dec_is_sm90(k)) /* rounded down: 136 blocks on 132 multiprocessors took a second wave (8B, batch 1) */
     op_formula(out, "min(cdiv(%s*%ld,%d),max(1,device_units/(%s*%s)))", op_term(k, "max_blocks"),
-                op_int(k, "block_size"), DEC_MIN_SPLIT, op_term(k, "batch"), op_term(k, "heads_k"));
+               op_int(k, "block_size"), DEC_MIN_SPLIT, op_term(k, "batch"), op_term(k, "heads_k"));
   else
     op_formula(out, "min(cdiv(%s*%ld,%d),cdiv(device_units*%ld,%s*%s))", op_term(k, "max_blocks"),
-                op_int(k, "block_size"), DEC_MIN_SPLIT, op_tune(p, "per_unit"), op_term(k, "batch"),
-                op_term(k, "heads_k"));
+               op_int(k, "block_size"), DEC_MIN_SPLIT, op_tune(p, "per_unit"), op_term(k, "batch"),
+               op_term(k, "heads_k"));
 }
 
 /* Row groups of `rows' query rows per KV head. */
 static void dec_row_groups(const op_inst *k, long rows, char *out) {
   op_formula(out, "cdiv(%s*(%s/%s),%ld)", op_term(k, "q_tokens"), op_term(k, "heads_q"), op_term(k, "heads_k"),
-              rows);
+             rows);
 }
 
 static int dec_fp8(const op_inst *k) { return !strcmp(op_val(k, "kv_dtype"), "fp8_e4m3"); }
@@ -256,16 +256,16 @@ static void dec_plan(const op_inst *k, op_plan *p) {
   /* partial O (head_dim floats) and the running max and sum of every query
      row of every split */
   op_formula(rule, "workspace_bytes >= %s*%s*%s*%ld*%s", op_term(k, "batch"), op_term(k, "heads_q"),
-              op_term(k, "q_tokens"), op_int(k, "head_dim") * 4 + 8, ns);
+             op_term(k, "q_tokens"), op_int(k, "head_dim") * 4 + 8, ns);
   op_plan_check(p, rule, "the split partials: batch*heads_q*q_tokens*(head_dim*4+8) bytes per split");
   if (dec_is_sm90(k)) {
     /* and a counter per group of DEC_SM90_GROUP splits: batch*heads_k*rg*cdiv(splits,
        DEC_SM90_GROUP) of them, at most rg*(batch*heads_k + device_units/DEC_SM90_GROUP) as splits
        <= device_units/(batch*heads_k) where there are more than 1 */
     op_formula(rule, "counters_len >= %s*(2*%s*%s+cdiv(device_units,%d))", rg, op_term(k, "batch"),
-                op_term(k, "heads_k"), DEC_SM90_GROUP);
+               op_term(k, "heads_k"), DEC_SM90_GROUP);
     op_formula(msg_rows, "counters for rg*(2*batch*heads_k + cdiv(device_units,%d)), rg groups of %ld query rows",
-                DEC_SM90_GROUP, op_tune(p, "rows"));
+               DEC_SM90_GROUP, op_tune(p, "rows"));
   } else {
     op_formula(rule, "counters_len >= %s*%s*%s", op_term(k, "batch"), op_term(k, "heads_k"), rg);
     op_formula(msg_rows, "one split counter per sequence, KV head and group of %ld query rows", op_tune(p, "rows"));

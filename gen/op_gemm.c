@@ -426,7 +426,7 @@ static void gemm_split_checks(const op_inst *k, op_plan *p) {
   if (!gemm_has_ws(k)) return;
   char tiles[OP_FORMULA], rule[OP_FORMULA];
   op_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
-               op_val(k, "tile_n"));
+             op_val(k, "tile_n"));
   long slot = op_int(k, "tile_m") * op_int(k, "tile_n") * 4;
   if (op_int(k, "stream_k")) {
     op_formula(rule, "workspace_bytes >= min(%s*cdiv(%s,64),device_units)*%ld", tiles, op_term(k, "K"), 2 * slot);
@@ -475,7 +475,7 @@ static void gemm_ktile_ns(const op_inst *k, char *out) {
     int one = gemm_h200_ktile[i].one_row, full = gemm_h200_ktile[i].full;
     /* linear in min(M, tm), written so that no division sees a negative value */
     op_formula(out, "(%d%c%d*min(%s,%d)/%d)", one, full >= one ? '+' : '-', full >= one ? full - one : one - full,
-                 op_term(k, "M"), tm, tm);
+               op_term(k, "M"), tm, tm);
   }
 }
 
@@ -502,7 +502,7 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
                   GEMM_H200_SPLIT_B_PER_NS, rounds, GEMM_H200_SPLIT_NS);
   if (op_int(k, "stream_k")) /* blocks sharing a panel of A or B reach it at different k: one read per tile */
     op_formula(dram, "(cdiv(%s,%d)*%s*%s+cdiv(%s,%d)*%s*%s+%s*%s)*2/%d", M, tm, N, K, N, tn, M, K, M, N,
-                 GEMM_H200_DRAM_B_PER_NS);
+               GEMM_H200_DRAM_B_PER_NS);
   else op_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
   if (w < 0 || (size_t)w >= sizeof sm) return;
   w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/8", sm, dram, sm, dram);
@@ -552,7 +552,7 @@ static void gemm_plan(const op_inst *k, op_plan *p) {
        multiprocessor */
     char units[OP_FORMULA];
     op_formula(units, "cdiv(cdiv(%s,%s),%ld)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), cl,
-                 op_term(k, "N"), op_val(k, "tile_n"));
+               op_term(k, "N"), op_val(k, "tile_n"));
     if (op_int(k, "persistent")) {
       op_plan_tune(p, "persistent", 1);
       op_formula(p->grid[0], "%ld*min(%s,max(device_units/%ld,1))", cl, units, cl);
@@ -945,7 +945,7 @@ static void gemm_work_formula(const op_inst *k, char *mma_flops, char *bytes) {
   const char *tm = op_val(k, "tile_m"), *tn = op_val(k, "tile_n");
   op_formula(mma_flops, "2*cdiv(%s,%s)*%s*cdiv(%s,%s)*%s*%s", M, tm, tm, N, tn, tn, K);
   op_formula(bytes, "%d*(%s*%s+%s*%s)+%d*%s*%s", gemm_fp8(k) ? 1 : 2, M, K, N, K,
-               !strcmp(op_val(k, "out"), "f32") ? 4 : 2, M, N);
+             !strcmp(op_val(k, "out"), "f32") ? 4 : 2, M, N);
 }
 
 const op_desc op_gemm = {

@@ -113,7 +113,14 @@ static constexpr int ST_OFF = 2 * KV_TILE;                 // stage s: Q, dO, O
 // O_SLOT: O in one slot of its own (freed by the row warp once D is summed),
 // not in every stage
 static constexpr bool O_SLOT = ]hkm_tune([o_slot])[;
-static constexpr int STAGE_BYTES = (O_SLOT || ]hkm_tune([d_pre])[ == 1 ? 2 : 3) * Q_TILE;  // D_PRE 1: no O at all
+// D_PRE: the launch's first blocks (the D blocks) sum D for every query tile
+// and publish it as key block 0 does under D_SHARED; then no key block loads
+// O or waits for another's step to have D.  1: every launch has D blocks (no
+// O in the ring); 2: the grid formula (gen/op_attn_bwd.c) says, per problem,
+// whether it holds them (else D_SHARED or each block's own D), and the
+// kernel reads it off the grid's size (bwd_grid_make): the rule in one place
+static constexpr int D_PRE = ]hkm_tune([d_pre])[;
+static constexpr int STAGE_BYTES = (O_SLOT || D_PRE == 1 ? 2 : 3) * Q_TILE;
 static constexpr int O_SLOT_OFF = ST_OFF + STAGES * STAGE_BYTES;
 static constexpr int DS_OFF = O_SLOT_OFF + (O_SLOT ? Q_TILE : 0);  // dS^T [key][query]
 static constexpr int DS_TILE = BLOCK_N * BLOCK_M * 2;
@@ -126,15 +133,7 @@ static constexpr int DS_BYTES = DS_BUFS * DS_TILE;
 // the second half of the counters); the other key blocks load no O and
 // read D from there
 static constexpr bool D_SHARED = ]hkm_tune([d_shared])[;
-// D_PRE: the launch's first blocks (the D blocks) sum D for every query tile
-// and publish it as key block 0 does under D_SHARED; then no key block loads
-// O or waits for another's step to have D.  1: every launch has D blocks (no
-// O in the ring); 2: the grid formula (gen/op_attn_bwd.c) says, per problem,
-// whether it holds them (else D_SHARED or each block's own D), and the
-// kernel reads it off the grid's size (bwd_grid_make): the rule in one place
-static constexpr int D_PRE = ]hkm_tune([d_pre])[;
 static constexpr bool D_READ = D_SHARED || D_PRE;          // the workspace tile holds D, a flag per tile
-static constexpr int DPRE_TILES = 48;                      // query tiles per D block (4 a warp)
 static constexpr int WS_TILE = BLOCK_M * 128 + (D_READ ? BLOCK_M : 0);  // floats per 64 queries
 static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log2 e, then D, per query
 static constexpr int ROW_BYTES = STAGES * 2 * BLOCK_M * 4;
@@ -722,12 +721,13 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
     bwd_store_g(dVh, a.v_stride_s, keyb, g.Sk, 1.0f, dv);
 }
 
-// A D block (the launch's first g.nd: lower indices start first, so the key
-// blocks that wait for them cannot deadlock): its warps take the query tiles that some key block walks (none
-// of the first bwd_empty_blocks), query block from the last down (the order
-// the key blocks take them), then query head and batch; lane l sums rows l
-// and l + 32 of the tile in the row warp's order, stores them where key
-// block 0 would publish them and counts in (a release add each: 32 a tile).
+// A D block (one of the launch's first g.nd: lower indices start first, so
+// the key blocks that wait for them cannot deadlock): its warps take the
+// query tiles that some key block walks (none of the first
+// bwd_empty_blocks), query block from the last down (the order the key
+// blocks take them), then query head and batch; lane l sums rows l and
+// l + 32 of the tile in the row warp's order, stores them where key block 0
+// would publish them and counts in (a release add each: 32 a tile).
 HK_DEVICE void bwd_d_block(const hk_args &a, const bwd_grid &g, int batch, int x, int nd)
 {
     const int lane = hk_lane_id(), nw = ATTN_THREADS / 32, ne = bwd_empty_blocks(g);
