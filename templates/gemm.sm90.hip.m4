@@ -39,7 +39,9 @@ m4_divert(-1)                                                   -*- C -*-
 hkm_check_one_of([layout], [nt], [nn])
 hkm_check_one_of([tile_m], [64], [128])
 hkm_check_one_of([tile_n], [64], [128], [256])
+hkm_check_one_of([epilogue], [direct], [tma])
 hkm_param([M])hkm_param([N])hkm_param([K])
+m4_include([gemm_tma_c.m4])
 m4_ifelse(hkm_block_size, m4_eval(128 + 2 * hkm_param([tile_m])), [],
       [hkm_fatal([gemm.sm90 needs hkm_block_size 128 + 2 tile_m, got ]hkm_block_size)])
 
@@ -359,6 +361,13 @@ m4_define([hkm_gemm_sched_body], [[
         }
 ]])[
         // epilogue as in the one-block-per-tile kernel
+        if (tma_c) {
+            gemm_c_tma(hk_lds, &hk_a.]hkm_if_param([epilogue], [tma], [tmap_c], [tmap_a])[, c, w.block_m, w.block_n, [&](int i, int h, float &lo, float &hi) {
+                lo = acc[4 * i + 2 * h];
+                hi = acc[4 * i + 2 * h + 1];
+            });
+            continue;
+        }
 #pragma unroll
         for (int i = 0; i < TILE_N / 8; ++i) {
             const int n = w.block_n + i * 8 + (lane & 3) * 2;
@@ -367,6 +376,8 @@ m4_define([hkm_gemm_sched_body], [[
                 gemm_store_pair(C, ldc, r0 + h * 8, n, M, N, vec_c, acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
         }
     }
+    if (tma_c && hk_thread_id() % 128 == 0)
+        hk_bulk_wait<0>(); // C written (and its source read) before the block leaves
 ]])
 
 hkm_output_begin()m4_dnl
@@ -395,10 +406,13 @@ static constexpr int NN_TILE_BYTES = 64 * 128;  // nn: one [64 k][64 n] tile of 
 static constexpr int DYNAMIC_LDS = ]hkm_dynamic_lds[;
 static constexpr int BAR_BYTES = ]hkm_tune([bar_bytes])[;
 static constexpr int STAGES = ]hkm_tune([stages])[;
-static_assert(STAGES * LDS_STAGE_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
+static constexpr int C_STAGE_BYTES = ]hkm_tune([c_stage_bytes])[; // persistent epilogue tma: C's staging
+static_assert(STAGES * LDS_STAGE_BYTES + C_STAGE_BYTES + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds must hold whole stages (gen/op_gemm.c gemm_plan_wgmma)");
 static_assert(STAGES >= 2 && 2 * STAGES * 8 <= BAR_BYTES, "stages and their mbarriers");
-static constexpr int BAR_OFF = STAGES * LDS_STAGE_BYTES;
+static constexpr bool EPI_TMA = ]hkm_if_param([epilogue], [tma], [true], [false])[; // C by bulk tensor stores
+static constexpr int C_OFF = STAGES * LDS_STAGE_BYTES;
+static constexpr int BAR_OFF = C_OFF + C_STAGE_BYTES;
 // mbarriers of stage s: `full' (its k-tile has landed), `empty' (consumers are done with it)
 HK_DEVICE int full_bar(int s) { return BAR_OFF + 8 * s; }
 HK_DEVICE int empty_bar(int s) { return BAR_OFF + 8 * (STAGES + s); }
@@ -410,6 +424,7 @@ static_assert(TILE_M * TILE_K % (8 * COPY_THREADS) == 0 && TILE_N * TILE_K % (8 
 
 // Byte offset of 16-byte chunk c of row r in a tile of 128-byte rows (the 128-byte swizzle).
 HK_DEVICE int swz(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
+]hkm_gemm_tma_c()[
 // nn: chunk c (8 consecutive n) of k-row r of the B stage: its 64-column tile, then swz.
 HK_DEVICE int swz_nn(int r, int c) { return (c >> 3) * NN_TILE_BYTES + swz(r, c & 7); }
 
@@ -528,6 +543,9 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     const bool vec_b = (ldb % 8 == 0) && ((unsigned long)B % 16 == 0);
     const bool use_tma = vec_a && vec_b;
     const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
+    // epilogue tma where the runtime built tmap_c (the same conditions: rows a
+    // multiple of 16 bytes apart, a 16-byte aligned base)
+    const bool tma_c = EPI_TMA && ldc % 8 == 0 && (unsigned long)C % 16 == 0;
 ]hkm_gemm_sched_body[}
 ]hkm_output_end()]], [[
 
@@ -553,6 +571,7 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
     const bool vec_b = (ldb % 8 == 0) && ((unsigned long)B % 16 == 0);
     const bool use_tma = vec_a && vec_b;
     const bool vec_c = (ldc % 2 == 0) && ((unsigned long)C % 4 == 0);
+    const bool tma_c = EPI_TMA && ldc % 8 == 0 && (unsigned long)C % 16 == 0; // as the runtime built tmap_c
 
     if (hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -609,7 +628,17 @@ HK_DEVICE void gemm_wgmma_stage(hk_lds_t lds, int a_off, int c, gemm_acc_t &acc)
 
     // epilogue: warp w of the warpgroup holds rows 16 (w % 4) + g (+8), n8
     // tile i in acc[4i..4i+3] (g = lane / 4, t = lane % 4: columns 2t, 2t+1);
-    // bf16 pairs as 4-byte stores when inside C and 4-byte aligned
+    // by bulk tensor stores, or bf16 pairs as 4-byte stores when inside C and
+    // 4-byte aligned
+    if (tma_c) {
+        gemm_c_tma(hk_lds, &hk_a.]hkm_if_param([epilogue], [tma], [tmap_c], [tmap_a])[, c, block_m, block_n, [&](int i, int h, float &lo, float &hi) {
+            lo = acc[4 * i + 2 * h];
+            hi = acc[4 * i + 2 * h + 1];
+        });
+        if (hk_thread_id() % 128 == 0)
+            hk_bulk_wait<0>(); // C written (and its source read) before the block leaves
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < TILE_N / 8; ++i) {
         const int n = block_n + i * 8 + (lane & 3) * 2;

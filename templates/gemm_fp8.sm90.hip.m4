@@ -41,6 +41,7 @@ hkm_check_one_of([tile_n], [64], [128], [256])
 hkm_check_one_of([promote], [serial], [alternate], [overlap])
 hkm_check_one_of([epilogue], [direct], [tma])
 hkm_param([M])hkm_param([N])hkm_param([K])
+m4_include([gemm_tma_c.m4])
 m4_ifelse(hkm_block_size, m4_eval(128 + 2 * hkm_param([tile_m])), [],
       [hkm_fatal([gemm_fp8.sm90 needs hkm_block_size 128 + 2 tile_m, got ]hkm_block_size)])
 
@@ -100,26 +101,16 @@ static_assert(TILE_M * TILE_K % (16 * COPY_THREADS) == 0 && TILE_N * TILE_K % (1
 static_assert(!MAXNREG || COPY_THREADS * PROD_REGS + 32 * CONSUMER_WARPS * CONS_REGS <= 65536, "setmaxnreg budget");
 static_assert(!OVERLAP || (SCALE_MODE == 2 && MAXNREG), "promote overlap: block scales, maxnreg");
 static_assert(!ALTERNATE || (SCALE_MODE == 2 && CONSUMERS == 2), "promote alternate: block scales, two consumers");
-// epilogue tma: consumer c's 64 x TILE_N of C in the stage memory at c * C_WG_BYTES, as
-// TILE_N / 64 boxes of 64 x 64 bf16 (8 KB, 128-byte rows, the 128-byte swizzle)
-// (persistent: in C_ROUNDS rounds of C_COLS columns through its own staging
-// of C_WG_STAGE bytes at C_OFF + c * C_WG_STAGE, beside the stages)
-static constexpr int C_BOX_BYTES = 64 * 128;
-static constexpr int C_WG_BYTES = TILE_N / 64 * C_BOX_BYTES;
-static_assert(!EPI_TMA || (!OUT_F32 && TILE_N % 64 == 0 && CONSUMERS * C_WG_BYTES <= STAGES * LDS_STAGE_BYTES),
-              "epilogue tma: bf16, whole boxes inside the stage memory");
 static constexpr int C_STAGE_BYTES = ]hkm_tune([c_stage_bytes])[;
-static constexpr int C_WG_STAGE = C_STAGE_BYTES / CONSUMERS;
-static constexpr int C_COLS = PERSISTENT && EPI_TMA ? C_WG_STAGE / C_BOX_BYTES * 64 : TILE_N;
-static constexpr int C_ROUNDS = TILE_N / C_COLS;
-static_assert(C_STAGE_BYTES == (PERSISTENT && EPI_TMA ? TILE_M * (TILE_N < 128 ? TILE_N : 128) * 2 : 0) &&
-              TILE_N % C_COLS == 0, "persistent epilogue tma: a staging of 64 x min(tile_n, 128) bf16 per consumer");
-
+static_assert(C_STAGE_BYTES == (PERSISTENT && EPI_TMA ? TILE_M * (TILE_N < 128 ? TILE_N : 128) * 2 : 0),
+              "persistent epilogue tma: a staging of 64 x min(tile_n, 128) bf16 per consumer");
+static_assert(!EPI_TMA || !OUT_F32, "epilogue tma: bf16");
 // the producer's copy loops: rolled within the 40 registers of maxnreg
 static constexpr int COPY_UNROLL = MAXNREG ? 1 : 16;
 
 // Byte offset of 16-byte chunk c of row r in a tile of 128-byte rows (the 128-byte swizzle).
 HK_DEVICE int swz(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
+]hkm_gemm_tma_c()[
 
 // 16 codes at src (n_valid of them inside the matrix, <= 0: none) into 16
 // bytes of shared memory at off; `base' is any valid address of the same matrix.
@@ -264,16 +255,6 @@ HK_DEVICE void gemm_release(hk_lds_t lds, int gt, int lane, int rank)
         for (int r = 1; r < CLUSTER; ++r)
             hk_mbar_arrive_remote(lds, empty_bar(gt % STAGES), (rank + r) % CLUSTER);
     }
-}
-
-// a barrier of consumer warpgroup c's 128 threads (constant ids: ptxas then
-// counts 4 barriers, not 16)
-HK_DEVICE void gemm_wg_sync(int c)
-{
-    if (c == 0)
-        hk_barrier_part(2, 128);
-    else
-        hk_barrier_part(3, 128);
 }
 
 // ---- kernel ------------------------------------------------------------------
@@ -509,47 +490,17 @@ HK_DEVICE void gemm_wg_sync(int c)
         }
     }
     if (tma_c) {
-        // C_ROUNDS rounds of C_COLS columns through consumer c's staging:
-        // in a block per tile the stage memory, once every consumer's wgmma
-        // groups are complete (every stage landed); persistent blocks their
-        // own staging, free once the previous round's bulk stores read it
-        if (!PERSISTENT)
-            hk_barrier_part(1, 32 * CONSUMER_WARPS);
-        const int c_off = PERSISTENT ? C_OFF + c * C_WG_STAGE : c * C_WG_BYTES;
-#pragma unroll
-        for (int rnd = 0; rnd < C_ROUNDS; ++rnd) {
-            if (PERSISTENT) {
-                if (leader)
-                    hk_bulk_wait_read<0>();
-                gemm_wg_sync(c);
-            }
-#pragma unroll
-            for (int ii = 0; ii < C_COLS / 8; ++ii) {
-                const int i = rnd * (C_COLS / 8) + ii;
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    float s_lo = 1.0f, s_hi = 1.0f;
-                    if (!SCALE_FIRST && SCALE_MODE == 1) {
-                        col_scale(block_n + i * 8 + (lane & 3) * 2, s_lo, s_hi);
-                        s_lo *= s_m[h];
-                        s_hi *= s_m[h];
-                    }
-                    const int r = (wave % 4) * 16 + (lane >> 2) + 8 * h; // row in the warpgroup's 64
-                    const int off = c_off + (ii / 8) * C_BOX_BYTES + swz(r, ii % 8) + (lane & 3) * 4;
-                    hk_lds_store_b32(hk_lds, off,
-                                     hk_f32x2_to_bf16x2(acc[4 * i + 2 * h] * s_lo, acc[4 * i + 2 * h + 1] * s_hi));
-                }
-            }
-            hk_fence_proxy_async(); // written by these threads (generic proxy), read by the copy engine
-            gemm_wg_sync(c);
-            if (leader) {
-#pragma unroll
-                for (int j = 0; j < C_COLS / 64; ++j)
-                    hk_tma_store_2d(&hk_a.]hkm_if_param([epilogue], [tma], [tmap_c], [tmap_a])[, hk_lds, c_off + j * C_BOX_BYTES,
-                                    block_n + rnd * C_COLS + 64 * j, block_m + 64 * c);
-                hk_bulk_commit();
-            }
-        }
+        gemm_c_tma(hk_lds, &hk_a.]hkm_if_param([epilogue], [tma], [tmap_c], [tmap_a])[, c, block_m, block_n,
+                   [&](int i, int h, float &lo, float &hi) {
+                       float s_lo = 1.0f, s_hi = 1.0f;
+                       if (!SCALE_FIRST && SCALE_MODE == 1) {
+                           col_scale(block_n + i * 8 + (lane & 3) * 2, s_lo, s_hi);
+                           s_lo *= s_m[h];
+                           s_hi *= s_m[h];
+                       }
+                       lo = acc[4 * i + 2 * h] * s_lo;
+                       hi = acc[4 * i + 2 * h + 1] * s_hi;
+                   });
     } else {
 #pragma unroll
         for (int i = 0; i < TILE_N / 8; ++i) {

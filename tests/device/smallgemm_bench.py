@@ -12,7 +12,10 @@ tests/device/smallgemm.yaml (one block per tile, split-K, persistent).
     names that passed to --passed FILE.
 --bench: each kernel (of --only FILE) against cuBLAS (F.linear, the same
     nt layout) at Llama-3-8B/70B projection shapes for M = 1, 16, 64, 256,
-    at 8192 x 8192 x 1024 and at 1024^3. Both sides are timed the same two
+    at 8192 x 8192 x 1024 and at 1024^3 (SG_BIG=1: first at 4096^3, 8192^3
+    and Llama-3-8B's qkv and down at 8192 tokens; SG_BIG=only: those and
+    the two above alone). SG_ROUNDS=n: n passes over a shape's baseline and
+    kernels in turn, the median of each (default 1). Both sides are timed the same two
     ways: one launch captured in a CUDA graph, triton.testing.do_bench of the
     replay (median, L2 flushed before each replay); and back to back, R
     launches in one graph each on its own copy of the weights (R x the
@@ -44,6 +47,7 @@ def opt(name):
 
 
 BUDGET = float(os.environ.get("SG_BUDGET", "50"))  # seconds this phase may take before it stops timing
+ROUNDS = int(os.environ.get("SG_ROUNDS", "1"))  # timing passes over a shape's baseline and kernels (median)
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
 LOG = open(os.path.join(out_dir, "smallgemm.log"), "a")
@@ -221,8 +225,16 @@ LLAMA = [("8B", "qkv", 6144, 4096), ("8B", "o", 4096, 4096), ("8B", "gate_up", 2
          ("70B-tp8", "down", 8192, 3584)]
 
 
+# SG_BIG=1: the large shapes first (docs/PERF.md "gemm": 4096^3, 8192^3, Llama-3-8B qkv and down at 8192 tokens)
+BIG = [("square", "4096^3", 4096, 4096, 4096), ("square", "8192^3", 8192, 8192, 8192),
+       ("8B", "qkv", 8192, 6144, 4096), ("8B", "down", 8192, 4096, 14336)]
+
+
 def bench_shapes():
-    out = [("square", "1024^3", 1024, 1024, 1024), ("short-K", "8192x8192x1024", 8192, 8192, 1024)]
+    out = BIG if os.environ.get("SG_BIG") else []
+    out = out + [("square", "1024^3", 1024, 1024, 1024), ("short-K", "8192x8192x1024", 8192, 8192, 1024)]
+    if os.environ.get("SG_BIG") == "only":
+        return out
     for tp8 in (False, True):  # TP 8 last: the first to go when time runs out
         for M in (1, 16, 64, 256):
             for model, proj, N, K in LLAMA:
@@ -305,16 +317,14 @@ def bench():
             a = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
             w = torch.randn(N, K, device=dev, dtype=torch.bfloat16)
             gc = graph_of(lambda: F.linear(a, w))
-            tc = med(gc.replay) * 1e3
             # back to back: R launches in one graph, each on its own copy of the
             # weights (R x N x K x 2 bytes >= 256 MB: none comes from L2), time / R
             R = max(2, min(16, -(-(256 << 20) // (2 * N * K))))
             ws_r = [w] + [torch.randn(N, K, device=dev, dtype=torch.bfloat16) for _ in range(R - 1)]
             gcr = graph_of(lambda: [F.linear(a, x) for x in ws_r])
-            tcr = med(gcr.replay) * 1e3 / R
             ref = a[:16].double() @ w.double().t()
             c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
-            res, resr = {}, {}
+            graphs = {}  # name: (one launch, R back to back)
             sel = selected(M, N, K)  # always timed, whatever the filters below
             for e in entries:
                 tm, tn, s, ps, skx = cfg(e)
@@ -324,6 +334,8 @@ def bench():
                     continue  # 64-row tiles only for decode batches
                 if M * N >= 4096 * 4096 and (s >= 4 or (s > 1 and tm == 64)) and e["name"] != sel:
                     continue  # round 1 (2026-12-02): far slower there
+                if M >= 4096 and K >= 4096 and (tm == 64 or s > 1 or skx) and e["name"] != sel:
+                    continue  # large shapes: whole 128-row tiles only
                 try:
                     k = cat.kernel(e["name"], "sm_90a")
                     c.fill_(float("nan"))
@@ -334,17 +346,26 @@ def bench():
                     if not err < 1e-2:
                         log("FAIL %s at %dx%dx%d: rel L2 %.3e" % (e["name"], M, N, K, err))
                         continue
-                    res[e["name"]] = med(g.replay) * 1e3
-                    del g
 
-                    def chain():
+                    def chain(run=run):
                         for x in ws_r:
                             run(B=x)
-                    gr = graph_of(chain)
-                    resr[e["name"]] = med(gr.replay) * 1e3 / R
-                    del gr, run
+                    graphs[e["name"]] = (g, graph_of(chain))
                 except Exception:  # noqa: BLE001
                     log("ERROR %s at %dx%dx%d: %s" % (e["name"], M, N, K, traceback.format_exc(limit=2).replace("\n", " | ")))
+            # ROUNDS passes over cuBLAS and the kernels in turn, the median of each
+            tcs, tcrs, ts, trs = [], [], {n: [] for n in graphs}, {n: [] for n in graphs}
+            for _ in range(ROUNDS):
+                tcs.append(med(gc.replay) * 1e3)
+                tcrs.append(med(gcr.replay) * 1e3 / R)
+                for n, (g, gr) in graphs.items():
+                    ts[n].append(med(g.replay) * 1e3)
+                    trs[n].append(med(gr.replay) * 1e3 / R)
+            mid = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+            tc, tcr = mid(tcs), mid(tcrs)
+            res = {n: mid(x) for n, x in ts.items()}
+            resr = {n: mid(x) for n, x in trs.items()}
+            del graphs
             best = min(res, key=res.get) if res else None
             base = res.get("sg_tm128_tn256")
             flops = 2.0 * M * N * K
@@ -364,7 +385,7 @@ def bench():
             JS.flush()
             rows.append((model, proj, M, N, K, tc, best, res.get(best), res.get(sel), tcr, resr.get(bestr),
                          resr.get(sel)))
-            del a, w, c, gc, gcr, ws_r
+            del a, w, c, gc, gcr, ws_r, ts, trs
         except Exception:  # noqa: BLE001
             log("ERROR shape %s %s M=%d: %s" % (model, proj, M, traceback.format_exc(limit=3).replace("\n", " | ")))
         torch.cuda.empty_cache()

@@ -24,8 +24,9 @@ cubins=$(find "$T/cat/sm_90a" -name '*.cubin' | wc -l)
 for f in "$T"/cat/sm_90a/*.cubin; do
   [ "$(od -An -tu2 -j18 -N2 "$f" | tr -d ' ')" = 190 ] || fail "$f is not a CUDA ELF object"
 done
-# sm_90a GEMMs take tensor maps (a recipe each in the manifest), a producer plus one
-# consumer warpgroup per 64 rows, and tile_n 256 when the spec leaves tile_n out;
+# sm_90a GEMMs take tensor maps (a recipe each in the manifest: A, B and, C by bulk
+# tensor stores being the default, C), a producer plus one consumer warpgroup per 64
+# rows, and tile_n 256 when the spec leaves tile_n out;
 # the same spec for gfx942 gets its own default, 256 x 256 (8 waves)
 cat >"$T/tiles.yaml" <<'SPEC'
 hkgen: 1
@@ -56,8 +57,12 @@ for k in ks:
     if k["target"] != "sm_90a":
         assert not maps, k["name"]
         continue
-    assert [a["name"] for a in maps] == ["tmap_a", "tmap_b"] and all(a["offset"] % 64 == 0 for a in maps), k["name"]
-    a, b = maps[0]["tmap"], maps[1]["tmap"]
+    # C by bulk tensor stores unless the spec says otherwise: a map of C too
+    assert k["params"]["epilogue"] == "tma", k["name"]
+    assert [a["name"] for a in maps] == ["tmap_a", "tmap_b", "tmap_c"], k["name"]
+    assert all(a["offset"] % 64 == 0 for a in maps), k["name"]
+    a, b, c = maps[0]["tmap"], maps[1]["tmap"], maps[2]["tmap"]
+    assert (c["dims"], c["strides"], c["box"]) == (["N", "M"], ["ldc"], [64, 64]), c
     assert (a["dims"], a["strides"], a["box"][0]) == (["K", "M"], ["lda"], 64), a
     nn = k["params"]["layout"] == "nn"
     assert (b["dims"], b["strides"], b["box"][0]) == ((["N", "K"] if nn else ["K", "N"]), ["ldb"], 64), b
