@@ -929,9 +929,13 @@ static const char *gemm_target_default(const op_inst *k, const char *param) {
   }
   /* sm_90a bf16: C by bulk tensor stores wherever a block writes whole
      tiles (2-10% faster than stores from registers at every shape measured,
-     most at short K: docs/PERF.md "gemm") */
-  if (gemm_is_wgmma(k) && !strcmp(param, "epilogue"))
-    return gemm_split(k) == 1 && !op_int(k, "stream_k") ? "tma" : NULL;
+     most at short K), and 128-row tiles persistent (the next tile's stages
+     load while C goes out: 8192x8192x1024 1.06 of cuBLAS against 0.92 a
+     block per tile; docs/PERF.md "gemm") */
+  const int whole = gemm_split(k) == 1 && !op_int(k, "stream_k");
+  if (gemm_is_wgmma(k) && !strcmp(param, "epilogue")) return whole ? "tma" : NULL;
+  if (gemm_is_wgmma(k) && !strcmp(param, "persistent"))
+    return whole && op_int(k, "tile_m") == 128 ? "true" : NULL;
   if (gemm_is_wgmma(k)) return !strcmp(param, "tile_n") ? "256" : NULL;
   if (strcmp(k->target, "gfx942") && strcmp(k->target, "gfx950")) return NULL;
   return !strcmp(param, "tile_m") || !strcmp(param, "tile_n") ? "256" : NULL;
