@@ -15,7 +15,8 @@ tests/device/smallgemm.yaml (one block per tile, split-K, persistent).
     at 8192 x 8192 x 1024 and at 1024^3 (SG_BIG=1: first at 4096^3, 8192^3
     and Llama-3-8B's qkv and down at 8192 tokens; SG_BIG=only: those and
     the two above alone). SG_ROUNDS=n: n passes over a shape's baseline and
-    kernels in turn, the median of each (default 1). Both sides are timed the same two
+    kernels in turn, the median of each (default 1). SG_LAYOUT=nn: the
+    kernels of layout nn against torch.matmul (B stored K x N). Both sides are timed the same two
     ways: one launch captured in a CUDA graph, triton.testing.do_bench of the
     replay (median, L2 flushed before each replay); and back to back, R
     launches in one graph each on its own copy of the weights (R x the
@@ -47,6 +48,7 @@ def opt(name):
 
 
 BUDGET = float(os.environ.get("SG_BUDGET", "50"))  # seconds this phase may take before it stops timing
+LAYOUT = os.environ.get("SG_LAYOUT", "nt")  # nn: B stored K x N against torch.matmul
 ROUNDS = int(os.environ.get("SG_ROUNDS", "1"))  # timing passes over a shape's baseline and kernels (median)
 out_dir = os.environ.get("OUT") or "build/device-logs"
 os.makedirs(out_dir, exist_ok=True)
@@ -281,7 +283,7 @@ def selected(M, N, K):
     c.hkrt_select.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Problem), ctypes.POINTER(ctypes.c_void_p)]
     c.hkrt_kernel_name.argtypes = [ctypes.c_void_p]
     c.hkrt_kernel_name.restype = ctypes.c_char_p
-    vals = [(b"M", b"%d" % M), (b"N", b"%d" % N), (b"K", b"%d" % K), (b"layout", b"nt")]
+    vals = [(b"M", b"%d" % M), (b"N", b"%d" % N), (b"K", b"%d" % K), (b"layout", LAYOUT.encode())]
     arr = (_Param * len(vals))(*[_Param(a, b) for a, b in vals])
     pb = _Problem(b"gemm", b"sm_90a", arr, len(vals))
     k = ctypes.c_void_p()
@@ -315,20 +317,22 @@ def bench():
             break
         try:
             a = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
-            w = torch.randn(N, K, device=dev, dtype=torch.bfloat16)
-            gc = graph_of(lambda: F.linear(a, w))
+            wshape = (N, K) if LAYOUT == "nt" else (K, N)  # nn: B stored K x N, torch.matmul's
+            base = F.linear if LAYOUT == "nt" else torch.matmul
+            w = torch.randn(*wshape, device=dev, dtype=torch.bfloat16)
+            gc = graph_of(lambda: base(a, w))
             # back to back: R launches in one graph, each on its own copy of the
             # weights (R x N x K x 2 bytes >= 256 MB: none comes from L2), time / R
             R = max(2, min(16, -(-(256 << 20) // (2 * N * K))))
-            ws_r = [w] + [torch.randn(N, K, device=dev, dtype=torch.bfloat16) for _ in range(R - 1)]
-            gcr = graph_of(lambda: [F.linear(a, x) for x in ws_r])
-            ref = a[:16].double() @ w.double().t()
+            ws_r = [w] + [torch.randn(*wshape, device=dev, dtype=torch.bfloat16) for _ in range(R - 1)]
+            gcr = graph_of(lambda: [base(a, x) for x in ws_r])
+            ref = a[:16].double() @ (w.double().t() if LAYOUT == "nt" else w.double())
             c = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
             graphs = {}  # name: (one launch, R back to back)
             sel = selected(M, N, K)  # always timed, whatever the filters below
             for e in entries:
                 tm, tn, s, ps, skx = cfg(e)
-                if e["params"]["layout"] != "nt":
+                if e["params"]["layout"] != LAYOUT:
                     continue
                 if M <= 64 and tm == 128 and e["name"] != sel:
                     continue  # 64-row tiles only for decode batches
@@ -340,7 +344,7 @@ def bench():
                     k = cat.kernel(e["name"], "sm_90a")
                     c.fill_(float("nan"))
                     bufs = split_bufs(e, M, N, K)  # held while its graphs live (they hold only pointers)
-                    run = k.bind(A=a, B=w, C=c, lda=K, ldb=K, ldc=N, M=M, N=N, K=K, **bufs)
+                    run = k.bind(A=a, B=w, C=c, lda=K, ldb=K if LAYOUT == "nt" else N, ldc=N, M=M, N=N, K=K, **bufs)
                     g = graph_of(run)
                     sync()
                     err = rel_l2(c[:16], ref)

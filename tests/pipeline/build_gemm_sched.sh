@@ -5,8 +5,9 @@
 # where split_k > 1, launch rules that hold at exactly the sizes the kernel
 # uses and fail one short (naming the argument), a cost model on every
 # sm_90a GEMM whose ranking picks split-K for decode shapes and the
-# 128 x 256 tile for a large square; the kernels without the features are
-# the same cubins as a catalogue of them alone.
+# 128 x 256 tile for a large square; the kernels without the features
+# (one block per tile, which 128-row tiles are only when the spec says
+# persistent: false) are the same cubins as a catalogue of them alone.
 . "$(dirname "$0")/../lib/lib.sh"
 HKGEN=$TOP/build/hkgen # nvcc dominates; ASan adds nothing here
 cat >"$T/sched.yaml" <<'SPEC'
@@ -17,6 +18,7 @@ kernels:
   - op: gemm
     name: plain
     tile_m: [64, 128]
+    persistent: false
   - op: gemm
     name: sk
     tile_m: 64
@@ -45,7 +47,7 @@ kernels:
 SPEC
 run_hk "$T/out" build -q "$T/sched.yaml" -o "$T/cat"
 expect_rc 0 "hkgen build sched.yaml"
-printf 'hkgen: 1\nkernels:\n  - op: gemm\n    name: plain\n    tile_m: [64, 128]\n    target: sm_90a\n' >"$T/plain.yaml"
+printf 'hkgen: 1\nkernels:\n  - op: gemm\n    name: plain\n    tile_m: [64, 128]\n    persistent: false\n    target: sm_90a\n' >"$T/plain.yaml"
 run_hk "$T/out2" build -q "$T/plain.yaml" -o "$T/plain"
 expect_rc 0 "hkgen build plain.yaml"
 for f in "$T"/plain/sm_90a/*.cubin; do

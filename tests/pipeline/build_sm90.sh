@@ -59,6 +59,10 @@ for k in ks:
         continue
     # C by bulk tensor stores unless the spec says otherwise: a map of C too
     assert k["params"]["epilogue"] == "tma", k["name"]
+    # and 128-row tiles persistent: at most a block per multiprocessor
+    tm128 = k["params"]["tile_m"] == "128"
+    assert k["params"]["persistent"] == ("true" if tm128 else "false"), k["name"]
+    assert ("device_units" in k["grid"][0]) == tm128, (k["name"], k["grid"])
     assert [a["name"] for a in maps] == ["tmap_a", "tmap_b", "tmap_c"], k["name"]
     assert all(a["offset"] % 64 == 0 for a in maps), k["name"]
     a, b, c = maps[0]["tmap"], maps[1]["tmap"], maps[2]["tmap"]
