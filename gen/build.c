@@ -500,6 +500,7 @@ static void bd_json_kernarg(jw_t *w, const op_plan *p) {
     jw_kstr(w, "type", a->ctype);
     jw_kint(w, "offset", a->offset);
     jw_kint(w, "size", a->size);
+    if (a->ptr_align) jw_kint(w, "align", a->ptr_align);
     if (a->tmap.tensor[0]) bd_tmap_json(w, &a->tmap);
     jw_end_obj(w);
   }

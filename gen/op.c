@@ -37,7 +37,14 @@ const op_desc *op_find(const char *name) {
   size_t n;
   const op_desc *const *all = op_all(&n);
   for (size_t i = 0; i < n; i++)
-    if (strcmp(all[i]->name, name) == 0) return all[i];
+    if (strcmp(all[i]->name, name) == 0) {
+      if (all[i]->nparams > OP_MAX_PARAMS) { /* a descriptor bug, never a user's */
+        fprintf(stderr, "hkgen: internal error: op %s has %d parameters, more than %d\n", name, all[i]->nparams,
+                OP_MAX_PARAMS);
+        abort();
+      }
+      return all[i];
+    }
   return NULL;
 }
 
@@ -169,6 +176,10 @@ void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name) {
   if (*n > 0) off = args[*n - 1].offset + args[*n - 1].size;
   a->offset = (off + a->align - 1) / a->align * a->align;
   (*n)++;
+}
+
+void op_arg_align_last(op_arg *args, int n, int bytes) {
+  if (n > 0 && strchr(args[n - 1].ctype, '*')) args[n - 1].ptr_align = bytes;
 }
 
 void op_arg_tmap(op_arg *args, int *n, const char *name, const op_tmap *t) {

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#define OP_MAX_PARAMS 24
+#define OP_MAX_PARAMS 32
 #define OP_MAX_ARGS 48
 #define OP_ANY "any" /* the value of a parameter left to run time */
 
@@ -44,6 +44,7 @@ typedef struct {
   char name[32];
   char ctype[32]; /* as written in the kernel's argument struct */
   int size, align, offset;
+  int ptr_align;  /* pointers: bytes the kernel needs the address aligned to (0: its element's) */
   op_tmap tmap;   /* ctype "hk_tmap" only */
 } op_arg;
 
@@ -225,6 +226,8 @@ int op_value_ok(const op_param *p, const char *v, char *msg, size_t n);
 void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name);
 /* Appends a tensor-map argument built by the runtime from recipe t. */
 void op_arg_tmap(op_arg *args, int *n, const char *name, const op_tmap *t);
+/* The last argument added (a pointer) must be `bytes'-aligned at launch (the manifest's "align"). */
+void op_arg_align_last(op_arg *args, int n, int bytes);
 /* A recipe: `tensor', rank dims (innermost first), rank - 1 strides, rank
    box sizes, swizzle bytes. */
 op_tmap op_tmap_make(const char *tensor, int rank, const char *const *dims, const char *const *strides,

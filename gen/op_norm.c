@@ -23,6 +23,7 @@ static const char *const norm_rpbs[] = {"1", "2", "4", NULL};
 static const char *const norm_hintses[] = {"none", "ld", "st", "all", NULL};
 static const char *const norm_partses[] = {"132", "264", "396", "512", "528", NULL};
 static const char *const norm_redcolses[] = {"8", "16", "32", "64", NULL};
+static const char *const norm_vecs[] = {"both", "only", NULL};
 static const char *const norm_occs[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "10", "12", "16", NULL};
 
 #define NORM_MAX_HIDDEN (1L << 20)
@@ -75,13 +76,19 @@ static const op_param norm_params[] = {
     {"parts", OP_ENUM, norm_partses, 0, 0, "512", 0, "pt",
      "backward: blocks (partial rows of dweight / dbias) at most; bwd_reduce must have the same; a fixed number, "
      "so dweight is the same bits on every device"},
+    {"vec", OP_ENUM, norm_vecs, 0, 0, "both", 0, "v",
+     "forward: both (16-byte accesses when hidden % 8 == 0 and every bf16 tensor is 16-byte aligned, element "
+     "accesses otherwise, picked at run time) or only (the 16-byte path alone: fewer registers; a baked hidden "
+     "% 8 == 0, and libhkrt refuses a bf16 tensor that is not 16-byte aligned, naming it)"},
     {"red_cols", OP_ENUM, norm_redcolses, 0, 0, "32", 0, "rc",
      "bwd_reduce: columns a block sums (256 / red_cols groups of partial rows a column)"},
 };
 
+_Static_assert(sizeof norm_params / sizeof norm_params[0] <= OP_MAX_PARAMS, "norm: raise OP_MAX_PARAMS");
+
 static const char *const norm_tuning[] = {"threads", "reduce", "prefetch", "batch", "wbatch", "l2prefetch", "pack",
                                           "occupancy", "pipeline", "acc", "stats", "hints", "red_cols", "parts", "slate",
-                                          "rpb", NULL};
+                                          "rpb", "vec", NULL};
 
 /* Threads of the reduction kernel: fixed; the partial rows of the backward
    (parts) are a parameter, not per device, so that dweight is the same bits
@@ -94,6 +101,7 @@ static int norm_drop(const op_inst *k) { return strtod(op_val(k, "dropout"), NUL
 static int norm_res(const op_inst *k) { return (int)op_int(k, "residual"); }
 
 static int norm_shfl(const op_inst *k) { return norm_is(k, "reduce", "shfl"); }
+static int norm_vec_only(const op_inst *k) { return norm_is(k, "vec", "only"); }
 static long norm_parts(const op_inst *k) { return op_int(k, "parts"); }
 static int norm_hint(const op_inst *k, const char *which) {
   return norm_is(k, "hints", which) || norm_is(k, "hints", "all");
@@ -136,6 +144,11 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
     }
   }
   int fwd = norm_is(k, "phase", "fwd");
+  if (norm_vec_only(k) && (!fwd || op_is_any(k, "hidden") || op_int(k, "hidden") % 8)) {
+    snprintf(msg, n, "vec: only is the forward's 16-byte path alone and needs phase fwd with a baked hidden that "
+             "is a multiple of 8 (allowed otherwise: vec: both)");
+    return -1;
+  }
   if (op_int(k, "pipeline") && !op_int(k, "prefetch")) {
     snprintf(msg, n, "pipeline: true loads the next row's inputs early and needs prefetch: true");
     return -1;
@@ -171,6 +184,9 @@ static int norm_check(const op_inst *k, char *msg, size_t n) {
 static const char *norm_target_default(const op_inst *k, const char *param) {
   int fwd = norm_is(k, "phase", "fwd"), rt = op_is_any(k, "hidden");
   if (!strcmp(param, "threads")) return fwd ? NULL : "512";
+  /* the forward's 16-byte path alone where a baked hidden allows it: H200 RMSNorm 4096, 32 registers against
+     40; gfx942 / gfx950 LayerNorm 8192, 64 / 70 VGPRs against 96 (7-8 waves a SIMD against 5) */
+  if (!strcmp(param, "vec")) return fwd && !rt && op_int(k, "hidden") % 8 == 0 ? "only" : NULL;
   if (tgt_name_has(k->target, TGT_AMD)) return NULL;
   long bytes = rt ? 0 : 4 * op_int(k, "hidden") * (norm_ln(k) ? 2 : 1);
   int acc = !fwd && !rt && bytes <= NORM_ACC_MAX_SM90;
@@ -205,12 +221,26 @@ static void norm_args_tail(const op_inst *k, op_plan *p) {
 static void norm_args_fwd(const op_inst *k, op_plan *p) {
   op_arg *a = p->args;
   int *n = &p->nargs;
+  /* vec: only, 16-byte accesses alone: every bf16 tensor 16-byte aligned (fp32 weights are read by element) */
+  int al = norm_vec_only(k) ? 16 : 0, wal = norm_is(k, "weight_dtype", "bf16") ? al : 0;
   op_arg_add(a, n, "const hk_bf16 *", "x");
-  if (norm_res(k)) op_arg_add(a, n, "const hk_bf16 *", "residual");
+  op_arg_align_last(a, *n, al);
+  if (norm_res(k)) {
+    op_arg_add(a, n, "const hk_bf16 *", "residual");
+    op_arg_align_last(a, *n, al);
+  }
   op_arg_add(a, n, norm_wptr(k, 1), "weight");
-  if (norm_ln(k)) op_arg_add(a, n, norm_wptr(k, 1), "bias");
+  op_arg_align_last(a, *n, wal);
+  if (norm_ln(k)) {
+    op_arg_add(a, n, norm_wptr(k, 1), "bias");
+    op_arg_align_last(a, *n, wal);
+  }
   op_arg_add(a, n, "hk_bf16 *", "y");
-  if (norm_res(k) || norm_drop(k)) op_arg_add(a, n, "hk_bf16 *", "s_out");
+  op_arg_align_last(a, *n, al);
+  if (norm_res(k) || norm_drop(k)) {
+    op_arg_add(a, n, "hk_bf16 *", "s_out");
+    op_arg_align_last(a, *n, al);
+  }
   op_arg_add(a, n, "float *", "rstd");
   if (norm_ln(k)) op_arg_add(a, n, "float *", "mean");
 }
@@ -282,6 +312,7 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "wbatch", op_int(k, "wbatch"));
   op_plan_tune(p, "occupancy", op_int(k, "occupancy"));
   op_plan_tune(p, "slate", op_int(k, "slate"));
+  op_plan_tune(p, "vec_only", norm_vec_only(k));
   op_plan_tune(p, "rpb", norm_is(k, "phase", "fwd") ? op_int(k, "rpb") : 1);
   op_plan_tune(p, "pipeline", op_int(k, "pipeline"));
   op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));
@@ -651,7 +682,7 @@ static int norm_emu_run(const op_inst *k, const long *shape, et_ctx *c, double *
   r.c = c;
   r.seed = et_rand(c);
   r.offset = et_rand(c) % (1ull << 40);
-  r.misalign = r.R == 4; /* the 4 x 64 case */
+  r.misalign = r.R == 4 && !norm_vec_only(k); /* the 4 x 64 case (vec: only refuses it: rt_catalog) */
   r.parts = norm_parts(k);
   int rc = norm_is(k, "phase", "fwd")   ? norm_emu_fwd(k, &r)
            : norm_is(k, "phase", "bwd") ? norm_emu_bwd(k, &r)

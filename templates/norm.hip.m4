@@ -65,6 +65,7 @@ static constexpr bool NORM_L2PF = ]hkm_tune([l2prefetch])[;   // fwd: weights as
 static constexpr bool NORM_PIPE = ]hkm_tune([pipeline])[;     // bwd: the next row's loads before the sums
 static constexpr bool NORM_SLATE = ]hkm_tune([slate])[;       // fwd: held units' s stored with y, after the sums
 static constexpr int NORM_RPB = ]hkm_tune([rpb])[;            // fwd: rows a block, their weights loaded once
+static constexpr bool NORM_VEC_ONLY = ]hkm_tune([vec_only])[; // fwd: 16-byte accesses alone (libhkrt checked the alignment)
 static constexpr int NORM_ACC_BYTES = ]hkm_tune([acc_bytes])[; // bwd: LDS for the partial sums (0: registers)
 static constexpr bool NORM_HINT_LD = (]hkm_tune([hints])[ & 1) != 0; // the row's streamed inputs read evict-first
 static constexpr bool NORM_HINT_ST = (]hkm_tune([hints])[ & 2) != 0; // its outputs stored evict-first
@@ -296,6 +297,11 @@ struct norm_row {
     unsigned long long seed, offset;
 };
 
+// Elements of the unit at col that its loads and stores take: all 8 on the vector path
+// (hidden % 8 == 0; only units in the row are touched), so that path is one 16-byte access
+// with no element path beside it; else what is left of the row.
+HK_DEVICE int norm_n(const norm_row &r, int col) { return r.vec ? 8 : r.hidden - col; }
+
 // dropout(x) of one unit in place
 HK_DEVICE void norm_dropout8(const norm_row &r, int col0, float v[8])
 {
@@ -345,7 +351,7 @@ struct norm_raw8 {
 
 HK_DEVICE void norm_fetch8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, int u, norm_raw8 &q)
 {
-    const int col = 8 * u, n = r.hidden - col;
+    const int col = 8 * u, n = norm_n(r, col);
     q.x = norm_ld8(x + col, n, r.vec);
     if (NORM_RES)
         q.res = norm_ld8(res + col, n, r.vec);
@@ -353,7 +359,7 @@ HK_DEVICE void norm_fetch8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *r
 
 HK_DEVICE void norm_make8(const norm_row &r, const norm_raw8 &q, hk_bf16 *s_out, int u, bool store, float v[8])
 {
-    const int col = 8 * u, n = r.hidden - col;
+    const int col = 8 * u, n = norm_n(r, col);
 #pragma unroll
     for (int j = 0; j < 8; ++j)
         v[j] = hk_bf16_to_f32(q.x[j]);
@@ -380,7 +386,7 @@ HK_DEVICE void norm_s8(const norm_row &r, const hk_bf16 *x, const hk_bf16 *res, 
         norm_make8(r, q, s_out, u, store, v);
         return;
     }
-    const int col = 8 * u, n = r.hidden - col;
+    const int col = 8 * u, n = norm_n(r, col);
     norm_ld8f(x + col, n, r.vec, v);
     norm_dropout8(r, col, v);
     if (NORM_RES) {
@@ -422,7 +428,7 @@ HK_DEVICE float norm_wget(const norm_wraw8<float> &q, int j) { return q.v[j]; }
 // weight (and bias) of unit u; bias 0 for rmsnorm
 HK_DEVICE void norm_wb8(const norm_row &r, const norm_w_t *w, const norm_w_t *bias, int u, float wv[8], float bv[8])
 {
-    const int col = 8 * u, n = r.hidden - col;
+    const int col = 8 * u, n = norm_n(r, col);
     norm_load_w8(w + col, n, r.vec, wv);
 #pragma unroll
     for (int j = 0; j < 8; ++j)
@@ -434,7 +440,7 @@ HK_DEVICE void norm_wb8(const norm_row &r, const norm_w_t *w, const norm_w_t *bi
 HK_DEVICE void norm_y8(const norm_row &r, hk_bf16 *y, int u, float mean, float rstd, const float v[8],
                        const float wv[8], const float bv[8])
 {
-    const int col = 8 * u, n = r.hidden - col;
+    const int col = 8 * u, n = norm_n(r, col);
     float o[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j)
@@ -541,7 +547,7 @@ HK_DEVICE void norm_fwd_rows(hk_lds_t lds, const norm_ptrs &p, norm_row &r, long
                     norm_unhold(v[q][i], t);
                     norm_y8(r, p.y + base, u, mean[q], rstd[q], t, tw, tb);
                     if (NORM_RES || NORM_DROP)
-                        norm_store8(p.s + base + 8 * u, hidden - 8 * u, r.vec, t);
+                        norm_store8(p.s + base + 8 * u, norm_n(r, 8 * u), r.vec, t);
                 }
         }
     }
@@ -555,29 +561,16 @@ HK_DEVICE void norm_fwd_rows(hk_lds_t lds, const norm_ptrs &p, norm_row &r, long
             }
 }
 
-#undef HK_BLOCKS_PER_SM
-#define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
-]hkm_kernel_begin()[
-    const int tid = hk_thread_id();
-    HK_LDS_DECLARE(NORM_LDS);
-    const hk_bf16 *x0 = hk_a.x;
-    const hk_bf16 *res0 = ]hkm_norm_res([[hk_a.residual]], [[(const hk_bf16 *)0]])[;
-    hk_bf16 *s0 = ]hkm_norm_s([[hk_a.s_out]], [[(hk_bf16 *)0]])[;
-    hk_bf16 *y0 = hk_a.y;
-    const norm_w_t *w = hk_a.weight;
-    const norm_w_t *bias = ]hkm_norm_ln([[hk_a.bias]], [[(const norm_w_t *)0]])[;
-    norm_row r;
-    r.hidden = hidden;
-    r.seed = ]hkm_norm_drop([[(unsigned long long)hk_a.seed]], [[0]])[;
-    r.offset = ]hkm_norm_drop([[(unsigned long long)hk_a.offset]], [[0]])[;
-    // every row starts 16-byte aligned when hidden % 8 == 0 and the tensors do
-    r.vec = hidden % 8 == 0 && norm_al16(x0) && norm_al16(y0) && (!NORM_RES || norm_al16(res0))
-            && (!s0 || norm_al16(s0)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias))));
-    if (NORM_RPB > 1) {
-        const norm_ptrs p = {x0, res0, s0, y0, w, bias, hk_a.rstd, ]hkm_norm_ln([[hk_a.mean]], [[(float *)0]])[};
-        norm_fwd_rows(hk_lds, p, r, rows);
-        return;
-    }
+// One row a block (rpb 1).  VEC (vec: only): the vector path alone, a constant, so that a
+// unit's loads and stores are single 16-byte accesses with no element path beside them (H200,
+// RMSNorm at hidden 4096: 32 registers against 40 with both paths); else r.vec picks per launch.
+template <bool VEC> HK_DEVICE void norm_fwd_row(hk_lds_t hk_lds, const norm_ptrs &p, norm_row r)
+{
+    r.vec = VEC || r.vec;
+    const int tid = hk_thread_id(), hidden = r.hidden;
+    const hk_bf16 *x0 = p.x, *res0 = p.res;
+    hk_bf16 *s0 = p.s, *y0 = p.y;
+    const norm_w_t *w = p.w, *bias = p.bias;
     const int nunits = (hidden + 7) / 8;
     // register units the row needs, the same in every thread: the loops over the held
     // units stop there on a uniform branch instead of masking the rest lane by lane
@@ -726,9 +719,9 @@ HK_DEVICE void norm_fwd_rows(hk_lds_t lds, const norm_ptrs &p, norm_row &r, long
             break;
         const int u = tid + i * NORM_T;
         if (NORM_WBATCH && !NORM_PREFETCH && u < nunits) {
-            norm_wfetch(r, w + 8 * u, r.hidden - 8 * u, lw[NORM_PREFETCH ? 0 : i]);
+            norm_wfetch(r, w + 8 * u, norm_n(r, 8 * u), lw[NORM_PREFETCH ? 0 : i]);
             if (NORM_LN)
-                norm_wfetch(r, bias + 8 * u, r.hidden - 8 * u, lb[NORM_PREFETCH ? 0 : i]);
+                norm_wfetch(r, bias + 8 * u, norm_n(r, 8 * u), lb[NORM_PREFETCH ? 0 : i]);
         }
     }
 #pragma unroll
@@ -753,7 +746,7 @@ HK_DEVICE void norm_fwd_rows(hk_lds_t lds, const norm_ptrs &p, norm_row &r, long
             }
             norm_y8(r, y, u, mean, rstd, t, tw, tb);
             if (NORM_SLATE && (NORM_RES || NORM_DROP))
-                norm_store8(s_out + 8 * u, r.hidden - 8 * u, r.vec, t);
+                norm_store8(s_out + 8 * u, norm_n(r, 8 * u), r.vec, t);
         }
     }
     for (int u = tid + NORM_UNITS * NORM_T; u < nunits; u += NORM_T) {
@@ -763,9 +756,33 @@ HK_DEVICE void norm_fwd_rows(hk_lds_t lds, const norm_ptrs &p, norm_row &r, long
         norm_y8(r, y, u, mean, rstd, t, tw, tb);
     }
     if (tid == 0) {
-        hk_global_store_f32(hk_a.rstd + r.row, rstd);
-]hkm_norm_ln([[        hk_global_store_f32(hk_a.mean + r.row, mean);
+        hk_global_store_f32(p.rstd + r.row, rstd);
+]hkm_norm_ln([[        hk_global_store_f32(p.mean + r.row, mean);
 ]])[    }
+}
+
+#undef HK_BLOCKS_PER_SM
+#define HK_BLOCKS_PER_SM ]hkm_tune([occupancy])[
+]hkm_kernel_begin()[
+    HK_LDS_DECLARE(NORM_LDS);
+    const hk_bf16 *x0 = hk_a.x;
+    const hk_bf16 *res0 = ]hkm_norm_res([[hk_a.residual]], [[(const hk_bf16 *)0]])[;
+    hk_bf16 *s0 = ]hkm_norm_s([[hk_a.s_out]], [[(hk_bf16 *)0]])[;
+    hk_bf16 *y0 = hk_a.y;
+    const norm_w_t *w = hk_a.weight;
+    const norm_w_t *bias = ]hkm_norm_ln([[hk_a.bias]], [[(const norm_w_t *)0]])[;
+    norm_row r;
+    r.hidden = hidden;
+    r.seed = ]hkm_norm_drop([[(unsigned long long)hk_a.seed]], [[0]])[;
+    r.offset = ]hkm_norm_drop([[(unsigned long long)hk_a.offset]], [[0]])[;
+    // every row starts 16-byte aligned when hidden % 8 == 0 and the tensors do
+    r.vec = NORM_VEC_ONLY || (hidden % 8 == 0 && norm_al16(x0) && norm_al16(y0) && (!NORM_RES || norm_al16(res0))
+            && (!s0 || norm_al16(s0)) && (sizeof(norm_w_t) == 4 || (norm_al16(w) && (!NORM_LN || norm_al16(bias)))));
+    const norm_ptrs p = {x0, res0, s0, y0, w, bias, hk_a.rstd, ]hkm_norm_ln([[hk_a.mean]], [[(float *)0]])[};
+    if (NORM_RPB > 1)
+        norm_fwd_rows(hk_lds, p, r, rows);
+    else
+        norm_fwd_row<NORM_VEC_ONLY>(hk_lds, p, r);
 }
 ]hkm_norm_only([bwd])[
 // ---- phase bwd ---------------------------------------------------------------

@@ -330,6 +330,25 @@ static hkrt_status hkrt_read_tmap(const hkrt_mctx *m, const hkrt_json *o, hkrt_k
   return HKRT_OK;
 }
 
+HKRT_LOCAL const char *hkrt_karg_align_why(const hkrt_karg *a) {
+  return a->align_declared ? "the kernel's wide accesses (manifest \"align\")" : a->type;
+}
+
+/* "align": optional, a pointer's address alignment when the kernel needs more than its element's (a
+   power of two up to 256, a multiple of the element's). */
+static hkrt_status hkrt_read_ptr_align(const hkrt_mctx *m, const hkrt_json *o, hkrt_karg *a) {
+  hkrt_status st = HKRT_OK;
+  long long al = 0;
+  if (a->cls != HKRT_KA_PTR) return hkrt_mfail(m, o, "argument %s (%s): \"align\" is for pointers", a->name, a->type);
+  if (hkrt_mint(m, o, "align", 1, 256, &al, &st)) return st;
+  if (al & (al - 1) || al % a->elem_align)
+    return hkrt_mfail(m, o, "argument %s: \"align\" %lld is not a power of two that is a multiple of %u", a->name,
+                      al, a->elem_align);
+  a->elem_align = (unsigned)al;
+  a->align_declared = 1;
+  return HKRT_OK;
+}
+
 static hkrt_status hkrt_read_arg(const hkrt_mctx *m, const hkrt_json *o, hkrt_karg *a,
                                  unsigned total) {
   hkrt_status st = HKRT_OK;
@@ -346,6 +365,7 @@ static hkrt_status hkrt_read_arg(const hkrt_mctx *m, const hkrt_json *o, hkrt_ka
   if (t == -2) return hkrt_mfail(m, o, "argument %s: unknown type '%s'", a->name, a->type);
   if (t < 0) return hkrt_mfail(m, o, "argument %s: type '%s' with size %u", a->name, a->type, a->size);
   if (a->cls == HKRT_KA_TMAP && (st = hkrt_read_tmap(m, o, a))) return st;
+  if (hkrt_json_get(o, "align") && (st = hkrt_read_ptr_align(m, o, a))) return st;
   unsigned align = a->cls == HKRT_KA_TMAP ? 64 : a->size;
   if (a->offset % align || a->offset + a->size > total)
     return hkrt_mfail(m, o, "argument %s: offset %u (size %u) is misaligned or past kernarg.size %u",
@@ -685,8 +705,8 @@ HKRT_API hkrt_status hkrt_kernel_set_pointer(const hkrt_kernel *k, void *args_bu
   if (a->cls != HKRT_KA_PTR)
     return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is a %s, not a pointer", k->name, name, a->type);
   if (!ptr || (uintptr_t)ptr % a->elem_align)
-    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s: %s pointer %p (a %s needs %u-byte alignment)", k->name,
-                     name, ptr ? "misaligned" : "NULL", ptr, a->type, a->elem_align);
+    return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s: %s pointer %p (%s needs %u-byte alignment)", k->name,
+                     name, ptr ? "misaligned" : "NULL", ptr, hkrt_karg_align_why(a), a->elem_align);
   unsigned char *buf = args_buf;
   memcpy(buf + a->offset, &ptr, sizeof ptr);
   for (size_t i = 0; i < k->nargs; i++) /* the tensor maps that hold the same address */

@@ -32,7 +32,8 @@ typedef struct {
   const char *name, *type; /* strings live in the catalogue's JSON arena */
   unsigned offset, size;
   hkrt_ka_class cls;
-  unsigned elem_align;     /* pointers: the alignment of the element type */
+  unsigned elem_align;     /* pointers: the address alignment the kernel needs (its element's, or "align") */
+  int align_declared;      /* the manifest's "align" raised it (the kernel's 16-byte accesses) */
   long long lo, hi;        /* integers: the range of the C type */
   hkrt_tmap_recipe tmap;   /* HKRT_KA_TMAP */
 } hkrt_karg;
@@ -102,6 +103,8 @@ struct hkrt_catalog {
 HKRT_LOCAL const hkrt_kv *hkrt_kernel_baked(const hkrt_kernel *k, const char *name);
 HKRT_LOCAL int hkrt_kernel_is_runtime(const hkrt_kernel *k, const char *name);
 HKRT_LOCAL const hkrt_karg *hkrt_kernel_karg(const hkrt_kernel *k, const char *name);
+/* What needs a pointer argument's alignment, for messages: its type, or the kernel's wide accesses. */
+HKRT_LOCAL const char *hkrt_karg_align_why(const hkrt_karg *a);
 /* Full-string decimal integer; 0 on success. */
 HKRT_LOCAL int hkrt_parse_ll(const char *s, long long *out);
 /* Checks the problem against the kernel: 0 when it fits, else the number of

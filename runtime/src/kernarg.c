@@ -53,7 +53,7 @@ static hkrt_status hkrt_put_ptr(hkrt_pack *p, const hkrt_karg *a, const hkrt_arg
   if (!x->v.p) return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s is a null pointer", p->k->name, a->name);
   if ((uintptr_t)x->v.p % a->elem_align)
     return hkrt_fail(HKRT_ERR_ARG, "kernel %s: argument %s (%p) is not aligned to %u bytes, as %s needs",
-                     p->k->name, a->name, x->v.p, a->elem_align, a->type);
+                     p->k->name, a->name, x->v.p, a->elem_align, hkrt_karg_align_why(a));
   memcpy(p->buf + a->offset, &x->v.p, sizeof x->v.p);
   return HKRT_OK;
 }
