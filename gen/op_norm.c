@@ -278,6 +278,27 @@ static long norm_units(const op_inst *k, int threads, long cap) {
   return u < cap ? u : cap;
 }
 
+/* Selection's cost of an sm_90a forward (op_plan.cost, ns on an H200), for a
+   catalogue that holds a row's kernel at 256 and at 512 threads (a spec's
+   `threads: [256, 512]`): a fixed time, then the row's bytes at a rate.
+   Measured 2026-12-03 10:40 (docs/PERF.md), hidden 4096, 1-16384 rows: 512
+   threads take 5.2-7.4 us up to 256 rows against 6.0-8.3 for 256, whose more
+   blocks an SM win from 1024 rows on (LayerNorm 14.2 against 15.3 us; 16384
+   rows 132.6-133.4 against 134.4-139.6): the rates put the crossing near 570
+   rows. Other thread counts were not measured and get no cost. */
+static const struct {
+  int threads, fixed_ns, b_per_ns;
+} norm_h200_fwd[] = {{256, 6000, 4250}, {512, 5200, 3600}};
+
+static void norm_plan_cost(const op_inst *k, op_plan *p) {
+  if (tgt_name_has(k->target, TGT_AMD) || !norm_is(k, "phase", "fwd") || op_int(k, "rpb") > 1) return;
+  long t = op_int(k, "threads"), elem = 2 * (2 + 2 * (norm_res(k) || norm_drop(k)));
+  for (size_t i = 0; i < sizeof norm_h200_fwd / sizeof norm_h200_fwd[0]; i++)
+    if (norm_h200_fwd[i].threads == t)
+      op_formula(p->cost, "%d+%s*%s*%ld/%d", norm_h200_fwd[i].fixed_ns, op_term(k, "rows"), op_term(k, "hidden"), elem,
+                 norm_h200_fwd[i].b_per_ns);
+}
+
 static void norm_plan(const op_inst *k, op_plan *p) {
   const char *rows = op_term(k, "rows"), *hidden = op_term(k, "hidden");
   int t = (int)op_int(k, "threads");
@@ -318,6 +339,7 @@ static void norm_plan(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "acc_bytes", norm_acc_bytes(k));
   op_plan_tune(p, "welford", norm_is(k, "stats", "welford"));
   op_plan_tune(p, "shifted", norm_is(k, "stats", "shifted"));
+  norm_plan_cost(k, p);
   norm_args_tail(k, p);
 }
 

@@ -251,6 +251,10 @@ set_tests_properties(estimate PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT 
 add_test(amd_select sh pipeline/amd_select.sh)
 set_tests_properties(amd_select PROPERTIES TIMEOUT 600 LABELS "build;runtime" ENVIRONMENT "${HK_BUILD_ENV}")
 
+# the sm_90a norm forward's cost: 512 threads a row for few rows, 256 for many; vec: only's spec errors
+add_test(norm_select sh pipeline/norm_select.sh)
+set_tests_properties(norm_select PROPERTIES TIMEOUT 120 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+
 # make install (DESTDIR, PREFIX), relocated, and a consumer project built
 # from it with CMake (hkgen_add_catalog) and with pkg-config; Python from the
 # prefix; make uninstall.

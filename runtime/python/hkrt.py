@@ -951,9 +951,11 @@ def _norm_run(kind, x, weight, bias, residual, eps, catalog):
     y, s, rstd, mean = _norm_out(torch, x, residual, kind, rows)
     if y.numel() == 0:
         return y, s, rstd, mean
+    # a tensor off 16 bytes: a kernel with both paths (vec: only ones refuse it)
+    extra = {} if all(t is None or t.data_ptr() % 16 == 0 for t in (x, residual, y, s, weight, bias)) else {"vec": "both"}
     kern = _select(cat, "hkrt.%s" % ("rms_norm" if kind == "rmsnorm" else "layer_norm"), "norm", kind=kind,
                    phase="fwd", weight_dtype="bf16" if _dtype(weight) == "bfloat16" else "fp32",
-                   residual=residual is not None, dropout=0, eps=repr(float(eps)), rows=rows, hidden=H)
+                   residual=residual is not None, dropout=0, eps=repr(float(eps)), rows=rows, hidden=H, **extra)
     _poison(y, s, rstd, mean)
     _launch(kern, dict(x=x, residual=residual, weight=weight, bias=bias, y=y, s_out=s, rstd=rstd, mean=mean,
                        rows=rows, hidden=H))
