@@ -128,9 +128,10 @@ static void model_add(yt_node ***out, size_t *n, yt_node *e) {
 }
 
 /* The model's add + norm (hidden whole on every rank, so one entry for all
-   tp): kind and eps are checked by the norm op's schema like a user's entry. */
-static void model_norm(const yt_node *m, const char *name, const yt_node *target, long hidden, yt_node ***out,
-                       size_t *n) {
+   tp): kind and eps are checked by the norm op's schema like a user's entry;
+   training adds the backward and its reduction (the entry's phase a list). */
+static void model_norm(const yt_node *m, const char *name, const yt_node *target, int training, long hidden,
+                       yt_node ***out, size_t *n) {
   const yt_node *kind = yt_map_get(m, "norm"), *eps = yt_map_get(m, "eps");
   if (!kind || kind->kind != YT_SCALAR) return;
   char nm[96];
@@ -139,6 +140,18 @@ static void model_norm(const yt_node *m, const char *name, const yt_node *target
   model_set(e, "kind", kind->value);
   model_set_int(e, "hidden", hidden);
   if (eps && eps->kind == YT_SCALAR) model_set(e, "eps", eps->value);
+  if (training) {
+    static const char *const phases[] = {"fwd", "bwd", "bwd_reduce"};
+    yt_node *k = model_node(YT_SCALAR, e), *v = model_node(YT_SEQ, e);
+    k->value = xstrdup("phase");
+    for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) {
+      yt_node *ph = model_node(YT_SCALAR, e);
+      ph->value = xstrdup(phases[i]);
+      model_push(v, ph);
+    }
+    model_push(e, k);
+    model_push(e, v);
+  }
   model_add(out, n, e);
 }
 
@@ -376,7 +389,7 @@ static void model_one(model_ctx *c, const yt_node *m, yt_node ***out, size_t *n)
     model_add(out, n, r);
     if (serving_ok) model_serving(m, serving, base, target, d, hq_r, hk_r, out, n);
   }
-  if (!c->errors) model_norm(m, name->value, target, hidden, out, n);
+  if (!c->errors) model_norm(m, name->value, target, training, hidden, out, n);
 }
 
 int model_expand(const char *file, const yt_node *models, yt_node ***out, size_t *n) {
