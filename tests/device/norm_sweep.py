@@ -36,7 +36,7 @@ T0 = time.time()
 BUDGET = float(os.environ.get("SWEEP_BUDGET", "80"))
 TARGET = "sm_90a"
 TOL = 1e-2
-SMALL = ("norm_h_", "v_")  # key prefixes timed at small row counts too (fwd and bwd)
+SMALL = ("norm_h_", "norm_h5_", "v_")  # key prefixes timed at small row counts too (fwd and bwd)
 SMALL_ROWS = tuple(int(r) for r in os.environ.get("SWEEP_SMALL_ROWS", "1,8,32,128,256,1024,4096").split(","))
 PHASES = os.environ.get("SWEEP_PHASES", "fwd,bwd").split(",")  # what is timed (numerics: everything)
 
