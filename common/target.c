@@ -8,6 +8,7 @@
 #include "target.h"
 
 #include <string.h>
+#include <strings.h>
 
 static const tgt_part tgt_parts_cdna2[] = {
     {"MI210", 104, 1, 1700, 1.6, 181.0, 128, 2048, 8},
@@ -122,10 +123,11 @@ const tgt_part *tgt_largest_part(const tgt_info *t) {
   return best;
 }
 
+/* Case does not matter: mi355x names MI355X. */
 const tgt_part *tgt_part_find(const char *name, const tgt_info **target) {
   for (size_t i = 0; name && i < TGT_N; i++)
     for (int j = 0; j < tgt_table[i].nparts; j++)
-      if (!strcmp(tgt_table[i].parts[j].name, name)) {
+      if (!strcasecmp(tgt_table[i].parts[j].name, name)) {
         if (target) *target = &tgt_table[i];
         return &tgt_table[i].parts[j];
       }
