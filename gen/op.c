@@ -178,10 +178,6 @@ void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name) {
   (*n)++;
 }
 
-void op_arg_align_last(op_arg *args, int n, int bytes) {
-  if (n > 0 && strchr(args[n - 1].ctype, '*')) args[n - 1].ptr_align = bytes;
-}
-
 void op_arg_tmap(op_arg *args, int *n, const char *name, const op_tmap *t) {
   op_arg_add(args, n, "hk_tmap", name);
   args[*n - 1].tmap = *t;

@@ -44,7 +44,7 @@ typedef struct {
   char name[32];
   char ctype[32]; /* as written in the kernel's argument struct */
   int size, align, offset;
-  int ptr_align;  /* pointers: bytes the kernel needs the address aligned to (0: its element's) */
+  int ptr_align;  /* pointers: the address alignment the kernel needs, the manifest's "align" (0: its element's) */
   op_tmap tmap;   /* ctype "hk_tmap" only */
 } op_arg;
 
@@ -226,8 +226,6 @@ int op_value_ok(const op_param *p, const char *v, char *msg, size_t n);
 void op_arg_add(op_arg *args, int *n, const char *ctype, const char *name);
 /* Appends a tensor-map argument built by the runtime from recipe t. */
 void op_arg_tmap(op_arg *args, int *n, const char *name, const op_tmap *t);
-/* The last argument added (a pointer) must be `bytes'-aligned at launch (the manifest's "align"). */
-void op_arg_align_last(op_arg *args, int n, int bytes);
 /* A recipe: `tensor', rank dims (innermost first), rank - 1 strides, rank
    box sizes, swizzle bytes. */
 op_tmap op_tmap_make(const char *tensor, int rank, const char *const *dims, const char *const *strides,

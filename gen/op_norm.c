@@ -221,28 +221,17 @@ static void norm_args_tail(const op_inst *k, op_plan *p) {
 static void norm_args_fwd(const op_inst *k, op_plan *p) {
   op_arg *a = p->args;
   int *n = &p->nargs;
-  /* vec: only, 16-byte accesses alone: every bf16 tensor 16-byte aligned (fp32 weights are read by element) */
-  int al = norm_vec_only(k) ? 16 : 0, wal = norm_is(k, "weight_dtype", "bf16") ? al : 0;
   op_arg_add(a, n, "const hk_bf16 *", "x");
-  op_arg_align_last(a, *n, al);
-  if (norm_res(k)) {
-    op_arg_add(a, n, "const hk_bf16 *", "residual");
-    op_arg_align_last(a, *n, al);
-  }
+  if (norm_res(k)) op_arg_add(a, n, "const hk_bf16 *", "residual");
   op_arg_add(a, n, norm_wptr(k, 1), "weight");
-  op_arg_align_last(a, *n, wal);
-  if (norm_ln(k)) {
-    op_arg_add(a, n, norm_wptr(k, 1), "bias");
-    op_arg_align_last(a, *n, wal);
-  }
+  if (norm_ln(k)) op_arg_add(a, n, norm_wptr(k, 1), "bias");
   op_arg_add(a, n, "hk_bf16 *", "y");
-  op_arg_align_last(a, *n, al);
-  if (norm_res(k) || norm_drop(k)) {
-    op_arg_add(a, n, "hk_bf16 *", "s_out");
-    op_arg_align_last(a, *n, al);
-  }
+  if (norm_res(k) || norm_drop(k)) op_arg_add(a, n, "hk_bf16 *", "s_out");
   op_arg_add(a, n, "float *", "rstd");
   if (norm_ln(k)) op_arg_add(a, n, "float *", "mean");
+  /* vec: only, 16-byte accesses alone: every bf16 tensor 16-byte aligned (fp32 weights are read by element) */
+  for (int i = 0; norm_vec_only(k) && i < *n; i++)
+    if (strstr(a[i].ctype, "hk_bf16 *")) a[i].ptr_align = 16;
 }
 
 static void norm_args_bwd(const op_inst *k, op_plan *p) {

@@ -952,7 +952,8 @@ def _norm_run(kind, x, weight, bias, residual, eps, catalog):
     if y.numel() == 0:
         return y, s, rstd, mean
     # a tensor off 16 bytes: a kernel with both paths (vec: only ones refuse it)
-    extra = {} if all(t is None or t.data_ptr() % 16 == 0 for t in (x, residual, y, s, weight, bias)) else {"vec": "both"}
+    aligned = all(t is None or t.data_ptr() % 16 == 0 for t in (x, residual, y, s, weight, bias))
+    extra = {} if aligned else {"vec": "both"}
     kern = _select(cat, "hkrt.%s" % ("rms_norm" if kind == "rmsnorm" else "layer_norm"), "norm", kind=kind,
                    phase="fwd", weight_dtype="bf16" if _dtype(weight) == "bfloat16" else "fp32",
                    residual=residual is not None, dropout=0, eps=repr(float(eps)), rows=rows, hidden=H, **extra)

@@ -33,6 +33,7 @@ for (kind, hidden), g in sorted(groups.items()):
             pick = min(g, key=lambda k: cost(k["cost"], rows, H))
             ok = pick["params"]["threads"] == want
             bad += not ok
+            got = pick["params"]["threads"]
             print("%s %s hidden %d rows %d: %s (%s threads)%s" % ("ok" if ok else "FAIL", kind, H, rows, pick["name"],
-                                                                pick["params"]["threads"], "" if ok else ", want " + want))
+                                                                got, "" if ok else ", want " + want))
 sys.exit(1 if bad else 0)
