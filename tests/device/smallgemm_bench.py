@@ -4,7 +4,8 @@
 tests/device/smallgemm.yaml (one block per tile, split-K, persistent).
 
 --numerics: every kernel at odd shapes (tails in M, N and K, padded and odd
-    leading dimensions, a misaligned base for the element path), fresh randn
+    leading dimensions, a misaligned base for the element path; persistent and
+    stream-K ones also on 1, 3 (stream-K: 5, 7) blocks), fresh randn
     inputs, C poisoned with NaN, fp64 reference, relative L2 < 1e-2 (NaN never
     passes), C's padding columns still NaN, a second launch bit-identical
     (split-K's fixed-order sum), split counters back to 0, and a too-small
@@ -14,8 +15,8 @@ tests/device/smallgemm.yaml (one block per tile, split-K, persistent).
     nt layout) at Llama-3-8B/70B projection shapes for M = 1, 16, 64, 256,
     at 8192 x 8192 x 1024 and at 1024^3 (SG_BIG=1: first at 4096^3, 8192^3
     and Llama-3-8B's qkv and down at 8192 tokens; SG_BIG=only: those and
-    the two above alone). SG_ROUNDS=n: n passes over a shape's baseline and
-    kernels in turn, the median of each (default 1). SG_LAYOUT=nn: the
+    the two above alone; SG_M=256,64: those M of the projections only).
+    SG_ROUNDS=n: n passes over a shape's baseline and kernels in turn, the median of each (default 1). SG_LAYOUT=nn: the
     kernels of layout nn against torch.matmul (B stored K x N). Both sides are timed the same two
     ways: one launch captured in a CUDA graph, triton.testing.do_bench of the
     replay (median, L2 flushed before each replay); and back to back, R
@@ -194,9 +195,11 @@ def numerics():
                 worst = max(worst, err)
                 probs += ["%dx%dx%d: %s" % (M, N, K, b) for b in bad]
             if cfg(e)[3]:  # persistent: also with 1 and 3 blocks, each walking many units
-                for units in ("1", "3"):
+                # stream-K with few m-tiles runs a lane of blocks per m-tile: 5 and 7 blocks
+                # leave blocks past the last whole lane idle; 256 rows make 2 or 4 lanes
+                for units in ("1", "3") + (("5", "7") if cfg(e)[4] else ()):
                     os.environ["HKRT_UNITS"] = units
-                    for M, N, K in ((300, 1000, 1000), (129, 130, 136)):
+                    for M, N, K in ((300, 1000, 1000), (129, 130, 136)) + (((256, 700, 2000),) if cfg(e)[4] else ()):
                         ld = K if e["params"]["layout"] == "nt" else N
                         err, bad = numerics_case(k, e, M, N, K, K, ld, N, 0)
                         worst = max(worst, err)
@@ -237,8 +240,9 @@ def bench_shapes():
     out = out + [("square", "1024^3", 1024, 1024, 1024), ("short-K", "8192x8192x1024", 8192, 8192, 1024)]
     if os.environ.get("SG_BIG") == "only":
         return out
+    ms = [int(m) for m in os.environ.get("SG_M", "1,16,64,256").split(",")]  # SG_M: these M only
     for tp8 in (False, True):  # TP 8 last: the first to go when time runs out
-        for M in (1, 16, 64, 256):
+        for M in ms:
             for model, proj, N, K in LLAMA:
                 if model.endswith("tp8") == tp8:
                     out.append((model, proj, M, N, K))
