@@ -413,6 +413,10 @@ static void gemm_plan_amd(const op_inst *k, op_plan *p) {
    launches that share them must not overlap. */
 static void gemm_split_checks(const op_inst *k, op_plan *p);
 
+/* Stream-K with at most this many m-tiles: one lane of blocks per m-tile,
+   the lanes reading B in step (the template's STREAM_LANES). */
+#define GEMM_STREAM_LANES 4
+
 static void gemm_plan_sched(const op_inst *k, op_plan *p) {
   char tiles[OP_FORMULA];
   op_formula(tiles, "cdiv(%s,%s)*cdiv(%s,%s)", op_term(k, "M"), op_val(k, "tile_m"), op_term(k, "N"),
@@ -420,6 +424,7 @@ static void gemm_plan_sched(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "split_k", gemm_split(k));
   op_plan_tune(p, "persistent", op_int(k, "persistent"));
   op_plan_tune(p, "stream_k", op_int(k, "stream_k"));
+  op_plan_tune(p, "stream_lanes", GEMM_STREAM_LANES);
   if (op_int(k, "stream_k"))
     op_formula(p->grid[0], "min(%s*cdiv(%s,64),device_units)", tiles, op_term(k, "K"));
   else if (op_int(k, "persistent"))
@@ -456,8 +461,9 @@ static void gemm_split_checks(const op_inst *k, op_plan *p) {
    blocks per SM: half the rounds); split-K pays its partials' traffic and a
    fixed time per round for counting and summing; stream-K an equal share
    of all k-tiles, one fill, and two partial tiles per block, but reads A
-   once per tile column and B once per tile row (measured 2026-12-02: at
-   M = 256 stream-K took 1.2-3x the best variant's time). The
+   once per tile column and B once per tile row, or once with at most
+   GEMM_STREAM_LANES m-tiles (measured 2026-12-04 with the lanes: at M =
+   256 stream-K took 1.0-1.4x the best variant's time). The
    launch takes the larger of that and the compulsory DRAM bytes at
    GEMM_H200_DRAM_B_PER_NS, plus an eighth of the smaller. */
 #define GEMM_H200_DRAM_B_PER_NS 2500
@@ -471,9 +477,10 @@ static const struct {
     /* full: 2 tm tn 64 flops / (TFLOP/s of main's kernel at 4096^3 nt, 2026-11-29 / 132 SMs);
        one_row (64-row tiles): 8B o projection at M = 1, 2026-12-02; then 128 x 128 full, 64 x 64
        full, 64 x 256 one_row and the split traffic refitted to the picks of the 2026-12-03 07:36
-       run (tests/device/smallgemm_select.py replays them: 43 -> 47 of 54 shapes >= 0.9 cuBLAS) */
+       run (tests/device/smallgemm_select.py replays them: 43 -> 47 of 54 shapes >= 0.9 cuBLAS);
+       64 x 256 one_row again to the two 2026-12-04 02:0x runs' picks (105 -> 106 of 128) */
     {128, 256, 882, 882}, {128, 128, 475, 475}, {128, 64, 328, 328},
-    {64, 256, 537, 515},  {64, 128, 195, 301},  {64, 64, 234, 189},
+    {64, 256, 414, 515},  {64, 128, 195, 301},  {64, 64, 234, 189},
 };
 
 /* k-tile time as a formula of M ("" when the tile has no figures). */
@@ -512,9 +519,10 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   if (s > 1 && w > 0 && (size_t)w < sizeof sm)
     w += snprintf(sm + w, sizeof sm - (size_t)w, "+(%s+%d)*min(%s,%d)*%d/%d+%s*%d", rounds, s, M, tm, tn * 4,
                   GEMM_H200_SPLIT_B_PER_NS, rounds, GEMM_H200_SPLIT_NS);
-  if (op_int(k, "stream_k")) /* blocks sharing a panel of A or B reach it at different k: one read per tile */
-    op_formula(dram, "(cdiv(%s,%d)*%s*%s+cdiv(%s,%d)*%s*%s+%s*%s)*2/%d", M, tm, N, K, N, tn, M, K, M, N,
-               GEMM_H200_DRAM_B_PER_NS);
+  if (op_int(k, "stream_k")) /* blocks sharing a panel of A or B reach it at different k: one read per tile,
+                                but up to GEMM_STREAM_LANES m-tiles' lanes read B in step, once */
+    op_formula(dram, "(%s*%s*(1+(cdiv(%s,%d)-1)*min(1,max(0,cdiv(%s,%d)-%d)))+cdiv(%s,%d)*%s*%s+%s*%s)*2/%d",
+               N, K, M, tm, M, tm, GEMM_STREAM_LANES, N, tn, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
   else op_formula(dram, "(%s*%s+%s*%s+%s*%s)*2/%d", N, K, M, K, M, N, GEMM_H200_DRAM_B_PER_NS);
   if (w < 0 || (size_t)w >= sizeof sm) return;
   w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/8", sm, dram, sm, dram);

@@ -70,11 +70,16 @@ m4_define([hkm_gemm_if_sched], [m4_ifdef([hkm_t_split_k], [$1], [$2])])
 # takes iterations b L .. (b + 1) L - 1 of the flattened tiles x k-tiles (L =
 # cdiv(tiles x k-tiles, gridDim)); a tile several blocks share is summed the
 # same way in k order, from two partial slots per block (gemm_stream_slot).
+# With at most STREAM_LANES m-tiles the blocks form one lane per m-tile
+# (block b: lane b % lanes, place b / lanes in it) and each lane shares out
+# its own row of tiles: the lanes' blocks at one place then read the same
+# panel of B at about the same time, so that B comes from DRAM once.
 m4_define([hkm_gemm_sched_config], [[
 // ---- work units (split-K, persistent) ----------------------------------------
 static constexpr int SPLIT_K = ]hkm_tune([split_k])[;
 static constexpr bool PERSISTENT = ]hkm_tune([persistent])[;
 static constexpr bool STREAM_K = ]hkm_tune([stream_k])[; // block b: iterations b L .. (b + 1) L - 1 of tiles x k-tiles
+static constexpr int STREAM_LANES = ]hkm_tune([stream_lanes])[; // stream-K: up to this many m-tiles, one lane of blocks each
 static constexpr int CONSUMER_THREADS = 128 * CONSUMERS;
 static constexpr int SLOT_FLOATS = TILE_M * TILE_N;  // one split's partial tile
 static constexpr int FLAG_OFF = BAR_OFF + BAR_BYTES - 16; // "this block sums the tile", after the mbarriers
@@ -90,12 +95,32 @@ struct gemm_unit {
 
 // The work of this block: split-K and persistent blocks walk units b,
 // b + gridDim, ... (unit = tile * SPLIT_K + split); stream-K blocks walk the
-// tiles their iterations it0 .. it1 - 1 of the flattened tiles x k-tiles
-// touches (unit = tile).
+// tiles their iterations it0 .. it1 - 1 of their lane's flattened tiles x
+// k-tiles touches (unit u: the lane's u-th tile, tile u * lanes + lane).
 struct gemm_walk {
     long units, it0, it1, span; // span: stream-K iterations per block
     int k_tiles;
+    int lanes, lane, place;     // stream-K: this block is at place in lane (block place * lanes + lane)
 };
+
+// Stream-K: the lanes (one, when there are more m-tiles than STREAM_LANES
+// or than blocks) and this block's share of its lane's iterations; blocks
+// past the last whole set of lanes (at most lanes - 1) stay idle.
+HK_DEVICE gemm_walk gemm_walk_stream(int tiles_m, int tiles_n, int k_tiles)
+{
+    gemm_walk g;
+    g.k_tiles = k_tiles;
+    g.lanes = tiles_m <= STREAM_LANES && tiles_m <= (int)hk_grid_dim_x() ? tiles_m : 1;
+    g.lane = (int)(hk_block_id_x() % g.lanes);
+    g.place = (int)(hk_block_id_x() / g.lanes);
+    const int places = (int)(hk_grid_dim_x() / g.lanes);
+    const long iters = (long)(tiles_m / g.lanes) * tiles_n * k_tiles;
+    g.units = iters / k_tiles;
+    g.span = (iters + places - 1) / places;
+    g.it0 = g.place < places ? (long)g.place * g.span : iters;
+    g.it1 = g.it0 + g.span < iters ? g.it0 + g.span : iters;
+    return g;
+}
 HK_DEVICE long gemm_walk_first(const gemm_walk &g)
 {
     return STREAM_K ? g.it0 / g.k_tiles : (long)hk_block_id_x();
@@ -130,25 +155,29 @@ HK_DEVICE gemm_unit gemm_unit_of(long u, int tiles_m, int tiles_n, int k_tiles)
     return w;
 }
 
-// Stream-K: tile u's share of this block's range, and which blocks add to
-// the tile (c_first .. c_first + parts - 1, in k order; this one is part z).
+// Stream-K: the lane's tile u, its share of this block's range, and which
+// places of the lane add to the tile (c_first .. c_first + parts - 1, in k
+// order; this block is part z). With lanes = tiles_m <= GROUP_M, tile
+// u * lanes + lane is m-tile lane, n-tile u (gemm_unit_of).
 HK_DEVICE gemm_unit gemm_unit_stream(long u, const gemm_walk &g, int tiles_m, int tiles_n)
 {
-    gemm_unit w = gemm_unit_of(u, tiles_m, tiles_n, g.k_tiles); // SPLIT_K is 1: the tile's place
+    static_assert(STREAM_LANES <= GROUP_M, "a lane's tiles share its m-tile");
+    gemm_unit w = gemm_unit_of(u * g.lanes + g.lane, tiles_m, tiles_n, g.k_tiles); // SPLIT_K is 1
     const long t0 = u * g.k_tiles, t1 = t0 + g.k_tiles;
     w.kb = (int)((g.it0 > t0 ? g.it0 : t0) - t0);
     w.ke = (int)((g.it1 < t1 ? g.it1 : t1) - t0);
     w.c_first = t0 / g.span;
     w.parts = (int)((t1 - 1) / g.span - w.c_first + 1);
-    w.z = (int)((long)hk_block_id_x() - w.c_first);
+    w.z = (int)(g.place - w.c_first);
     return w;
 }
 
 // Stream-K workspace: two slots per block, 0 for the tile its range starts
-// in, 1 for the one it ends in (one tile: slot 0).
-HK_DEVICE long gemm_stream_slot(const gemm_walk &g, long c, long u)
+// in, 1 for the one it ends in (one tile: slot 0); c is a place in this
+// block's lane, tile a global tile index (the lane's tile tile / lanes).
+HK_DEVICE long gemm_stream_slot(const gemm_walk &g, long c, long tile)
 {
-    return 2 * c + (c * g.span / g.k_tiles == u ? 0 : 1);
+    return 2 * (c * g.lanes + g.lane) + (c * g.span / g.k_tiles == tile / g.lanes ? 0 : 1);
 }
 
 // Split-K (consumer threads, all of them): stores this split's partial and
@@ -198,7 +227,7 @@ HK_DEVICE constexpr int gemm_pow2_floor(int x) { return x >= 2 ? 2 * gemm_pow2_f
 static constexpr int SUM_BATCH = gemm_pow2_floor(BATCH_F4 / SPLIT_K < TILE_N / 8 ? BATCH_F4 / SPLIT_K : TILE_N / 8);
 static_assert((TILE_N / 8) % SUM_BATCH == 0, "whole batches of n8 tiles");
 // stream-K holds a batch's sums and one part's loads: 8 floats per n8 tile
-static constexpr int STREAM_F4 = GEMM_THREADS > 256 ? (TILE_N == 256 ? 1 : 4) : BLOCKS_PER_SM > 1 ? 2 : 8;
+static constexpr int STREAM_F4 = BLOCKS_PER_SM > 1 ? 4 : 8;
 static constexpr int STREAM_BATCH = gemm_pow2_floor(STREAM_F4 < TILE_N / 8 ? STREAM_F4 : TILE_N / 8);
 HK_DEVICE void gemm_split_store(const float *ws, const gemm_unit &w, int r0, int lane, hk_bf16 *C, int ldc, int M,
                                 int N, bool vec_c, const gemm_acc_t &acc)
@@ -231,10 +260,12 @@ HK_DEVICE void gemm_split_store(const float *ws, const gemm_unit &w, int r0, int
     }
 }
 
-// Stream-K: the same with a run-time number of parts, in k order (block
-// c_first first); a part's SUM_BATCH loads go out together.
+// Stream-K: the same with a run-time number of parts, in k order (place
+// c_first first), every part from the workspace (this block's own too: the
+// same thread stored it, so acc need not stay live); a part's STREAM_BATCH
+// loads go out together.
 HK_DEVICE void gemm_stream_store(const float *ws, const gemm_walk &g, const gemm_unit &w, int r0, int lane,
-                                 hk_bf16 *C, int ldc, int M, int N, bool vec_c, const gemm_acc_t &acc)
+                                 hk_bf16 *C, int ldc, int M, int N, bool vec_c)
 {
     if (r0 >= M)
         return;
@@ -244,17 +275,15 @@ HK_DEVICE void gemm_stream_store(const float *ws, const gemm_walk &g, const gemm
         float s[STREAM_BATCH][4] = {};
         for (int q = 0; q < w.parts; ++q) {
             hk_u32x4 v[STREAM_BATCH];
-            if (q != w.z) {
-                const float *slot = ws + gemm_stream_slot(g, w.c_first + q, w.tile) * SLOT_FLOATS + t * 4;
+            const float *slot = ws + gemm_stream_slot(g, w.c_first + q, w.tile) * SLOT_FLOATS + t * 4;
 #pragma unroll
-                for (int b = 0; b < STREAM_BATCH; ++b)
-                    v[b] = hk_global_load_b128_l2(slot + (i0 + b) * CONSUMER_THREADS * 4);
-            }
+            for (int b = 0; b < STREAM_BATCH; ++b)
+                v[b] = hk_global_load_b128_l2(slot + (i0 + b) * CONSUMER_THREADS * 4);
 #pragma unroll
             for (int b = 0; b < STREAM_BATCH; ++b)
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
-                    s[b][j] += q == w.z ? acc[4 * (i0 + b) + j] : hk_u32_as_f32(v[b][j]);
+                    s[b][j] += hk_u32_as_f32(v[b][j]);
         }
 #pragma unroll
         for (int b = 0; b < STREAM_BATCH; ++b) {
@@ -274,12 +303,12 @@ m4_define([hkm_gemm_sched_body], [[
     const int lane = hk_lane_id();
     const int k_tiles = (K + TILE_K - 1) / TILE_K;
     gemm_walk walk;
-    walk.units = (long)tiles_m * tiles_n * SPLIT_K;
-    walk.k_tiles = k_tiles;
-    walk.span = ((long)tiles_m * tiles_n * k_tiles + hk_grid_dim_x() - 1) / hk_grid_dim_x();
-    walk.it0 = hk_block_id_x() * walk.span;
-    walk.it1 = walk.it0 + walk.span < (long)tiles_m * tiles_n * k_tiles ? walk.it0 + walk.span
-                                                                       : (long)tiles_m * tiles_n * k_tiles;
+    if (STREAM_K) {
+        walk = gemm_walk_stream(tiles_m, tiles_n, k_tiles);
+    } else {
+        walk.units = (long)tiles_m * tiles_n * SPLIT_K;
+        walk.k_tiles = k_tiles;
+    }
 
     if (hk_thread_id() == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -355,8 +384,8 @@ m4_define([hkm_gemm_sched_body], [[
 ]])m4_ifelse(hkm_tune([stream_k]), 0, [], [[        // a tile shared with other blocks (alike for the block's threads)
         if (w.parts > 1) {
             if (gemm_split_count(hk_lds, hk_a.workspace, hk_a.counters, w,
-                                 gemm_stream_slot(walk, hk_block_id_x(), w.tile), r0 < M, acc))
-                gemm_stream_store(hk_a.workspace, walk, w, r0, lane, C, ldc, M, N, vec_c, acc);
+                                 gemm_stream_slot(walk, walk.place, w.tile), r0 < M, acc))
+                gemm_stream_store(hk_a.workspace, walk, w, r0, lane, C, ldc, M, N, vec_c);
             continue;
         }
 ]])[
