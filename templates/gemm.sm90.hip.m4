@@ -56,6 +56,19 @@ m4_define([hkm_gemm_if_nt], [hkm_if_param([layout], [nt], [$1], [$2])])
 # gen/op_gemm.c gemm_plan_sched), ELSE for one block per C tile.
 m4_define([hkm_gemm_if_sched], [m4_ifdef([hkm_t_split_k], [$1], [$2])])
 
+# hkm_gemm_if_move_regs(IF-MOVED, ELSE)
+# -------------------------------------
+# IF-MOVED where the plan moves registers from the producer warpgroup to the
+# consumers (tunable move_regs: 128 x 256 stream-K, whose partial sums need
+# more than the 168 a thread has otherwise; gen/op_gemm.c gemm_plan_sched).
+m4_define([hkm_gemm_if_move_regs],
+          [m4_ifdef([hkm_t_move_regs], [m4_ifelse(hkm_tune([move_regs]), 1, [$1], [$2])], [$2])])
+
+# hkm_gemm_copy_unroll
+# --------------------
+# The producer's copy loops: rolled within PROD_REGS where registers move.
+m4_define([hkm_gemm_copy_unroll], [hkm_gemm_if_move_regs([[#pragma unroll 1]], [[#pragma unroll]])])
+
 # ---- work units: split-K and persistent blocks (the gemm_sched section) ----
 # A unit is k-tiles [kb, ke) of one C tile, units = tiles x SPLIT_K, unit u
 # = tile * SPLIT_K + z (the splits of a tile side by side); block b takes
@@ -81,7 +94,10 @@ static constexpr bool PERSISTENT = ]hkm_tune([persistent])[;
 static constexpr bool STREAM_K = ]hkm_tune([stream_k])[; // block b: iterations b L .. (b + 1) L - 1 of tiles x k-tiles
 static constexpr int STREAM_LANES = ]hkm_tune([stream_lanes])[; // stream-K: up to this many m-tiles, one lane of blocks each
 static constexpr int CONSUMER_THREADS = 128 * CONSUMERS;
-static constexpr int SLOT_FLOATS = TILE_M * TILE_N;  // one split's partial tile
+]hkm_gemm_if_move_regs([[// registers a thread once the producer warpgroup has handed most of its own to the consumers
+static constexpr int PROD_REGS = 40, CONS_REGS = 232;
+static_assert(COPY_THREADS * PROD_REGS + CONSUMER_THREADS * CONS_REGS <= 65536, "setmaxnreg budget");
+]])[static constexpr int SLOT_FLOATS = TILE_M * TILE_N;  // one split's partial tile
 static constexpr int FLAG_OFF = BAR_OFF + BAR_BYTES - 16; // "this block sums the tile", after the mbarriers
 static_assert(2 * STAGES * 8 <= BAR_BYTES - 16, "the flag word after the mbarriers");
 
@@ -322,7 +338,8 @@ m4_define([hkm_gemm_sched_body], [[
     if (wave < 4) {
         // producer: the i-th k-tile it loads goes to stage i % STAGES once the
         // consumers have released that stage's previous k-tile (i - STAGES)
-        if (use_tma) {
+]hkm_gemm_if_move_regs([[        hk_regs_shrink<PROD_REGS>();
+]])[        if (use_tma) {
             if (hk_thread_id() != 0)
                 return;
             hk_tmap_prefetch(&hk_a.tmap_a);
@@ -353,7 +370,8 @@ m4_define([hkm_gemm_sched_body], [[
     }
 
     // consumer c: rows 64 c .. 64 c + 63 of each unit's tile
-    const int c = wave / 4 - 1;
+]hkm_gemm_if_move_regs([[    hk_regs_grow<CONS_REGS>();
+]])[    const int c = wave / 4 - 1;
     int it = 0;
     for (long u = gemm_walk_first(walk); gemm_walk_more(walk, u); u = gemm_walk_next(u)) {
         const gemm_unit w = STREAM_K ? gemm_unit_stream(u, walk, tiles_m, tiles_n)
@@ -482,14 +500,14 @@ HK_DEVICE void gemm_copy_stage(hk_lds_t lds, int a_off, const hk_bf16 *A, const 
 {
     const int b_off = a_off + LDS_A_BYTES;
     // A is M x K: 8 consecutive k of one row m per chunk
-#pragma unroll
+]hkm_gemm_copy_unroll[
     for (int j = 0; j < A_CHUNKS; ++j) {
         const int v = hk_thread_id() + COPY_THREADS * j;
         const int r = v / (TILE_K / 8), c = v % (TILE_K / 8);
         const int m = block_m + r, k = k0 + c * 8;
         gemm_copy_chunk(lds, a_off + swz(r, c), A + (long)m * lda + k, A, m < M ? K - k : 0, vec_a);
     }
-#pragma unroll
+]hkm_gemm_copy_unroll[
     for (int j = 0; j < B_CHUNKS; ++j) {
         const int v = hk_thread_id() + COPY_THREADS * j;
         if (NT) {

@@ -262,13 +262,12 @@ SEL = None  # the catalogue hkrt_select picks from: the kernels that passed the 
 
 
 def selection_catalog():
-    """A copy of the catalogue holding only the kernels of this run (--only: those that passed),
-    without the stream-K ones (new in this run: timed as variants, not yet picked from)."""
+    """A copy of the catalogue holding only the kernels of this run (--only: those that passed)."""
     import shutil
     import tempfile
     d = tempfile.mkdtemp(prefix="sgsel")
     m = dict(cat.manifest)
-    keep = {e["name"] for e in entries if e["params"].get("stream_k", "false") != "true"}
+    keep = {e["name"] for e in entries}
     m["kernels"] = [k for k in cat.manifest["kernels"] if k["name"] in keep]
     os.makedirs(os.path.join(d, "sm_90a"))
     for k in m["kernels"]:
@@ -342,8 +341,8 @@ def bench():
                     continue  # 64-row tiles only for decode batches
                 if M * N >= 4096 * 4096 and (s >= 4 or (s > 1 and tm == 64)) and e["name"] != sel:
                     continue  # round 1 (2026-12-02): far slower there
-                if M >= 4096 and K >= 4096 and (tm == 64 or s > 1 or skx) and e["name"] != sel:
-                    continue  # large shapes: whole 128-row tiles only
+                if M >= 4096 and K >= 4096 and (tm == 64 or s > 1 or (skx and tn != 256)) and e["name"] != sel:
+                    continue  # large shapes: 128-row tiles only, whole or 128 x 256 stream-K
                 try:
                     k = cat.kernel(e["name"], "sm_90a")
                     c.fill_(float("nan"))

@@ -7,7 +7,7 @@ cost model can be tried without compiling) at device_units = 132 and looks up
 the measured time of the cheapest one; kernels named in DROP are left out
 (a smaller catalogue). Prints the shapes where the pick is below 0.9 of cuBLAS
 (-v: all) and the pick's geomean and count >= 0.9, one launch and back to
-back. Stream-K kernels are left out, as the bench's selection catalogue does."""
+back."""
 import json
 import math
 import sys
@@ -26,8 +26,7 @@ def cost(f, M, N, K):  # the formulas' grammar is Python's, but for / (non-negat
                                        "M": M, "N": N, "K": K, "device_units": 132})
 
 
-ks = [k for k in man if k["params"]["layout"] == "nt" and k["params"].get("stream_k") != "true"
-      and k["name"] not in drop and k.get("cost")]
+ks = [k for k in man if k["params"]["layout"] == "nt" and k["name"] not in drop and k.get("cost")]
 one, b2b = [], []
 for r in meas:
     M, N, K = r["M"], r["N"], r["K"]
