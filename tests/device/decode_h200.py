@@ -16,7 +16,8 @@ check_tables: valid tables record no fault, a corrupt entry or length
 records its sequence.
 
 bench: the b_* kernels at Llama-3-8B (32:8 heads) and Llama-3-70B TP 8 (8:1)
-shapes, d128, 16-key pages, q_tokens 1, launched from CUDA graphs over
+shapes (DEC_ONLY=NAME: that kernel alone, at every 8B point, in each
+catalogue), d128, 16-key pages, q_tokens 1, launched from CUDA graphs over
 enough distinct caches (layers) that no launch finds its pages in L2: KV
 TB/s, the fraction of a same-run device copy (bytes read + written), and
 torch SDPA on the same KV gathered into contiguous tensors (the gather's
@@ -25,6 +26,7 @@ time too).
     PYTHONPATH=runtime/python HKRT_LIB=build/libhkrt.so \\
         python3 tests/device/decode_h200.py build/dev/decode all"""
 import math
+import os
 import sys
 import time
 
@@ -414,6 +416,9 @@ def bench(cat, cbw, points):
                                                            "us", "KV TB/s", "x copy", "sdpa us", "gather us"))
     jobs = [(n, pts, hq, hk) for n, pts, hq, hk in (("b_8b", points[0], 32, 8), ("b_70b", points[1], 8, 1),
                                                    ("b_8b_fp8", points[2], 32, 8))]
+    only = os.environ.get("DEC_ONLY")  # DEC_ONLY=b_8b_fp8: that kernel alone, at every 8B point
+    if only:
+        jobs = [(n, POINTS_8B, hq, hk) for n, _, hq, hk in jobs if n == only]
     for name, pts, hq, hk in jobs:
         try:
             k = cat.kernel(name, "sm_90a")
@@ -460,10 +465,14 @@ if mode in ("bench", "all"):
               flush=True)
         bench(c, cbw, (low8, low70, []))
     for i, c in enumerate(cats):
+        if os.environ.get("DEC_ONLY"):
+            break
         print("== bench (the rest): %s" % c.dir, flush=True)
         bench(c, cbw, ([p for p in POINTS_8B if p not in low8], [p for p in POINTS_70B if p not in low70],
                        POINTS_8B[::2] if i == 0 else []))
     for i, c in enumerate(cats):
+        if os.environ.get("DEC_ONLY"):
+            break
         print("== bench (below the bar, again): %s" % c.dir, flush=True)
         bench(c, cbw, (low8, low70, []))
 print("decode_h200: %d failed, %.1f s" % (fails, time.time() - T0))
