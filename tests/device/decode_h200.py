@@ -16,8 +16,8 @@ check_tables: valid tables record no fault, a corrupt entry or length
 records its sequence.
 
 bench: the b_* kernels at Llama-3-8B (32:8 heads) and Llama-3-70B TP 8 (8:1)
-shapes (DEC_ONLY=NAME: that kernel alone, at every 8B point, in each
-catalogue), d128, 16-key pages, q_tokens 1, launched from CUDA graphs over
+shapes (DEC_ONLY=NAME,...: those kernels alone, at every point of their
+model, in each catalogue), d128, 16-key pages, q_tokens 1, launched from CUDA graphs over
 enough distinct caches (layers) that no launch finds its pages in L2: KV
 TB/s, the fraction of a same-run device copy (bytes read + written), and
 torch SDPA on the same KV gathered into contiguous tensors (the gather's
@@ -416,9 +416,9 @@ def bench(cat, cbw, points):
                                                            "us", "KV TB/s", "x copy", "sdpa us", "gather us"))
     jobs = [(n, pts, hq, hk) for n, pts, hq, hk in (("b_8b", points[0], 32, 8), ("b_70b", points[1], 8, 1),
                                                    ("b_8b_fp8", points[2], 32, 8))]
-    only = os.environ.get("DEC_ONLY")  # DEC_ONLY=b_8b_fp8: that kernel alone, at every 8B point
+    only = os.environ.get("DEC_ONLY")  # DEC_ONLY=b_8b_fp8,...: those kernels alone, at every point of their model
     if only:
-        jobs = [(n, POINTS_8B, hq, hk) for n, _, hq, hk in jobs if n == only]
+        jobs = [(n, POINTS_70B if hk == 1 else POINTS_8B, hq, hk) for n, _, hq, hk in jobs if n in only.split(",")]
     for name, pts, hq, hk in jobs:
         try:
             k = cat.kernel(name, "sm_90a")
