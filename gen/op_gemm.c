@@ -514,7 +514,7 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
      the bulk tensor stores run on behind the next unit's k-tiles */
   if (ps) op_formula(fill, "%d+(%s-1)*%d", GEMM_H200_FILL_NS, rounds, tm * tn / (gemm_tma_c(k) ? 128 : 64));
   else op_formula(fill, "cdiv(%s,device_units*%d)*%d", units, bps, GEMM_H200_FILL_NS);
-  int w = snprintf(sm, sizeof sm, "%s*cdiv(cdiv(%s,64),%d)*%s+%s", rounds, K, s, step, fill);
+  int wd, w = snprintf(sm, sizeof sm, "%s*cdiv(cdiv(%s,64),%d)*%s+%s", rounds, K, s, step, fill);
   if (op_int(k, "stream_k")) /* an equal share of every tile's k-tiles, two partial tiles a block */
     w = snprintf(sm, sizeof sm,
                  "cdiv(cdiv(%s,%d)*cdiv(%s,%d)*cdiv(%s,64),device_units)*%s+%d+%s*%d+%d*min(%s,%d)/%d+%d",
@@ -526,15 +526,15 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
   if (op_int(k, "stream_k")) /* blocks reach a shared panel at different k: an operand over
                                 GEMM_H200_L2_REUSE_B is read again by each tile column (A) or row (B),
                                 B not with at most GEMM_STREAM_LANES m-tiles (the lanes read it in step) */
-    snprintf(dram, sizeof dram,
+    wd = snprintf(dram, sizeof dram,
              "(%s*%s*(1+(cdiv(%s,%d)-1)*min(1,max(0,cdiv(%s,%d)-%d))*min(1,max(0,%s*%s-%ld)))"
              "+%s*%s*(1+(cdiv(%s,%d)-1)*min(1,max(0,%s*%s-%ld)))+%s*%s)*2/%d",
              N, K, M, tm, M, tm, GEMM_STREAM_LANES, N, K, GEMM_H200_L2_REUSE_B / 2, M, K, N, tn, M, K,
              GEMM_H200_L2_REUSE_B / 2, M, N, GEMM_H200_DRAM_B_PER_NS);
   else /* and each further round of blocks a ramp and a tail of its own */
-    snprintf(dram, sizeof dram, "(%s*%s+%s*%s+%s*%s)*2/%d+(cdiv(%s,device_units*%d)-1)*%d", N, K, M, K, M, N,
-             GEMM_H200_DRAM_B_PER_NS, units, bps, GEMM_H200_ROUND_MEM_NS);
-  if (w < 0 || (size_t)w >= sizeof sm) return;
+    wd = snprintf(dram, sizeof dram, "(%s*%s+%s*%s+%s*%s)*2/%d+(cdiv(%s,device_units*%d)-1)*%d", N, K, M, K, M, N,
+                  GEMM_H200_DRAM_B_PER_NS, units, bps, GEMM_H200_ROUND_MEM_NS);
+  if (w < 0 || (size_t)w >= sizeof sm || wd < 0 || (size_t)wd >= sizeof dram) return; /* too long: no cost */
   w = snprintf(p->cost, sizeof p->cost, "max(%s,%s)+min(%s,%s)/8", sm, dram, sm, dram);
   if (w < 0 || (size_t)w >= sizeof p->cost) p->cost[0] = 0;
 }
