@@ -531,7 +531,8 @@ static void gemm_plan_cost(const op_inst *k, op_plan *p) {
              "+%s*%s*(1+(cdiv(%s,%d)-1)*min(1,max(0,%s*%s-%ld)))+%s*%s)*2/%d",
              N, K, M, tm, M, tm, GEMM_STREAM_LANES, N, K, GEMM_H200_L2_REUSE_B / 2, M, K, N, tn, M, K,
              GEMM_H200_L2_REUSE_B / 2, M, N, GEMM_H200_DRAM_B_PER_NS);
-  else /* and each further round of blocks a ramp and a tail of its own */
+  else /* and each further round of units (blocks, or the tiles a persistent block takes in turn) a ramp
+          and a tail of its own: fitted so, persistent kernels included */
     wd = snprintf(dram, sizeof dram, "(%s*%s+%s*%s+%s*%s)*2/%d+(cdiv(%s,device_units*%d)-1)*%d", N, K, M, K, M, N,
                   GEMM_H200_DRAM_B_PER_NS, units, bps, GEMM_H200_ROUND_MEM_NS);
   if (w < 0 || (size_t)w >= sizeof sm || wd < 0 || (size_t)wd >= sizeof dram) return; /* too long: no cost */

@@ -96,7 +96,10 @@ static constexpr int STREAM_LANES = ]hkm_tune([stream_lanes])[; // stream-K: up 
 static constexpr int CONSUMER_THREADS = 128 * CONSUMERS;
 ]hkm_gemm_if_move_regs([[// registers a thread once the producer warpgroup has handed most of its own to the consumers
 static constexpr int PROD_REGS = 40, CONS_REGS = 232;
-static_assert(COPY_THREADS * PROD_REGS + CONSUMER_THREADS * CONS_REGS <= 65536, "setmaxnreg budget");
+// the pool is what the launch gave the block (168 a thread at 384), not the
+// register file: asking for more leaves setmaxnreg.inc waiting for ever
+static_assert(COPY_THREADS * PROD_REGS + CONSUMER_THREADS * CONS_REGS <= GEMM_THREADS * (65536 / GEMM_THREADS / 8 * 8),
+              "setmaxnreg budget");
 ]])[static constexpr int SLOT_FLOATS = TILE_M * TILE_N;  // one split's partial tile
 static constexpr int FLAG_OFF = BAR_OFF + BAR_BYTES - 16; // "this block sums the tile", after the mbarriers
 static_assert(2 * STAGES * 8 <= BAR_BYTES - 16, "the flag word after the mbarriers");

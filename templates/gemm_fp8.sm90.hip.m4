@@ -98,7 +98,9 @@ static constexpr int A_CHUNKS = TILE_M * TILE_K / 16 / COPY_THREADS;
 static constexpr int B_CHUNKS = TILE_N * TILE_K / 16 / COPY_THREADS;
 static_assert(TILE_M * TILE_K % (16 * COPY_THREADS) == 0 && TILE_N * TILE_K % (16 * COPY_THREADS) == 0,
               "tiles must split into 16-byte chunks evenly");
-static_assert(!MAXNREG || COPY_THREADS * PROD_REGS + 32 * CONSUMER_WARPS * CONS_REGS <= 65536, "setmaxnreg budget");
+static_assert(!MAXNREG || COPY_THREADS * PROD_REGS + 32 * CONSUMER_WARPS * CONS_REGS <=
+                              GEMM_THREADS * (65536 / GEMM_THREADS / 8 * 8),
+              "setmaxnreg budget: what the launch gave the block (168 a thread at 384)");
 static_assert(!OVERLAP || (SCALE_MODE == 2 && MAXNREG), "promote overlap: block scales, maxnreg");
 static_assert(!ALTERNATE || (SCALE_MODE == 2 && CONSUMERS == 2), "promote alternate: block scales, two consumers");
 static constexpr int C_STAGE_BYTES = ]hkm_tune([c_stage_bytes])[;
