@@ -386,7 +386,7 @@ void es_format(const es_result *r, char *out, size_t n) {
    busiest CU runs cdiv(workgroups, CUs) of them in generations of the
    occupancy's workgroups, and the L2 term is again a + b trips per
    workgroup. The formula writes each coefficient in picoseconds on the
-   part (its clock at the fitted sustained fraction), trips in 1/64 of a
+   part (its clock at the fitted sustained fraction), trips in 1/1024 of a
    trip, and the CUs as the device's (device_units, the part's under the
    emulator). Integer rounding moves a time by well under 0.1%. */
 
@@ -394,9 +394,9 @@ typedef struct {
   long long a, b; /* ps, and ps per trip */
 } es_line;
 
-/* a formula's text for line x with trips written as tq (64ths of a trip) */
+/* a formula's text for line x with trips written as tq (1024ths of a trip) */
 static void es_line_put(hk_buf *f, const es_line *x, const char *tq) {
-  if (x->b) buf_printf(f, "(%lld+%lld*(%s)/64)", x->a, x->b, tq);
+  if (x->b) buf_printf(f, "(%lld+%lld*(%s)/1024)", x->a, x->b, tq);
   else buf_printf(f, "%lld", x->a);
 }
 
@@ -439,8 +439,9 @@ int es_cost_formula(const char *dis, const es_launch *l, const char *blocks, con
     snprintf(msg, mn, "HKGEN_ESTIMATE_K must be clock,mem_wait,launch_us[;...] with clock > 0");
     return -1;
   }
-  if (!hl.found || s.loop.mfma_flops <= 0) { /* es_trips' other cases have no linear form here */
-    snprintf(msg, mn, "kernel %s has no hot loop with matrix instructions: no cost formula", l->kernel);
+  const int mma = s.loop.mfma_flops > 0;
+  if (!mma && s.rest_all.mfma_flops > 0) { /* es_trips' rest scaling has no linear form here */
+    snprintf(msg, mn, "kernel %s has matrix instructions outside its hot loop only: no cost formula", l->kernel);
     return -1;
   }
   const tgt_part *p = l->part;
@@ -448,12 +449,20 @@ int es_cost_formula(const char *dis, const es_launch *l, const char *blocks, con
   int bpc = l->waves_simd * l->t->simds / waves;       /* as es_model */
   if (bpc < 1) bpc = 1;
   char tq[3 * OP_FORMULA + 96], cus[OP_FORMULA + 32];
-  /* es_trips: (the matrix FLOPs a wave needs, less the rest's) over one trip's; in 64ths */
-  const long long rest4 = llround(s.rest.mfma_flops * 4), loop4 = llround(s.loop.mfma_flops * 4);
-  int w = rest4 ? snprintf(tq, sizeof tq, "max(0,(%s)/((%s)*%d)*4-%lld)*64/%lld", mma_flops, blocks, waves, rest4, loop4)
-                : snprintf(tq, sizeof tq, "(%s)/((%s)*%d)*256/%lld", mma_flops, blocks, waves, loop4);
+  /* es_trips, in 1024ths (a kernel of one trip a row, as norm's, is off by
+     less than 0.1%): (the matrix FLOPs a wave needs, or without matrix
+     work its compulsory bytes, less the rest's) over one trip's; no loop: 0
+     trips; a loop without either: 1 */
+  const double rest_w = mma ? s.rest.mfma_flops : s.rest.vm_bytes, loop_w = mma ? s.loop.mfma_flops : s.loop.vm_bytes;
+  const long long rest4 = llround(rest_w * 4), loop4 = llround(loop_w * 4);
+  const char *need = mma ? mma_flops : bytes;
+  int w;
+  if (!hl.found) w = snprintf(tq, sizeof tq, "0");
+  else if (loop4 < 1) w = snprintf(tq, sizeof tq, "1024");
+  else if (rest4) w = snprintf(tq, sizeof tq, "max(0,(%s)/((%s)*%d)*4-%lld)*1024/%lld", need, blocks, waves, rest4, loop4);
+  else w = snprintf(tq, sizeof tq, "(%s)/((%s)*%d)*4096/%lld", need, blocks, waves, loop4);
   int w2 = snprintf(cus, sizeof cus, "cdiv(%s,device_units)", blocks);
-  if (w < 0 || (size_t)w >= sizeof tq || w2 < 0 || (size_t)w2 >= sizeof cus || loop4 < 1) {
+  if (w < 0 || (size_t)w >= sizeof tq || w2 < 0 || (size_t)w2 >= sizeof cus) {
     snprintf(msg, mn, "kernel %s: its problem's formulas are too long for a cost formula", l->kernel);
     return -1;
   }

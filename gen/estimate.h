@@ -58,9 +58,11 @@ int ie_catalogue_read(const char *dir, op_inst **kernels, char ***objs, size_t *
    es_estimate with the problem's workgroups (blocks, the product of the
    grid's formulas), matrix FLOPs and compulsory bytes given as formulas
    (the op's work_formula), and device_units for the part's CUs; its value
-   is picoseconds on l->part (l->blocks and l->work are not read). Only a
-   kernel whose hot loop has matrix instructions has one. -1 with a message
-   (out empty). */
+   is picoseconds on l->part (l->blocks and l->work are not read). The hot
+   loop's trips scale with the matrix FLOPs where it has matrix
+   instructions, else with the compulsory bytes (as es_trips with the work's
+   trips 0); a kernel with matrix instructions outside its hot loop only
+   has none. -1 with a message (out empty). */
 int es_cost_formula(const char *dis, const es_launch *l, const char *blocks, const char *mma_flops,
                     const char *bytes, char *out, size_t n, char *msg, size_t mn);
 /* The part the estimate models for target t (the build-time tile choice,

@@ -727,6 +727,18 @@ static int norm_work(const op_inst *k, const long *shape, op_work *w, char *msg,
   return 0;
 }
 
+/* norm_work's bytes as a formula (no matrix work), for the AMD cost. */
+static void norm_work_formula(const op_inst *k, char *mma_flops, char *bytes) {
+  const char *R = op_term(k, "rows"), *H = op_term(k, "hidden");
+  int wb = norm_is(k, "weight_dtype", "fp32") ? 4 : 2, nw = norm_ln(k) ? 2 : 1, res = norm_res(k);
+  snprintf(mma_flops, OP_FORMULA, "0");
+  if (norm_is(k, "phase", "fwd"))
+    op_formula(bytes, "%d*%s*%s+%d*%s", 2 * (2 + 2 * res), R, H, nw * wb, H);
+  else if (norm_is(k, "phase", "bwd"))
+    op_formula(bytes, "%d*%s*%s+%d*%s+min(%s,%ld)*%d*%s", 2 * (3 + res), R, H, nw * wb, H, R, norm_parts(k), nw * 4, H);
+  else op_formula(bytes, "min(%s,%ld)*%d*%s+%d*%s", R, norm_parts(k), nw * 4, H, nw * wb, H);
+}
+
 const op_desc op_norm = {
     .name = "norm",
     .doc = "RMSNorm / LayerNorm of rows [rows][hidden] fused with dropout and the residual add, fwd and bwd",
@@ -740,5 +752,6 @@ const op_desc op_norm = {
     .emu_shapes = norm_emu_shapes,
     .emu_run = norm_emu_run,
     .work = norm_work,
+    .work_formula = norm_work_formula,
     .bench_shape = "rows=16384,hidden=4096",
 };

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""amd_norm_cost.py HKGEN CAT: the AMD norm kernels' cost formulas
+(tests/pipeline/amd_norm_cost.sh). Every kernel of CAT has a manifest "cost"
+on its target's default part; evaluated here (integer arithmetic, as
+hkrt_select does) at several rows x hidden it must be the time of `hkgen
+inspect CAT --estimate PART`, and among the forward kernels that serve a
+problem the cheapest cost must be the estimate's fastest (a tie at inspect's
+printed precision is a tie)."""
+import json
+import re
+import subprocess
+import sys
+
+HKGEN, CAT = sys.argv[1:3]
+PARTS = {"gfx942": ("MI300X", 304), "gfx950": ("MI355X", 256)}  # the default parts and their CUs
+ROWS = (1, 37, 4096, 65536)
+HIDDEN = (1000, 4096, 8192)
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def ev(f, **v):  # the formulas' grammar is Python's but for / (non-negative integers) and &&
+    return eval(re.sub(r"&&", " and ", f.replace("/", "//")), {"cdiv": cdiv, "min": min, "max": max}, v)
+
+
+def estimates(part, rows, hidden):
+    out = subprocess.run([HKGEN, "inspect", CAT, "--estimate", part, "--shape", "rows=%d,hidden=%d" % (rows, hidden)],
+                         capture_output=True, text=True, check=True).stdout
+    us = {}
+    for line in out.splitlines()[1:]:
+        f = line.split()
+        if len(f) > 6 and f[1] in PARTS and f[5] != "not":
+            us[(f[0], f[1])] = float(f[5]) * (1000 if f[6] == "ms" else 1)
+    return us
+
+
+ks = json.load(open(CAT + "/manifest.json"))["kernels"]
+bad, picks, checked = [], [], 0
+for k in ks:
+    if "cost" not in k or k.get("cost_part") != PARTS[k["target"]][0]:
+        bad.append("%s %s: no cost on %s (%s)" % (k["name"], k["target"], PARTS[k["target"]][0], k.get("cost_part")))
+for target, (part, units) in PARTS.items():
+    for H in HIDDEN:
+        for R in ROWS:
+            us = estimates(part, R, H)
+            serving = []
+            for k in ks:
+                p = k["params"]
+                if k["target"] != target or "cost" not in k or p.get("hidden", "any") not in ("any", str(H)):
+                    continue
+                if (k["name"], target) not in us:
+                    bad.append("%s %s rows=%d hidden=%d: no estimate" % (k["name"], target, R, H))
+                    continue
+                c = ev(k["cost"], rows=R, hidden=H, device_units=units) / 1e6
+                e = us[(k["name"], target)]
+                checked += 1
+                if abs(c / e - 1) > 2e-3:
+                    bad.append("%s %s rows=%d hidden=%d: cost %.4g us, estimate %.4g us" % (k["name"], target, R, H, c, e))
+                if p["phase"] == "fwd" and p["kind"] == "rmsnorm":
+                    serving.append((c, e, k["name"]))
+            if serving:
+                pick = min(serving)
+                best = min(e for _, e, _ in serving)
+                picks.append("%s rows=%d hidden=%d: %s %.4g us" % (target, R, H, pick[2], pick[1]))
+                if pick[1] != best:
+                    bad.append("%s rows=%d hidden=%d: the cheapest cost is %s (%.4g us), the estimate's fastest %.4g us"
+                               % (target, R, H, pick[2], pick[1], best))
+print("\n".join(picks))
+if len({p.split(": ")[1].split()[0] for p in picks}) < 2:
+    bad.append("every problem picks the same kernel: the test shows nothing")
+if bad:
+    print("FAIL:\n" + "\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+print("ok: %d costs are their estimates; %d RMSNorm forward picks are the estimate's fastest" % (checked, len(picks)))
