@@ -229,6 +229,15 @@ static int rope_work(const op_inst *k, const long *shape, op_work *w, char *msg,
   return 0;
 }
 
+/* rope_work's bytes as a formula (no matrix work), for the AMD cost. */
+static void rope_work_formula(const op_inst *k, char *mma_flops, char *bytes) {
+  const char *B = op_term(k, "batch"), *S = op_term(k, "seq_len"), *HQ = op_term(k, "heads_q"),
+             *HK = op_term(k, "heads_k"), *D = op_term(k, "head_dim");
+  snprintf(mma_flops, OP_FORMULA, "0");
+  if (op_int(k, "table")) op_formula(bytes, "4*%s*%s*(%s+%s)*%s+4*%s*%s", B, S, HQ, HK, D, S, D);
+  else op_formula(bytes, "4*%s*%s*(%s+%s)*%s", B, S, HQ, HK, D);
+}
+
 const op_desc op_rope = {
     .name = "rope",
     .doc = "rotary position embedding of Q[b][s][heads_q][d] and K[b][s][heads_k][d]",
@@ -240,5 +249,6 @@ const op_desc op_rope = {
     .emu_shapes = rope_emu_shapes,
     .emu_run = rope_emu_run,
     .work = rope_work,
+    .work_formula = rope_work_formula,
     .bench_shape = "batch=4,seq_len=4096,heads_q=32,heads_k=8,head_dim=128",
 };

@@ -251,9 +251,9 @@ set_tests_properties(estimate PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT 
 add_test(amd_select sh pipeline/amd_select.sh)
 set_tests_properties(amd_select PROPERTIES TIMEOUT 600 LABELS "build;runtime" ENVIRONMENT "${HK_BUILD_ENV}")
 
-# AMD norm kernels: each manifest "cost" is its estimate (trips by the compulsory bytes) at 1 - 65536 rows
-add_test(amd_norm_cost sh pipeline/amd_norm_cost.sh)
-set_tests_properties(amd_norm_cost PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+# AMD norm and rope kernels: each manifest "cost" is its estimate (trips by the compulsory bytes)
+add_test(amd_mem_cost sh pipeline/amd_mem_cost.sh)
+set_tests_properties(amd_mem_cost PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
 
 # the sm_90a norm forward's cost: 512 threads a row for few rows, 256 for many; vec: only's spec errors
 add_test(norm_select sh pipeline/norm_select.sh)

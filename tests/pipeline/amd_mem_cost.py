@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
-"""amd_norm_cost.py HKGEN CAT: the AMD norm kernels' cost formulas
-(tests/pipeline/amd_norm_cost.sh). Every kernel of CAT has a manifest "cost"
-on its target's default part; evaluated here (integer arithmetic, as
-hkrt_select does) at several rows x hidden it must be the time of `hkgen
-inspect CAT --estimate PART`, and among the forward kernels that serve a
-problem the cheapest cost must be the estimate's fastest (a tie at inspect's
-printed precision is a tie)."""
+"""amd_mem_cost.py HKGEN NORM_CAT ROPE_CAT: the cost formulas of AMD kernels without matrix
+work, norm and rope (tests/pipeline/amd_mem_cost.sh). Every kernel of the
+two catalogues has a manifest "cost" on its target's default part; evaluated here (integer
+arithmetic, as hkrt_select does) at several problems it must be the time of
+`hkgen inspect CAT --estimate PART`, and among the RMSNorm forward kernels
+that serve a problem the cheapest cost must be the estimate's fastest (a tie
+at inspect's printed precision is a tie)."""
 import json
 import re
 import subprocess
 import sys
 
-HKGEN, CAT = sys.argv[1:3]
+HKGEN, NORM, ROPE = sys.argv[1:4]
 PARTS = {"gfx942": ("MI300X", 304), "gfx950": ("MI355X", 256)}  # the default parts and their CUs
 ROWS = (1, 37, 4096, 65536)
 HIDDEN = (1000, 4096, 8192)
+ROPE_SHAPES = [dict(batch=b, seq_len=s, heads_q=hq, heads_k=hk, head_dim=d)  # decode, prefill, Llama-3-8B / 70B TP 8
+        for b, s in ((1, 1), (64, 1), (1, 4096), (4, 8192)) for hq, hk, d in ((32, 8, 128), (8, 1, 128), (16, 16, 64))]
 
 
 def cdiv(a, b):
@@ -25,9 +27,9 @@ def ev(f, **v):  # the formulas' grammar is Python's but for / (non-negative int
     return eval(re.sub(r"&&", " and ", f.replace("/", "//")), {"cdiv": cdiv, "min": min, "max": max}, v)
 
 
-def estimates(part, rows, hidden):
-    out = subprocess.run([HKGEN, "inspect", CAT, "--estimate", part, "--shape", "rows=%d,hidden=%d" % (rows, hidden)],
-                         capture_output=True, text=True, check=True).stdout
+def estimates(cat, part, shape):
+    out = subprocess.run([HKGEN, "inspect", cat, "--estimate", part, "--shape",
+                          ",".join("%s=%d" % kv for kv in shape.items())], capture_output=True, text=True, check=True).stdout
     us = {}
     for line in out.splitlines()[1:]:
         f = line.split()
@@ -36,7 +38,7 @@ def estimates(part, rows, hidden):
     return us
 
 
-ks = json.load(open(CAT + "/manifest.json"))["kernels"]
+ks = json.load(open(NORM + "/manifest.json"))["kernels"] + json.load(open(ROPE + "/manifest.json"))["kernels"]
 bad, picks, checked = [], [], 0
 for k in ks:
     if "cost" not in k or k.get("cost_part") != PARTS[k["target"]][0]:
@@ -44,11 +46,11 @@ for k in ks:
 for target, (part, units) in PARTS.items():
     for H in HIDDEN:
         for R in ROWS:
-            us = estimates(part, R, H)
+            us = estimates(NORM, part, dict(rows=R, hidden=H))
             serving = []
             for k in ks:
                 p = k["params"]
-                if k["target"] != target or "cost" not in k or p.get("hidden", "any") not in ("any", str(H)):
+                if k["target"] != target or k["op"] != "norm" or "cost" not in k or p.get("hidden", "any") not in ("any", str(H)):
                     continue
                 if (k["name"], target) not in us:
                     bad.append("%s %s rows=%d hidden=%d: no estimate" % (k["name"], target, R, H))
@@ -67,10 +69,21 @@ for target, (part, units) in PARTS.items():
                 if pick[1] != best:
                     bad.append("%s rows=%d hidden=%d: the cheapest cost is %s (%.4g us), the estimate's fastest %.4g us"
                                % (target, R, H, pick[2], pick[1], best))
+    for shape in ROPE_SHAPES:
+        us = estimates(ROPE, part, shape)
+        for k in ks:
+            if k["target"] != target or k["op"] != "rope" or "cost" not in k:
+                continue
+            c = ev(k["cost"], device_units=units, **shape) / 1e6
+            e = us.get((k["name"], target))
+            checked += 1
+            if e is None or abs(c / e - 1) > 2e-3:
+                bad.append("%s %s %s: cost %.4g us, estimate %s us" % (k["name"], target, shape, c, e))
 print("\n".join(picks))
 if len({p.split(": ")[1].split()[0] for p in picks}) < 2:
     bad.append("every problem picks the same kernel: the test shows nothing")
 if bad:
     print("FAIL:\n" + "\n".join(bad), file=sys.stderr)
     sys.exit(1)
-print("ok: %d costs are their estimates; %d RMSNorm forward picks are the estimate's fastest" % (checked, len(picks)))
+print("ok: %d norm and rope costs are their estimates; %d RMSNorm forward picks are the estimate's fastest"
+      % (checked, len(picks)))
