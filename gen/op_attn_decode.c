@@ -674,6 +674,18 @@ static int dec_work(const op_inst *k, const long *shape, op_work *w, char *msg, 
   return 0;
 }
 
+/* dec_work's matrix FLOPs and bytes as formulas, for the AMD cost: with the
+   plan's DEC_ROWS rows a multiple of 32, the MFMA rows are 32 cdiv(rows, 32). */
+_Static_assert(DEC_ROWS % 32 == 0, "dec_work_formula's MFMA rows");
+static void dec_work_formula(const op_inst *k, char *mma_flops, char *bytes) {
+  const char *B = op_term(k, "batch"), *QT = op_term(k, "q_tokens"), *HQ = op_term(k, "heads_q"),
+             *HK = op_term(k, "heads_k"), *MB = op_term(k, "max_blocks");
+  long d = op_int(k, "head_dim"), bs = op_int(k, "block_size"), bn = op_tune(k->plan, "block_n");
+  op_formula(mma_flops, "%ld*%s*%s*cdiv(%s*(%s/%s),32)*32*cdiv(%s*%ld,%ld)*%ld", 4 * d, B, HK, QT, HQ, HK, MB, bs,
+             bn, bn);
+  op_formula(bytes, "%s*(%ld*%s*%s+%ld*%s*%s)", B, 2 * d * (dec_fp8(k) ? 1 : 2) * bs, HK, MB, 4 * d + 4, QT, HQ);
+}
+
 const op_desc op_attn_decode = {
     .name = "attn_decode",
     .doc = "attention decode over a paged KV cache: a few query tokens per sequence, GQA-packed, split-KV "
@@ -686,5 +698,6 @@ const op_desc op_attn_decode = {
     .emu_shapes = dec_emu_shapes,
     .emu_run = dec_emu_run,
     .work = dec_work,
+    .work_formula = dec_work_formula,
     .bench_shape = "batch=32,q_tokens=1,heads_q=32,heads_k=8,max_blocks=256,num_blocks=8192,window_left=-1",
 };

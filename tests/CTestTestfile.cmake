@@ -251,7 +251,7 @@ set_tests_properties(estimate PROPERTIES TIMEOUT 240 LABELS "build" ENVIRONMENT 
 add_test(amd_select sh pipeline/amd_select.sh)
 set_tests_properties(amd_select PROPERTIES TIMEOUT 600 LABELS "build;runtime" ENVIRONMENT "${HK_BUILD_ENV}")
 
-# AMD norm and rope kernels: each manifest "cost" is its estimate (trips by the compulsory bytes)
+# AMD norm, rope and decode kernels: each manifest "cost" is its estimate (norm, rope: trips by the bytes)
 add_test(amd_mem_cost sh pipeline/amd_mem_cost.sh)
 set_tests_properties(amd_mem_cost PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
 

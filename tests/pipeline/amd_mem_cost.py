@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""amd_mem_cost.py HKGEN NORM_CAT ROPE_CAT: the cost formulas of AMD kernels without matrix
-work, norm and rope (tests/pipeline/amd_mem_cost.sh). Every kernel of the
-two catalogues has a manifest "cost" on its target's default part; evaluated here (integer
+"""amd_mem_cost.py HKGEN NORM_CAT ROPE_CAT DECODE_CAT: the cost formulas of the
+memory-bound AMD ops, norm and rope (no matrix work: trips by the bytes) and
+attn_decode (tests/pipeline/amd_mem_cost.sh). Every kernel of the three
+catalogues has a manifest "cost" on its target's default part; evaluated here (integer
 arithmetic, as hkrt_select does) at several problems it must be the time of
 `hkgen inspect CAT --estimate PART`, and among the RMSNorm forward kernels
 that serve a problem the cheapest cost must be the estimate's fastest (a tie
@@ -11,12 +12,14 @@ import re
 import subprocess
 import sys
 
-HKGEN, NORM, ROPE = sys.argv[1:4]
+HKGEN, NORM, ROPE, DEC = sys.argv[1:5]
 PARTS = {"gfx942": ("MI300X", 304), "gfx950": ("MI355X", 256)}  # the default parts and their CUs
 ROWS = (1, 37, 4096, 65536)
 HIDDEN = (1000, 4096, 8192)
 ROPE_SHAPES = [dict(batch=b, seq_len=s, heads_q=hq, heads_k=hk, head_dim=d)  # decode, prefill, Llama-3-8B / 70B TP 8
         for b, s in ((1, 1), (64, 1), (1, 4096), (4, 8192)) for hq, hk, d in ((32, 8, 128), (8, 1, 128), (16, 16, 64))]
+DEC_SHAPES = [dict(batch=b, q_tokens=qt, heads_q=hq, heads_k=hk, max_blocks=mb, num_blocks=b * mb)
+              for b in (1, 32) for qt in (1, 4) for hq, hk in ((32, 8), (8, 1)) for mb in (64, 512)]
 
 
 def cdiv(a, b):
@@ -38,7 +41,7 @@ def estimates(cat, part, shape):
     return us
 
 
-ks = json.load(open(NORM + "/manifest.json"))["kernels"] + json.load(open(ROPE + "/manifest.json"))["kernels"]
+ks = [k for c in (NORM, ROPE, DEC) for k in json.load(open(c + "/manifest.json"))["kernels"]]
 bad, picks, checked = [], [], 0
 for k in ks:
     if "cost" not in k or k.get("cost_part") != PARTS[k["target"]][0]:
@@ -79,11 +82,21 @@ for target, (part, units) in PARTS.items():
             checked += 1
             if e is None or abs(c / e - 1) > 2e-3:
                 bad.append("%s %s %s: cost %.4g us, estimate %s us" % (k["name"], target, shape, c, e))
+    for shape in DEC_SHAPES:
+        us = estimates(DEC, part, shape)
+        for k in ks:
+            if k["target"] != target or k["op"] != "attn_decode" or "cost" not in k:
+                continue
+            c = ev(k["cost"], device_units=units, **shape) / 1e6
+            e = us.get((k["name"], target))
+            checked += 1
+            if e is None or abs(c / e - 1) > 2e-3:
+                bad.append("%s %s %s: cost %.4g us, estimate %s us" % (k["name"], target, shape, c, e))
 print("\n".join(picks))
 if len({p.split(": ")[1].split()[0] for p in picks}) < 2:
     bad.append("every problem picks the same kernel: the test shows nothing")
 if bad:
     print("FAIL:\n" + "\n".join(bad), file=sys.stderr)
     sys.exit(1)
-print("ok: %d norm and rope costs are their estimates; %d RMSNorm forward picks are the estimate's fastest"
+print("ok: %d norm, rope and decode costs are their estimates; %d RMSNorm forward picks are the estimate's fastest"
       % (checked, len(picks)))
