@@ -75,26 +75,17 @@ for target, (part, units) in PARTS.items():
                 if pick[1] != best:
                     bad.append("%s rows=%d hidden=%d: the cheapest cost is %s (%.4g us), the estimate's fastest %.4g us"
                                % (target, R, H, pick[2], pick[1], best))
-    for shape in ROPE_SHAPES:
-        us = estimates(ROPE, part, shape)
-        for k in ks:
-            if k["target"] != target or k["op"] != "rope" or "cost" not in k:
-                continue
-            c = ev(k["cost"], device_units=units, **shape) / 1e6
-            e = us.get((k["name"], target))
-            checked += 1
-            if e is None or abs(c / e - 1) > 2e-3:
-                bad.append("%s %s %s: cost %.4g us, estimate %s us" % (k["name"], target, shape, c, e))
-    for shape in DEC_SHAPES:
-        us = estimates(DEC, part, shape)
-        for k in ks:
-            if k["target"] != target or k["op"] != "attn_decode" or "cost" not in k:
-                continue
-            c = ev(k["cost"], device_units=units, **shape) / 1e6
-            e = us.get((k["name"], target))
-            checked += 1
-            if e is None or abs(c / e - 1) > 2e-3:
-                bad.append("%s %s %s: cost %.4g us, estimate %s us" % (k["name"], target, shape, c, e))
+    for op, cat, shapes in (("rope", ROPE, ROPE_SHAPES), ("attn_decode", DEC, DEC_SHAPES)):
+        for shape in shapes:
+            us = estimates(cat, part, shape)
+            for k in ks:
+                if k["target"] != target or k["op"] != op or "cost" not in k:
+                    continue
+                c = ev(k["cost"], device_units=units, **shape) / 1e6
+                e = us.get((k["name"], target))
+                checked += 1
+                if e is None or abs(c / e - 1) > 2e-3:
+                    bad.append("%s %s %s: cost %.4g us, estimate %s us" % (k["name"], target, shape, c, e))
 lib = ctypes.CDLL(LIB)
 lib.hkrt_error.restype = ctypes.c_char_p
 lib.hkrt_kernel_name.restype = ctypes.c_char_p
