@@ -143,8 +143,8 @@ int bd_check_kernargs(const op_inst *k, const cg_kernel_meta *m, char *msg, size
   return -1;
 }
 
-/* Spills, LDS beyond the target's limit and serialised wgmma fail the build,
-   saying by how much or why. */
+/* Spills, LDS beyond the target's limit, serialised wgmma and an ignored
+   setmaxnreg fail the build, saying by how much or why. */
 static int bd_check_resources(const bd_item *it) {
   const cg_kernel_meta *m = &it->meta;
   const tgt_info *t = tgt_find(it->k->target);
@@ -160,6 +160,12 @@ static int bd_check_resources(const bd_item *it) {
                "kernel %s for %s: ptxas serialises its wgmma instructions (C7520: a branch around the "
                "products, or accumulators touched in a divergent path); the template must keep them out of "
                "branches", it->k->name, it->k->target);
+    ok = 0;
+  }
+  if (m->maxnreg_ignored) {
+    diag_error(it->k->file, it->k->line, it->k->col,
+               "kernel %s for %s: ptxas ignores its setmaxnreg (C7508: no register count known at entry); the "
+               "template must set HK_BLOCKS_PER_SM", it->k->name, it->k->target);
     ok = 0;
   }
   unsigned dyn = (unsigned)it->k->plan->dynamic_lds, lds = (unsigned)m->lds + dyn;
@@ -205,6 +211,10 @@ static int bd_nv_meta(const char *text, const char *name, cg_kernel_meta *m) {
   /* ptxas C7520: wgmma instructions serialised (an accumulator's registers
      touched in a divergent path); the kernel runs, at a fraction of its speed */
   m->mma_serialized = strstr(text, "C7520") || strstr(text, "wgmma.mma_async instructions are serialized");
+  /* ptxas C7508: setmaxnreg ignored (no register count known at entry: the
+     kernel has no minimum of blocks per SM), so every warp keeps the launch
+     allocation and the consumers' larger share never comes */
+  m->maxnreg_ignored = strstr(text, "C7508") != NULL;
   m->wave_size = 32;
   return 0;
 }

@@ -23,6 +23,7 @@ typedef struct {
   int vgpr, agpr, sgpr, vgpr_spill, sgpr_spill;
   int lds, scratch, kernarg_size, max_wg_size, wave_size;
   int mma_serialized; /* sm_90a: ptxas serialised the wgmma instructions (its C7520) */
+  int maxnreg_ignored; /* sm_90a: ptxas dropped the setmaxnreg hand-over (its C7508) */
   /* Bytes of the explicit kernel arguments as the compiler laid them out
      (AMD: the end of the last non-hidden .args entry, whereas kernarg_size
      counts hidden arguments too; sm_90a: the cubin's parameter bank); -1

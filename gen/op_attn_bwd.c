@@ -220,6 +220,25 @@ static void attn_bwd_grid(const op_inst *k, op_plan *p) {
    room for two dQ buffers (226 KiB); d64: three stages without O (179 KiB); one
    block per multiprocessor either way (the registers). k_step and q_block
    are the estimate's names for the same sizes. */
+/* d64 only (the registers): dq_bufs dQ buffers, kv_regs (each consumer warp
+   holds its keys of K and V as wgmma A fragments), pipe (the next step's S^T
+   and dP^T issued behind the step's dQ product). H200, 2026-12-04, 8K causal
+   32:32 B2: 288 TFLOP/s before, 300 with setmaxnreg honoured (HK_BLOCKS_PER_SM),
+   307 kv_regs, 300 pipe, 325 both; a third dQ buffer on top: 321. */
+#ifndef ATTN_BWD_D64_DQ_BUFS
+#define ATTN_BWD_D64_DQ_BUFS 2
+#endif
+#ifndef ATTN_BWD_D64_KV_REGS
+#define ATTN_BWD_D64_KV_REGS 1
+#endif
+#ifndef ATTN_BWD_D64_PIPE
+#define ATTN_BWD_D64_PIPE 1
+#endif
+/* registers a consumer thread gets from setmaxnreg (the producer warpgroup
+   keeps what the block's 384 x 168 leaves) */
+#ifndef ATTN_BWD_CONS_REGS
+#define ATTN_BWD_CONS_REGS 224
+#endif
 static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   long d = op_int(k, "head_dim");
   op_plan_tune(p, "kv_block", 128);
@@ -228,7 +247,10 @@ static void attn_bwd_plan_wgmma(const op_inst *k, op_plan *p) {
   op_plan_tune(p, "q_block", 64);
   op_plan_tune(p, "stages", d == 64 ? 3 : 2);
   op_plan_tune(p, "bar_bytes", 256);
-  op_plan_tune(p, "dq_bufs", 2);
+  op_plan_tune(p, "dq_bufs", d == 64 ? ATTN_BWD_D64_DQ_BUFS : 2);
+  op_plan_tune(p, "kv_regs", d == 64 && ATTN_BWD_D64_KV_REGS);
+  op_plan_tune(p, "pipe", d == 64 && ATTN_BWD_D64_PIPE);
+  op_plan_tune(p, "cons_regs", ATTN_BWD_CONS_REGS);
   long pre = d == 64 ? 1 : 2;
   op_plan_tune(p, "d_pre", pre);
   op_plan_tune(p, "d_tiles", 48); /* query tiles per D block: 4 a warp */

@@ -48,7 +48,10 @@ m4_divert(-1)                                                   -*- C -*-
 #                         d64, all columns over its own 64 keys
 # and writes its 64 x 64 fp32 dQ share into the step's dQ buffer (DQ_BUFS of
 # them, 32 KiB each: both warpgroups' shares), so the consumers go on to the
-# next step at once.  dQ is summed over the key blocks in the fp32
+# next step at once.  At d64 the registers allow two more things: K_w and
+# V_w stay in registers as the A fragments of S^T and dP^T (KV_REGS), and
+# the next step's S^T and dP^T are issued before the dQ share is written
+# (PIPE).  dQ is summed over the key blocks in the fp32
 # workspace in key-block order: the step's workspace tile is the buffer's
 # image, a half per consumer warpgroup (d128: its 64 columns; d64: its keys'
 # partial sum of all 64); the step's writer waits until the tile's counter
@@ -81,9 +84,12 @@ hkm_file_head()[
 // ---- configuration -----------------------------------------------------
 static constexpr int ATTN_THREADS = ]hkm_block_size[;   // two consumer warpgroups and a producer
 static constexpr int CONS_THREADS = 256;
-// registers per thread after the hand-over: the consumers fit 224 (240 spilled
-// in the producer warpgroup, whose writers need more than 24)
-static constexpr int CONS_REGS = 224, PROD_REGS = 56;
+// registers per thread after the hand-over (the plan's cons_regs; 240 spilled
+// in the producer warpgroup, whose writers need more than 24), the producer
+// warpgroup keeping the rest of the block's launch allocation
+static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
+static constexpr int CONS_REGS = ]hkm_tune([cons_regs])[;
+static constexpr int PROD_REGS = (ATTN_THREADS * LAUNCH_REGS - CONS_THREADS * CONS_REGS) / 128 / 8 * 8;
 static constexpr int D = ]hkm_param([head_dim])[;
 static constexpr bool CAUSAL = ]hkm_if_true([causal], [true], [false])[;
 static constexpr int BLOCK_N = ]hkm_tune([kv_block])[;     // keys per block
@@ -139,7 +145,15 @@ static constexpr int ROW_OFF = DS_OFF + DS_BYTES;          // per stage: LSE log
 static constexpr int ROW_BYTES = STAGES * 2 * BLOCK_M * 4;
 static constexpr int DQ_OFF = ROW_OFF + ROW_BYTES;         // dQ buffers: a 64 x 64 fp32 share per warpgroup
 static constexpr int DQ_BUF = 2 * 64 * 64 * 4;             // one step's shares, the workspace tile's image
-static constexpr int DQ_BUFS = ]hkm_tune([dq_bufs])[;      // 1: the step's writer frees it once read; 2: by step parity
+// 1: the step's writer frees it once read; more: step s fills buffer s % DQ_BUFS
+static constexpr int DQ_BUFS = ]hkm_tune([dq_bufs])[;
+static constexpr int DQ_BARS = DQ_BUFS == 1 ? 2 : DQ_BUFS;  // dq_full / dq_empty pairs: step s's is s % DQ_BARS
+// KV_REGS (d64): each consumer warp holds its 16 keys of K and V as wgmma A
+// fragments (32 registers), so S^T and dP^T read only Q and dO from shared
+// memory.  PIPE (d64): the next step's S^T and dP^T are issued behind the
+// step's dQ product, before its share goes to the buffer.
+static constexpr bool KV_REGS = ]hkm_tune([kv_regs])[;
+static constexpr bool PIPE = ]hkm_tune([pipe])[;
 static constexpr int DQ_BYTES = DQ_BUFS * DQ_BUF;
 static constexpr int BAR_OFF = DQ_OFF + DQ_BYTES;
 ]hkm_attn_limits()[
@@ -149,11 +163,12 @@ static_assert(D == 64 || D == 128, "head_dim 64 or 128");
 static_assert(BAR_OFF + BAR_BYTES + HK_LDS_DYNAMIC_SLACK == DYNAMIC_LDS,
               "dynamic_lds holds K, V, the ring, dS^T, the row terms and the mbarriers (gen/op_attn_bwd.c)");
 static_assert(STAGES * 2 * BLOCK_M * 4 <= ROW_BYTES, "row terms per stage");
-static_assert((3 * STAGES + 10) * 8 <= BAR_BYTES, "three mbarriers per stage, one for K and V, three per dQ writer, two for O");
+static_assert((3 * STAGES + 2 * DQ_BARS + 6) * 8 <= BAR_BYTES,
+              "three mbarriers per stage, one for K and V, two per dQ buffer, one per dQ writer, two for O");
 static_assert(DS_BUFS == 1 || DS_BUFS == 2, "one or two dS^T tiles");
-static_assert(DQ_BUFS == 1 || DQ_BUFS == 2, "one or two dQ buffers");
+static_assert(DQ_BUFS >= 1 && DQ_BUFS <= 4, "one to four dQ buffers");
+static_assert((!KV_REGS && !PIPE) || D == 64, "K and V in registers, and the pipelined step, fit at head_dim 64 only");
 static_assert(Q_TILE % 1024 == 0 && KV_TILE % 1024 == 0 && DS_TILE % 1024 == 0, "swizzled tiles on 1024-byte boundaries");
-static constexpr int LAUNCH_REGS = 65536 / ATTN_THREADS / 8 * 8;
 static_assert(CONS_THREADS * CONS_REGS + 128 * PROD_REGS <= ATTN_THREADS * LAUNCH_REGS,
               "the registers handed over fit the block's launch allocation");
 
@@ -172,23 +187,24 @@ HK_DEVICE void bwd_sync(void) { hk_barrier_part(1, CONS_THREADS); }
 
 // mbarriers: per stage q_full (the copying thread's arrival and the tile
 // bytes), q_empty (one arrival per consumer warp) and rows_full (the row
-// warp's 32 lanes); kv_full for K and V; per dQ writer k (the steps of
-// parity k) dq_full (the 256 consumer threads wrote the step's shares),
-// dq_empty (the writer is done with the buffer) and dq_load (the finished
-// sum landed back in shared memory).
+// warp's 32 lanes); kv_full for K and V; for step s, at s % DQ_BARS,
+// dq_full (the 256 consumer threads wrote the step's shares) and dq_empty
+// (its writer is done with the buffer); per dQ writer k (the steps of
+// parity k) dq_load (the finished sum landed back in shared memory).
 HK_DEVICE int q_full(int s) { return BAR_OFF + 8 * s; }
 HK_DEVICE int q_empty(int s) { return BAR_OFF + 8 * (STAGES + s); }
 HK_DEVICE int rows_full(int s) { return BAR_OFF + 8 * (2 * STAGES + s); }
 HK_DEVICE int kv_full() { return BAR_OFF + 8 * (3 * STAGES); }
-HK_DEVICE int dq_full(int k) { return BAR_OFF + 8 * (3 * STAGES + 1 + k); }
-HK_DEVICE int dq_empty(int k) { return BAR_OFF + 8 * (3 * STAGES + 3 + k); }
-HK_DEVICE int dq_load(int k) { return BAR_OFF + 8 * (3 * STAGES + 5 + k); }
-HK_DEVICE int o_full() { return BAR_OFF + 8 * (3 * STAGES + 8); }   // O_SLOT: O landed
-HK_DEVICE int o_empty() { return BAR_OFF + 8 * (3 * STAGES + 9); }  // O_SLOT: the row warp's 32 lanes read it
+HK_DEVICE int dq_full(int s) { return BAR_OFF + 8 * (3 * STAGES + 1 + s % DQ_BARS); }
+HK_DEVICE int dq_empty(int s) { return BAR_OFF + 8 * (3 * STAGES + 1 + DQ_BARS + s % DQ_BARS); }
+HK_DEVICE int dq_phase(int s) { return (s / DQ_BARS) & 1; }
+HK_DEVICE int dq_load(int k) { return BAR_OFF + 8 * (3 * STAGES + 1 + 2 * DQ_BARS + k); }
+HK_DEVICE int o_full() { return BAR_OFF + 8 * (3 * STAGES + 4 + 2 * DQ_BARS); }   // O_SLOT: O landed
+HK_DEVICE int o_empty() { return BAR_OFF + 8 * (3 * STAGES + 5 + 2 * DQ_BARS); }  // O_SLOT: the row warp's 32 lanes read it
 // Byte offset of step s's O tile (stage st).
 HK_DEVICE int o_tile(int st) { return O_SLOT ? O_SLOT_OFF : ST_OFF + st * STAGE_BYTES + 2 * Q_TILE; }
 // The dQ buffer of step s (byte offset).
-HK_DEVICE int dq_buf(int s) { return DQ_OFF + (DQ_BUFS == 2 ? (s & 1) * DQ_BUF : 0); }
+HK_DEVICE int dq_buf(int s) { return DQ_OFF + (s % DQ_BUFS) * DQ_BUF; }
 // Float offset of dQ element (row, col) in a 64 x 64 tile (col 0 .. 63 of the
 // warpgroup's columns): 16-byte chunks XOR row % 8.
 HK_DEVICE int bwd_dq_off(int row, int col) { return row * 64 + ((((col >> 2) ^ (row & 7))) << 2) + (col & 3); }
@@ -424,6 +440,45 @@ HK_DEVICE void bwd_issue_t(unsigned long long kd, unsigned long long qd, s_acc_t
     }
 }
 
+// The same with A = the warp's 16 keys of K (V) in registers (KV_REGS).
+HK_DEVICE void bwd_issue_t_rs(const hk_u32x4 (&ka)[K_STEPS], unsigned long long qd, s_acc_t &s)
+{
+#pragma unroll
+    for (int kk = 0; kk < K_STEPS; ++kk)
+        hk_wgmma_rs_64x64x16(s, ka[kk], hk_wgmma_desc_add(qd, (kk >> 2) * Q_SLAB + (kk & 3) * 32), kk > 0);
+}
+
+// Rows key0 + 16 w + g (+ 8) of the K (V) tile at off as the A fragments of
+// the k16 steps over head_dim (lane (g, t): columns 16 kk + 2 t (+ 8)).
+HK_DEVICE void bwd_load_a(hk_lds_t lds, int off, int key0, hk_u32x4 (&ka)[K_STEPS])
+{
+    const int lane = hk_lane_id(), r0 = key0 + (hk_wave_id() % 4) * 16 + (lane >> 2);
+#pragma unroll
+    for (int kk = 0; kk < K_STEPS; ++kk)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = r0 + 8 * (i & 1), c = 2 * kk + (i >> 1);     // row, 16-byte chunk
+            ka[kk][i] = hk_lds_load_b32(lds, off + (c >> 3) * KV_SLAB + r * 128 + (((c & 7) ^ (r & 7)) << 4) + (lane & 3) * 4);
+        }
+}
+
+// S^T and dP^T of step s (stage s % STAGES), once its tiles landed.
+HK_DEVICE void bwd_issue_sdp(hk_lds_t lds, int s, unsigned long long kd, unsigned long long vd, unsigned long long st0,
+                             const hk_u32x4 (&ka)[K_STEPS], const hk_u32x4 (&va)[K_STEPS], s_acc_t &sa, s_acc_t &dpa)
+{
+    const int st = s % STAGES, sto = st * STAGE_BYTES;
+    hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
+    hk_wgmma_fence();
+    if constexpr (KV_REGS) {
+        bwd_issue_t_rs(ka, hk_wgmma_desc_add(st0, sto), sa);
+        bwd_issue_t_rs(va, hk_wgmma_desc_add(st0, sto + Q_TILE), dpa);
+    } else {
+        bwd_issue_t(kd, hk_wgmma_desc_add(st0, sto), sa);
+        bwd_issue_t(vd, hk_wgmma_desc_add(st0, sto + Q_TILE), dpa);
+    }
+    hk_wgmma_commit();
+}
+
 // G += A B with A from registers (P^T or dS^T, k = the step's queries) and B a
 // step tile MN-major (k16 = 16 query rows, 2048 bytes).
 HK_DEVICE void bwd_issue_g(unsigned long long bd, const hk_u32x4 (&p)[M_STEPS], g_acc_t &acc)
@@ -511,8 +566,8 @@ HK_DEVICE void bwd_store_ds(hk_lds_t lds, int key0, const hk_u32x4 (&ds)[M_STEPS
 HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, const bwd_block &w, int k)
 {
     const int lane = hk_lane_id();
-    int n = 0, nfin = 0;                                // this writer's steps, and conversions
-    for (int s = k; s < w.steps; s += 2, ++n) {
+    int nfin = 0;                                       // this writer's conversions
+    for (int s = k; s < w.steps; s += 2) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int last = bwd_last_block(g, qi);
@@ -521,7 +576,7 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
         const int buf = dq_buf(s);
         unsigned *cnt = (unsigned *)a.counters + tile;
         float *ws = a.workspace + tile * WS_TILE;
-        hk_mbar_wait(lds, dq_full(k), n & 1);
+        hk_mbar_wait(lds, dq_full(s), dq_phase(s));
         // lane 0 alone waits for its turn and issues the copies; the other
         // lanes wait at hk_syncwarp, not on an mbarrier (lanes spinning on
         // mbarrier waits while lane 0 was away hung the H200 runs)
@@ -538,7 +593,7 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
                 hk_bulk_commit();
                 if (!final) {                           // read: the consumers may refill the buffer
                     hk_bulk_wait_read<0>();
-                    hk_mbar_arrive(lds, dq_empty(k));
+                    hk_mbar_arrive(lds, dq_empty(s));
                 }
                 hk_bulk_wait<0>();
                 hk_fence_proxy_async_global();
@@ -584,7 +639,7 @@ HK_DEVICE void bwd_dq_writer(hk_lds_t lds, const hk_args &a, const bwd_grid &g, 
             }
             hk_syncwarp();                              // every lane is done with the buffer
             if (lane == 0) {
-                hk_mbar_arrive(lds, dq_empty(k));
+                hk_mbar_arrive(lds, dq_empty(s));
                 if (!single)
                     hk_store_relaxed_gpu(cnt, 0);
                 if (g.pre || (D_SHARED && !single))     // every key block has read D
@@ -646,20 +701,24 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
     const unsigned long long dsd = hk_wgmma_desc(lds, DS_OFF + (DQ_SPLIT ? 0 : key0 * 128), 1024, 1024, 1);
     const unsigned long long kmn =
         hk_wgmma_desc(lds, K_OFF + (DQ_SPLIT ? wg * KV_SLAB : key0 * 128), KV_SLAB, 1024, 1);
-    if (w.steps > 0)
-        hk_mbar_wait(lds, kv_full(), 0);
+    if (w.steps == 0)
+        return;
+    hk_mbar_wait(lds, kv_full(), 0);
+    hk_u32x4 ka[K_STEPS], va[K_STEPS];
+    if constexpr (KV_REGS) {
+        bwd_load_a(lds, K_OFF, key0, ka);
+        bwd_load_a(lds, V_OFF, key0, va);
+    }
+    s_acc_t sa, dpa;
+    if constexpr (PIPE)
+        bwd_issue_sdp(lds, 0, kd, vd, st0, ka, va, sa, dpa);
     for (int s = 0; s < w.steps; ++s) {
         int hq, qi;
         bwd_step_at(g, w, s, hq, qi);
         const int st = s % STAGES, q0 = qi * BLOCK_M;
         const int sto = st * STAGE_BYTES;
-        hk_mbar_wait(lds, q_full(st), (s / STAGES) & 1);
-
-        s_acc_t sa, dpa;
-        hk_wgmma_fence();
-        bwd_issue_t(kd, hk_wgmma_desc_add(st0, sto), sa);
-        bwd_issue_t(vd, hk_wgmma_desc_add(st0, sto + Q_TILE), dpa);
-        hk_wgmma_commit();
+        if (!PIPE)
+            bwd_issue_sdp(lds, s, kd, vd, st0, ka, va, sa, dpa);
         hk_mbar_wait(lds, rows_full(st), (s / STAGES) & 1);  // the row terms (producer warp 3)
         hk_wgmma_wait<0>();
         bwd_fence(sa);
@@ -688,16 +747,21 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
         bwd_issue_dq(hk_wgmma_desc_add(dsd, (DS_BUFS == 2 ? s & 1 : 0) * DS_TILE), kmn, dq);
         hk_wgmma_commit();
         hk_wgmma_wait<0>();
-        bwd_fence(dk);
-        bwd_fence(dv);
         if (lane == 0)
             hk_mbar_arrive(lds, q_empty(st));          // this warp is done with the stage
+        // PIPE: the next step's products, under this step's dQ share going to
+        // the buffer; the last step computes its own again (its stage is not
+        // refilled), so that no wgmma sits in a branch
+        if constexpr (PIPE)
+            bwd_issue_sdp(lds, s + 1 < w.steps ? s + 1 : s, kd, vd, st0, ka, va, sa, dpa);
+        bwd_fence(dk);
+        bwd_fence(dv);
         hk_wgmma_rs_fence_acc64(dq);
         {
-            // the buffer's last user: step s - DQ_BUFS, writer (s - DQ_BUFS) & 1
+            // the buffer's last user: step s - DQ_BUFS (DQ_BUFS 1: s - 1)
             const int prev = s - DQ_BUFS;
             if (prev >= 0)
-                hk_mbar_wait(lds, dq_empty(prev & 1), (prev >> 1) & 1);
+                hk_mbar_wait(lds, dq_empty(prev), dq_phase(prev));
             const int row0 = (hk_wave_id() % 4) * 16 + (lane >> 2), tile = dq_buf(s) + wg * 16384;
 #pragma unroll
             for (int h = 0; h < 2; ++h)
@@ -709,11 +773,11 @@ HK_DEVICE void bwd_consume(hk_lds_t lds, const hk_args &a, const bwd_grid &g, co
                     hk_lds_store_b64(lds, tile + 4 * bwd_dq_off(row0 + 8 * h, 8 * i + 2 * (lane & 3)), v);
                 }
             hk_fence_proxy_async();
-            hk_mbar_arrive(lds, dq_full(s & 1));
+            hk_mbar_arrive(lds, dq_full(s));
         }
     }
-    if (w.steps == 0)
-        return;
+    if constexpr (PIPE)
+        hk_wgmma_wait<0>();                             // the last step's repeated S^T, dP^T
     const int keyb = w.j * BLOCK_N + key0;
     hk_bf16 *dKh = a.dK + (long)w.b * a.k_stride_b + (long)w.hkv * a.k_stride_h;
     hk_bf16 *dVh = a.dV + (long)w.b * a.v_stride_b + (long)w.hkv * a.v_stride_h;
@@ -771,6 +835,11 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
 }
 
 // ---- kernel ------------------------------------------------------------------
+// One block per multiprocessor, said to ptxas: without a known register count
+// at entry it ignores the setmaxnreg hand-over (C7508; d64 ran so until
+// 2026-12-04, every warp at 168 registers).
+#undef HK_BLOCKS_PER_SM
+#define HK_BLOCKS_PER_SM 1
 ]hkm_kernel_begin()[
     (void)head_dim;
     (void)causal;
@@ -793,11 +862,12 @@ HK_DEVICE bool bwd_bases_ok(const hk_args &a)
         hk_mbar_init(hk_lds, kv_full(), 1);
         hk_mbar_init(hk_lds, o_full(), 1);
         hk_mbar_init(hk_lds, o_empty(), 32);
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < DQ_BARS; ++i) {
             hk_mbar_init(hk_lds, dq_full(i), CONS_THREADS);
             hk_mbar_init(hk_lds, dq_empty(i), 1);
-            hk_mbar_init(hk_lds, dq_load(i), 1);
         }
+        for (int k = 0; k < 2; ++k)
+            hk_mbar_init(hk_lds, dq_load(k), 1);
         hk_mbar_init_fence();
     }
     hk_barrier();

@@ -264,7 +264,12 @@ HK_DEVICE void gemm_release(hk_lds_t lds, int gt, int lane, int rank)
 // b + gridDim, ...; the stage ring runs on across them (k-tile number g of
 // the block: stage g % STAGES, phase g / STAGES), so that the producer fills
 // the next tile's stages while the consumers store this one's C.
-]hkm_kernel_begin()[
+]hkm_if_true([maxnreg], [[// One block per multiprocessor, said to ptxas: without a register count
+// known at entry it may ignore setmaxnreg (C7508; the 128 x 64 block-scale
+// kernel did until 2026-12-04).
+#undef HK_BLOCKS_PER_SM
+#define HK_BLOCKS_PER_SM 1
+]])[]hkm_kernel_begin()[
     const hk_fp8 *A = hk_a.A;
     const hk_fp8 *B = hk_a.B;
     gemm_out_t *C = hk_a.C;

@@ -96,8 +96,9 @@
  *   hk_fence_proxy_async             warpgroup MMA from shared-memory descriptors (sm_90a; see below)
  *   hk_tmap, HK_KERNARG_QUAL, hk_mbar_*, hk_tma_load_2d/3d/4d, hk_tma_store_2d, hk_tmap_prefetch
  *                                    mbarriers and bulk tensor copies (TMA; see below)
- *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_fence_acc64/128/256
- *                                    attention primitives: wgmma with A from registers, B MN-major (see the end)
+ *   hk_wgmma_rs_64xNx16_tb (N = 64, 128), hk_wgmma_rs_64x64x16, hk_wgmma_rs_fence_acc64/128/256
+ *                                    attention primitives: wgmma with A from registers, B MN-major
+ *                                    (_tb) or K-major (see the end)
  *   hk_wgmma_64x64x16_tatb           wgmma with A and B both MN-major (attention backward's dQ = dS K; see the end)
  *   hk_global_store_f32x2, hk_global_load_f32_l2, hk_global_load_f32x2_l2, hk_red_add_f32x2
  *                                    fp32 pairs to / from global (the load from L2, past L1), and an atomic add of a pair
@@ -717,24 +718,27 @@ HK_DEVICE void hk_mma_16x8x16_f16(hk_u32x4 a, unsigned b0, unsigned b1, hk_mma_a
  *        c ^ r % 8; desc_b = hk_wgmma_desc(l, off, lbo, sbo, 1) with lbo = bytes between
  *        64-column (n) atoms and sbo = bytes between 8-row (k) groups.  The A registers must
  *        not be rewritten before a hk_wgmma_wait that covers the instruction (ptxas keeps them).
+ *   hk_wgmma_rs_64x64x16(d, a, desc_b, scale_d)  the same with B K-major, as hk_wgmma_64xNx16's B
+ *        (the attention backward's S^T = K Q^T with K's rows held in registers).
  *   hk_wgmma_rs_fence_acc64/128/256(d)  compiler-only fence on an accumulator (no instruction):
  *        after hk_wgmma_wait, so that reads of d are not moved above the wait.
  */
-/* One line per shape: N, R = N / 2 as tens and ones, then the operand numbers of the four
- * A words, desc_b and scale_d (R .. R + 5). */
-#define HK_WGMMA_RS(N, T, U, I0, I1, I2, I3, IB, IS)                                                       \
-    HK_DEVICE void hk_wgmma_rs_64x##N##x16_tb(hk_wgmma_acc##N##_t &d, hk_u32x4 a, unsigned long long desc_b, \
-                                              int scale_d)                                                 \
+/* One line per shape: N, the name's suffix (_tb or empty) and B's transpose bit, R = N / 2 as
+ * tens and ones, then the operand numbers of the four A words, desc_b and scale_d (R .. R + 5). */
+#define HK_WGMMA_RS(N, SUF, TB, T, U, I0, I1, I2, I3, IB, IS)                                              \
+    HK_DEVICE void hk_wgmma_rs_64x##N##x16##SUF(hk_wgmma_acc##N##_t &d, hk_u32x4 a, unsigned long long desc_b, \
+                                                int scale_d)                                               \
     {                                                                                                      \
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IS ", 0;\n"                                     \
                      "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 "                            \
                      "{" HK_WGMMA_OPS(T, U) "}, {%" #I0 ", %" #I1 ", %" #I2 ", %" #I3 "}, %" #IB            \
-                     ", p, 1, 1, 1;\n}\n"                                                                  \
+                     ", p, 1, 1, " #TB ";\n}\n"                                                         \
                      : HK_WGMMA_ACC_OUT(T, U)                                                              \
                      : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "l"(desc_b), "r"(scale_d));      \
     }
-HK_WGMMA_RS(64, 3, 2, 32, 33, 34, 35, 36, 37)
-HK_WGMMA_RS(128, 6, 4, 64, 65, 66, 67, 68, 69)
+HK_WGMMA_RS(64, _tb, 1, 3, 2, 32, 33, 34, 35, 36, 37)
+HK_WGMMA_RS(128, _tb, 1, 6, 4, 64, 65, 66, 67, 68, 69)
+HK_WGMMA_RS(64, , 0, 3, 2, 32, 33, 34, 35, 36, 37)
 
 #define HK_WGMMA_FENCE_ACC(N)                                                                              \
     HK_DEVICE void hk_wgmma_rs_fence_acc##N(hk_wgmma_acc##N##_t &d)                                        \

@@ -91,4 +91,22 @@ expect_rc 0 "hkgen explain"
 grep -q "scratch: workspace_bytes >= batch\*heads_q\*cdiv(seqlen_q,64)\*33024$" "$T/explain" || fail "explain: no run-time workspace formula: $(cat "$T/explain")"
 grep -q "scratch: workspace_bytes >= 2\*12\*cdiv(333,64)\*33024 (4755456 bytes)" "$T/explain" || fail "explain: no baked workspace size: $(cat "$T/explain")"
 grep -q "scratch: counters_len >= 2\*2\*12\*cdiv(333,64) (288 counters)" "$T/explain" || fail "explain: no baked counter count: $(cat "$T/explain")"
-echo "ok: 4 sm_90a attn_bwd kernels, no spills, 12 warps per SM, manifest plan, scratch rules and tensor maps"
+# without its blocks-per-SM bound ptxas drops the setmaxnreg hand-over
+# (C7508): the build must refuse the kernel, naming the cause
+cp -r "${HKGEN_TEMPLATES:-$TOP/templates}" "$T/tpl"
+grep -q '^#define HK_BLOCKS_PER_SM 1$' "$T/tpl/attn_bwd.sm90.hip.m4" || fail "attn_bwd.sm90.hip.m4 sets no HK_BLOCKS_PER_SM 1"
+sed -i '/^#undef HK_BLOCKS_PER_SM$/d; /^#define HK_BLOCKS_PER_SM 1$/d' "$T/tpl/attn_bwd.sm90.hip.m4"
+cat >"$T/one.yaml" <<'SPEC'
+hkgen: 1
+kernels:
+  - op: attn_bwd
+    name: any
+    target: sm_90a
+    head_dim: 64
+SPEC
+HKGEN_TEMPLATES=$T/tpl run_hk "$T/c7508" build -q --no-cache "$T/one.yaml" -o "$T/cat_c7508"
+expect_rc 1 "hkgen build of a kernel whose setmaxnreg ptxas ignores"
+grep -q "one.yaml:3:5: error: kernel any for sm_90a: ptxas ignores its setmaxnreg (C7508" "$T/c7508" ||
+  fail "no C7508 error naming the kernel: $(head -3 "$T/c7508")"
+[ ! -e "$T/cat_c7508/manifest.json" ] || fail "a refused build left a manifest"
+echo "ok: 4 sm_90a attn_bwd kernels, no spills, 12 warps per SM, manifest plan, scratch rules and tensor maps; an ignored setmaxnreg refused"
