@@ -138,21 +138,18 @@ static int cg_step(amd_comgr_action_kind_t kind, amd_comgr_action_info_t info,
 static int cg_compile_now(const char *target, const char *src, size_t srclen, const char *const *opts,
                           size_t nopts, char **obj, size_t *objlen, char **log);
 
-/* comgr 2.4 registers LLVM's targets lazily, and two first actions on two
-   threads can register amdgcn twice ("Cannot choose between targets
-   \"amdgcn\" and \"amdgcn\""): the first compile runs alone, the others
-   wait for it, later ones run in parallel. */
-static pthread_mutex_t cg_first_lock = PTHREAD_MUTEX_INITIALIZER;
-static int cg_warm;
+/* comgr (Debian's 5.2.3) runs clang and lld in process on LLVM's global
+   option and target registries, and two actions at once have corrupted
+   them: "Cannot choose between targets \"amdgcn\" and \"amdgcn\"" and
+   "Option 'h' registered more than once", both seen in CI. One action runs
+   at a time; the targets clang-22 serves still compile in parallel. */
+static pthread_mutex_t cg_action_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int cg_compile(const char *target, const char *src, size_t srclen, const char *const *opts,
                size_t nopts, char **obj, size_t *objlen, char **log) {
-  if (__atomic_load_n(&cg_warm, __ATOMIC_ACQUIRE))
-    return cg_compile_now(target, src, srclen, opts, nopts, obj, objlen, log);
-  pthread_mutex_lock(&cg_first_lock);
+  pthread_mutex_lock(&cg_action_lock);
   int rc = cg_compile_now(target, src, srclen, opts, nopts, obj, objlen, log);
-  __atomic_store_n(&cg_warm, 1, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&cg_first_lock);
+  pthread_mutex_unlock(&cg_action_lock);
   return rc;
 }
 
