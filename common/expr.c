@@ -55,18 +55,60 @@ static long long ex_number(ex_state *e) {
   return v;
 }
 
-/* The two operands of f(a,b), after its '('. */
-static int ex_pair(ex_state *e, const char *f, long long *a, long long *b) {
-  *a = ex_or(e);
-  if (!e->failed && !ex_eat(e, ",")) ex_fail(e, "expected ',' in %s(a,b)", f);
-  if (!e->failed) *b = ex_or(e);
-  if (!e->failed && !ex_eat(e, ")")) ex_fail(e, "expected ')' after %s(a,b)", f);
+/* The n operands of f(...), after its '(' (shape: its signature, for messages). */
+static int ex_args(ex_state *e, const char *f, const char *shape, long long *v, int n) {
+  for (int i = 0; i < n && !e->failed; i++) {
+    v[i] = ex_or(e);
+    if (!e->failed && !ex_eat(e, i + 1 < n ? "," : ")"))
+      ex_fail(e, i + 1 < n ? "expected ',' in %s%s" : "expected ')' after %s%s", f, shape);
+  }
   return e->failed ? -1 : 0;
 }
 
+/* floor(a / b) and S(n) = n (n + 1) / 2, in 128 bits (ex_ctiles' sums). */
+static __int128 ex_floordiv(__int128 a, __int128 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static __int128 ex_tri(__int128 n) { return n * (n + 1) / 2; }
+
+/* ctiles(rows, cols, R, C): the tiles of an R x C tiling of a rows x cols
+   grid that hold a pair (r, c) with c <= r + cols - rows (the attention
+   templates' bottom-right causal mask): a causal kernel's computed blocks.
+   Closed forms when one tile side divides the other (row blocks of R,
+   each seeing cdiv(its last row + 1 + cols - rows, C) column blocks; or
+   column blocks, each seen by the row blocks from its first visible row),
+   else a walk over the row blocks. */
+static long long ex_ctiles(ex_state *e, long long rows, long long cols, long long R, long long C) {
+  if (rows < 0 || cols < 0 || R <= 0 || C <= 0)
+    return ex_fail(e, "ctiles(%lld,%lld,%lld,%lld): a negative size or a tile side that is not positive", rows, cols,
+                   R, C);
+  if (!rows || !cols) return 0;
+  const __int128 nr = (rows + R - 1) / R, nc = (cols + C - 1) / C, d = (__int128)cols - rows;
+  __int128 t = 0;
+  if (R % C == 0) { /* row block m (1-based, not the last) sees cdiv(R m + d, C) if R m + d > 0 */
+    __int128 m0 = d < 0 ? -d / R : 0;                 /* row blocks with no visible column */
+    if (m0 > nr - 1) m0 = nr - 1;
+    t = (R / C) * (ex_tri(nr - 1) - ex_tri(m0)) - ex_floordiv(-d, C) * (nr - 1 - m0) + nc;
+  } else if (C % R == 0) { /* column block j is seen from row max(C j - d, 0) on */
+    __int128 j0 = d >= 0 ? d / C + 1 : 0;              /* column blocks every row block sees */
+    if (j0 > nc) j0 = nc;
+    t = j0 * nr + (nc - j0) * (nr - ex_floordiv(-d, R)) - (C / R) * (ex_tri(nc - 1) - ex_tri(j0 - 1));
+  } else {
+    if (nr > (1 << 24)) return ex_fail(e, "ctiles(%lld,%lld,%lld,%lld): too many row blocks", rows, cols, R, C);
+    for (__int128 m = 1; m <= nr; m++) {
+      __int128 x = (m < nr ? R * m : rows) + d;
+      x = x < 0 ? 0 : x > cols ? cols : x;
+      t += (x + C - 1) / C;
+    }
+  }
+  if (t > 9223372036854775807LL) return ex_fail(e, "ctiles(%lld,%lld,%lld,%lld) overflows", rows, cols, R, C);
+  return (long long)t;
+}
+
 static long long ex_call(ex_state *e, const char *f) {
-  long long a, b;
-  if (ex_pair(e, f, &a, &b) < 0) return 0;
+  long long v[4];
+  if (!strcmp(f, "ctiles"))
+    return ex_args(e, f, "(rows,cols,R,C)", v, 4) < 0 ? 0 : ex_ctiles(e, v[0], v[1], v[2], v[3]);
+  if (ex_args(e, f, "(a,b)", v, 2) < 0) return 0;
+  const long long a = v[0], b = v[1];
   if (!strcmp(f, "cdiv")) {
     if (b <= 0 || a < 0) return ex_fail(e, "cdiv(%lld,%lld) of a negative value or by zero", a, b);
     return a / b + (a % b != 0);
@@ -82,8 +124,8 @@ static long long ex_name(ex_state *e) {
   const char *n = e->s;
   while (ex_is_alpha(*e->s) || ex_is_digit(*e->s)) e->s++;
   size_t len = (size_t)(e->s - n);
-  static const char *const fns[] = {"cdiv", "min", "max"};
-  for (int i = 0; i < 3; i++)
+  static const char *const fns[] = {"cdiv", "min", "max", "ctiles"};
+  for (int i = 0; i < 4; i++)
     if (len == strlen(fns[i]) && !memcmp(n, fns[i], len) && ex_eat(e, "(")) return ex_call(e, fns[i]);
   long long v = 0;
   char note[160] = "";

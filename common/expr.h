@@ -7,7 +7,9 @@
    cmp   := sum (('==' | '!=' | '<' | '<=' | '>' | '>=') sum)?
    sum   := prod (('+' | '-') prod)*;   prod := unary (('*' | '/' | '%') unary)*
    unary := '-' unary | '!' unary | atom
-   atom  := number | name | cdiv(e,e) | min(e,e) | max(e,e) | '(' expr ')'
+   atom  := number | name | cdiv(e,e) | min(e,e) | max(e,e) | ctiles(e,e,e,e) | '(' expr ')'
+   ctiles(rows, cols, R, C): the R x C tiles of a rows x cols grid that hold
+   a pair the bottom-right causal mask keeps (a causal kernel's blocks).
    Comparisons and logic give 0 or 1. '/' and '%' need a positive divisor
    and a non-negative dividend (sizes, not signed quotients). */
 #ifndef HK_EXPR_H

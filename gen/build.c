@@ -276,7 +276,12 @@ static void bd_cost(bd_ctx *c, bd_item *it, const char *objpath, const cg_kernel
   const tgt_info *t = tgt_find(k->target);
   const tgt_part *part = es_part_of(t, c->o->parts);
   char mma[OP_FORMULA], bytes[OP_FORMULA], blocks[3 * OP_FORMULA + 16] = "", msg[512], out[4096];
+  mma[0] = bytes[0] = 0;
   k->op->work_formula(k, mma, bytes);
+  if (!bytes[0]) { /* the op has no closed form for this kernel's features */
+    bd_cost_warn(c, it, "its op gives no work formula for its features");
+    return;
+  }
   for (int a = 0; a < 3; a++) /* the grid's workgroups: the axes' product */
     if (strcmp(k->plan->grid[a], "1"))
       snprintf(blocks + strlen(blocks), sizeof blocks - strlen(blocks), "%s(%s)", blocks[0] ? "*" : "",

@@ -183,7 +183,8 @@ typedef struct op_desc {
      of an op that has them gets the estimate as its "cost" formula
      (estimate.h es_cost_formula), which hkrt_select ranks by. They must
      give work's values, with work's trips 0 (tests/pipeline/amd_select.sh
-     and amd_mem_cost.sh compare the cost with inspect --estimate). */
+     and amd_mem_cost.sh compare the cost with inspect --estimate). Empty
+     bytes: no closed form for this kernel (the kernel gets no cost). */
   void (*work_formula)(const op_inst *k, char *mma_flops, char *bytes);
   /* `hkgen bench` and `hkgen tune`: the problem timed when --shape leaves a
      run-time parameter out ("M=4096,N=4096,K=4096"; NULL: none). */

@@ -659,6 +659,21 @@ static int attn_work(const op_inst *k, const long *shape, op_work *w, char *msg,
   return 0;
 }
 
+/* attn_work as formulas: the 128-query blocks' key blocks, ctiles of the
+   bottom-right causal mask (causal) or all of them; none with a window or
+   packed sequences (their counts have no closed form here). */
+static void attn_work_formula(const op_inst *k, char *mma_flops, char *bytes) {
+  const char *b = op_term(k, "batch"), *sq = op_term(k, "seqlen_q"), *sk = op_term(k, "seqlen_k"),
+             *hq = op_term(k, "heads_q"), *hk = op_term(k, "heads_k");
+  long bn = op_tune(k->plan, "block_n"), d = op_int(k, "head_dim");
+  if (bn <= 0 || attn_uses(k, "window_left") || attn_uses(k, "window_right") || attn_uses(k, "varlen")) return;
+  if (op_int(k, "causal"))
+    op_formula(mma_flops, "%ld*%s*%s*ctiles(%s,%s,128,%ld)", 4 * d * 128 * bn, b, hq, sq, sk, bn);
+  else
+    op_formula(mma_flops, "%ld*%s*%s*cdiv(%s,128)*cdiv(%s,%ld)", 4 * d * 128 * bn, b, hq, sq, sk, bn);
+  op_formula(bytes, "%s*(%ld*(%s*%s+%s*%s)+4*%s*%s)", b, 4 * d, hq, sq, hk, sk, hq, sq);
+}
+
 const op_desc op_attn_fwd = {
     .name = "attn_fwd",
     .doc = "attention forward: O = softmax(scale Q K^T + mask) V and the row log-sum-exp; causal, windows, sinks, soft-cap, varlen",
@@ -670,6 +685,7 @@ const op_desc op_attn_fwd = {
     .plan = attn_plan,
     .emu_shapes = attn_fwd_shapes,
     .work = attn_work,
+    .work_formula = attn_work_formula,
     .emu_run = attn_emu_run,
     .bench_shape = "batch=4,seqlen_q=2048,seqlen_k=2048,heads_q=32,heads_k=8,window_left=-1,window_right=-1",
 };

@@ -676,6 +676,27 @@ static int attn_bwd_work(const op_inst *k, const long *shape, op_work *w, char *
   return 0;
 }
 
+/* attn_bwd_work as formulas: the KV workgroups' (query step, key block)
+   tiles and the Q workgroups' (128 queries, key step) tiles, ctiles of the
+   bottom-right causal mask or all of them. */
+static void attn_bwd_work_formula(const op_inst *k, char *mma_flops, char *bytes) {
+  const char *b = op_term(k, "batch"), *sq = op_term(k, "seqlen_q"), *sk = op_term(k, "seqlen_k"),
+             *hq = op_term(k, "heads_q"), *hk = op_term(k, "heads_k");
+  long qs = op_tune(k->plan, "q_step"), ks = op_tune(k->plan, "k_step"), kvb = op_tune(k->plan, "kv_block");
+  long d = op_int(k, "head_dim");
+  if (qs <= 0 || ks <= 0 || kvb <= 0) return;
+  char kv[OP_FORMULA], qw[OP_FORMULA];
+  if (op_int(k, "causal")) {
+    op_formula(kv, "ctiles(%s,%s,%ld,%ld)", sq, sk, qs, kvb);
+    op_formula(qw, "ctiles(%s,%s,128,%ld)", sq, sk, ks);
+  } else {
+    op_formula(kv, "cdiv(%s,%ld)*cdiv(%s,%ld)", sq, qs, sk, kvb);
+    op_formula(qw, "cdiv(%s,128)*cdiv(%s,%ld)", sq, sk, ks);
+  }
+  op_formula(mma_flops, "%s*%s*(%s*%ld+%s*%ld)", b, hq, kv, 8 * qs * kvb * d, qw, 6 * 128 * ks * d);
+  op_formula(bytes, "%s*(%ld*(%s*%s+%s*%s)+4*%s*%s)", b, 8 * d, hq, sq, hk, sk, hq, sq);
+}
+
 const op_desc op_attn_bwd = {
     .name = "attn_bwd",
     .doc = "attention backward: dQ, dK, dV from Q, K, V, O, dO and attn_fwd's LSE (deterministic; sm_90a: dQ scratch)",
@@ -687,5 +708,6 @@ const op_desc op_attn_bwd = {
     .emu_shapes = attn_bwd_emu_shapes,
     .emu_run = attn_bwd_emu_run,
     .work = attn_bwd_work,
+    .work_formula = attn_bwd_work_formula,
     .bench_shape = "batch=4,seqlen_q=2048,seqlen_k=2048,heads_q=32,heads_k=8",
 };

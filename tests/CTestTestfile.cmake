@@ -254,6 +254,8 @@ set_tests_properties(amd_select PROPERTIES TIMEOUT 600 LABELS "build;runtime" EN
 # AMD norm, rope and decode kernels: each manifest "cost" is its estimate (norm, rope: trips by the bytes)
 add_test(amd_mem_cost sh pipeline/amd_mem_cost.sh)
 set_tests_properties(amd_mem_cost PROPERTIES TIMEOUT 300 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
+add_test(amd_attn_cost sh pipeline/amd_attn_cost.sh)
+set_tests_properties(amd_attn_cost PROPERTIES TIMEOUT 400 LABELS "build" ENVIRONMENT "${HK_BUILD_ENV}")
 
 # the sm_90a norm forward's cost: 512 threads a row for few rows, 256 for many; vec: only's spec errors
 add_test(norm_select sh pipeline/norm_select.sh)

@@ -1,6 +1,7 @@
 /* unit_expr.c: common/expr.c, the one formula evaluator of gen/ and libhkrt:
    precedence, every operator against C's own arithmetic on random values,
-   overflow and division errors, names, and a formula that must not parse. */
+   overflow and division errors, names, ctiles against its definition, and a
+   formula that must not parse. */
 #include "expr.h"
 #include "testlib.h"
 
@@ -43,6 +44,37 @@ static long long ev(const char *f, const vars *x, int *ok, char *err, size_t n) 
     ev(f, x, &ok_, e_, sizeof e_);                                                               \
     T_CHECK(!ok_ && strstr(e_, part), "%s: want an error with '%s', got %s", f, part, ok_ ? "a value" : e_); \
   } while (0)
+
+/* ctiles by its definition: every tile, every pair of it. */
+static long long ctiles_brute(long long rows, long long cols, long long R, long long C) {
+  long long n = 0;
+  for (long long r0 = 0; r0 < rows; r0 += R)
+    for (long long c0 = 0; c0 < cols; c0 += C) {
+      long long last = r0 + R - 1 < rows - 1 ? r0 + R - 1 : rows - 1; /* the tile's lowest row sees most */
+      n += c0 <= last + cols - rows;
+    }
+  return n;
+}
+
+/* ctiles against the brute force at random sizes and tile sides (each
+   closed form: R a multiple of C, C of R, neither). */
+static void check_ctiles(void) {
+  static const long long sides[] = {16, 32, 64, 128, 256, 48, 96};
+  char f[96];
+  for (int i = 0; i < 3000; i++) {
+    vars x = {(long long)t_below(1200), (long long)t_below(1200), 0};
+    long long R = sides[t_below(i % 3 ? 5 : 7)], C = sides[t_below(i % 3 ? 5 : 7)];
+    snprintf(f, sizeof f, "ctiles(a, b, %lld, %lld)", R, C);
+    T_EQ(f, &x, ctiles_brute(x.a, x.b, R, C));
+  }
+  vars z = {0, 0, 0}, one = {1, 1, 1};
+  T_EQ("ctiles(8192, 8192, 128, 128)", &z, 64 * 65 / 2);
+  T_EQ("ctiles(a, 5, 1, 1)", &one, 5);                 /* one row: every key up to the last */
+  T_ERR("ctiles(4, 4, 0, 1)", &z, "not positive");
+  T_ERR("ctiles(4, -1, 1, 1)", &z, "negative size");
+  T_ERR("ctiles(4, 4, 1)", &z, "expected ','");
+  T_ERR("ctiles(5000000000, 5000000000, 1, 1)", &z, "overflows");
+}
 
 static void names_cb(void *ctx, const char *name, size_t len) {
   char *out = ctx;
@@ -93,6 +125,7 @@ int main(void) {
   for (int i = 0; i < 40; i++) strcat(deep, "-");
   strcat(deep, "1");
   T_ERR(deep, &z, "nested too deeply");
+  check_ctiles();
   char seen[128] = "";
   ex_names("lda >= K && cdiv(K, 64) <= lda + K * x_1", names_cb, seen);
   T_CHECK(!strcmp(seen, "lda;K;x_1;"), "names: %s", seen);
